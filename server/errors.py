@@ -1,0 +1,98 @@
+"""The project's error types. Adapters translate driver errors into these; the API layer turns them into a
+canonical gRPC status with `google.rpc` details."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import grpc
+
+ERROR_DOMAIN = "jobmesh.dev"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One bad field of a request, named by its path (`job.schedule.cron.expression`)."""
+
+    field: str
+    description: str
+
+
+class JobmeshError(Exception):
+    """Base of every error the API reports on purpose."""
+
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    reason: str = "INTERNAL"
+
+    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata = dict(metadata or {})
+
+
+class InvalidArgument(JobmeshError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    reason = "INVALID_ARGUMENT"
+
+    def __init__(self, violations: Sequence[FieldViolation], message: str | None = None) -> None:
+        self.violations = tuple(violations)
+        summary = "; ".join(f"{v.field}: {v.description}" for v in self.violations)
+        super().__init__(message or f"invalid request: {summary}")
+
+    @classmethod
+    def single(cls, field: str, description: str) -> InvalidArgument:
+        return cls([FieldViolation(field, description)])
+
+
+class NotFound(JobmeshError):
+    code = grpc.StatusCode.NOT_FOUND
+    reason = "NOT_FOUND"
+
+    def __init__(self, resource_name: str) -> None:
+        super().__init__(f"{resource_name} not found", metadata={"resource": resource_name})
+        self.resource_name = resource_name
+
+
+class AlreadyExists(JobmeshError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+    reason = "ALREADY_EXISTS"
+
+
+class RequestIdReused(AlreadyExists):
+    """A `request_id` came back with a different request body."""
+
+    reason = "REQUEST_ID_REUSED"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            f"request_id {request_id!r} was already used for a different request",
+            metadata={"request_id": request_id},
+        )
+
+
+class EtagMismatch(JobmeshError):
+    code = grpc.StatusCode.ABORTED
+    reason = "ETAG_MISMATCH"
+
+    def __init__(self, resource_name: str, current_etag: str) -> None:
+        super().__init__(
+            f"etag does not match the current version of {resource_name}: read it again and retry",
+            metadata={"resource": resource_name, "current_etag": current_etag},
+        )
+
+
+class FailedPrecondition(JobmeshError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    reason = "FAILED_PRECONDITION"
+
+    def __init__(self, message: str, *, reason: str, metadata: Mapping[str, str] | None = None) -> None:
+        super().__init__(message, metadata=metadata)
+        self.reason = reason
+
+
+class StoreUnavailable(JobmeshError):
+    """The database could not be reached; the caller may retry."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "STORE_UNAVAILABLE"

@@ -1,0 +1,141 @@
+"""The values the store keeps: jobs and runs as the business logic sees them.
+
+A job's full definition travels as its serialized `jobmesh.v1.Job` (`spec`); the fields that reads filter,
+sort or schedule on are kept beside it as plain values so the store can index them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class JobState(enum.StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    DELETED = "DELETED"
+
+
+class ScheduleKind(enum.StrEnum):
+    IMMEDIATE = "IMMEDIATE"
+    RUN_AT = "RUN_AT"
+    CRON = "CRON"
+
+
+class Priority(enum.StrEnum):
+    HIGH = "HIGH"
+    NORMAL = "NORMAL"
+    LOW = "LOW"
+
+
+class RunState(enum.StrEnum):
+    SCHEDULED = "SCHEDULED"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    CANCELLING = "CANCELLING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMED_OUT = "TIMED_OUT"
+    DEAD_LETTERED = "DEAD_LETTERED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATES
+
+    @property
+    def is_pending(self) -> bool:
+        return self in PENDING_RUN_STATES
+
+
+TERMINAL_RUN_STATES = frozenset(
+    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMED_OUT, RunState.DEAD_LETTERED}
+)
+PENDING_RUN_STATES = frozenset({RunState.SCHEDULED, RunState.QUEUED})
+REPLAYABLE_RUN_STATES = frozenset({RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED})
+
+
+class RunTrigger(enum.StrEnum):
+    SCHEDULE = "SCHEDULE"
+    RUN_NOW = "RUN_NOW"
+    REPLAY = "REPLAY"
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job as stored. `version` grows by one on every change; the etag is derived from it."""
+
+    job_id: str
+    spec: bytes
+    display_name: str
+    labels: Mapping[str, str]
+    schedule_kind: ScheduleKind
+    priority: Priority
+    queue: str
+    state: JobState
+    next_run_time: datetime | None
+    create_time: datetime
+    update_time: datetime
+    version: int = 1
+    request_id: str | None = None
+    request_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a job. Its current attempt is `attempt`; earlier ones are in `previous_attempts`."""
+
+    job_id: str
+    run_id: str
+    schedule_time: datetime
+    due_time: datetime
+    state: RunState
+    trigger: RunTrigger
+    priority: Priority
+    queue: str
+    create_time: datetime
+    update_time: datetime
+    attempt: int = 1
+    replay_of: str | None = None
+    executor: str | None = None
+    dispatch_time: datetime | None = None
+    start_time: datetime | None = None
+    last_heartbeat_time: datetime | None = None
+    end_time: datetime | None = None
+    exit_code: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    progress: float = 0.0
+    progress_message: str = ""
+    first_start_time: datetime | None = None
+    request_id: str | None = None
+    request_hash: str | None = None
+    previous_attempts: tuple[AttemptRecord, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """A finished attempt of a run, kept for its history."""
+
+    attempt: int
+    state: RunState
+    executor: str | None
+    start_time: datetime | None
+    end_time: datetime | None
+    exit_code: int | None
+    error_type: str | None
+    error_message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    job_id: str
+    run_id: str
+    sequence: int
+    attempt: int
+    time: datetime
+    stream: str
+    text: str
