@@ -99,7 +99,9 @@ def _unquote(raw: str) -> str:
     return re.sub(r"\\(.)", r"\1", body)
 
 
-def parse_filter(text: str, fields: Mapping[str, FieldSpec], *, field: str = "filter") -> tuple[Comparison, ...]:
+def parse_filter(
+    text: str, fields: Mapping[str, FieldSpec], *, field: str = "filter"
+) -> tuple[Comparison, ...]:
     """Parses `text` against a resource's `fields`; raises InvalidArgument naming `field`."""
     if len(text) > MAX_FILTER_LENGTH:
         raise InvalidArgument.single(field, f"longer than {MAX_FILTER_LENGTH} characters")
@@ -142,7 +144,9 @@ def _comparison(
     if name.startswith("labels.") and "labels" in fields:
         if operator not in ("=", "!="):
             raise InvalidArgument.single(field, f"labels support = and !=, not {operator!r}")
-        return Comparison("labels", operator, text, _label_key(name.removeprefix("labels."), field)), index + 3
+        return Comparison(
+            "labels", operator, text, _label_key(name.removeprefix("labels."), field)
+        ), index + 3
     spec = fields.get(name)
     if spec is None or name == "labels":
         known = ", ".join(sorted(fields))

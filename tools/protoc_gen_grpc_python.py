@@ -21,9 +21,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         root = pathlib.Path(scratch)
         descriptors = root / "descriptors.binpb"
-        descriptors.write_bytes(
-            descriptor_pb2.FileDescriptorSet(file=request.proto_file).SerializeToString()
-        )
+        descriptors.write_bytes(descriptor_pb2.FileDescriptorSet(file=request.proto_file).SerializeToString())
         out = root / "out"
         out.mkdir()
         argv = ["protoc", f"--descriptor_set_in={descriptors}", f"--grpc_python_out={out}"]

@@ -81,7 +81,9 @@ class Store(Protocol):
         """
         ...
 
-    def delete_job(self, job_id: str, *, expected_version: int | None, now: datetime) -> tuple[JobRecord, int]:
+    def delete_job(
+        self, job_id: str, *, expected_version: int | None, now: datetime
+    ) -> tuple[JobRecord, int]:
         """Marks the job DELETED (next_run_time cleared, version bumped) and, in the same transaction,
         cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING.
 
@@ -141,5 +143,3 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
-
-

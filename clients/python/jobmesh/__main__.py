@@ -1,0 +1,5 @@
+import sys
+
+from jobmesh.cli import main
+
+sys.exit(main())

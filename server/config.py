@@ -1,0 +1,49 @@
+"""Server configuration: a frozen value built from flags and `JOBMESH_*` environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+
+
+def default_sqlite_url() -> str:
+    data = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "jobmesh"
+    return f"sqlite:///{data / 'dev.sqlite3'}"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingPolicy:
+    """Rules the write path applies when it creates runs."""
+
+    # A run due within this is created and handed to the queue at once (the immediate bypass).
+    immediate_threshold: timedelta = timedelta(minutes=1)
+    default_heartbeat_timeout: timedelta = timedelta(seconds=15)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    listen: str = DEFAULT_LISTEN
+    database_url: str = field(default_factory=default_sqlite_url)
+    retention_days: int = 30
+    partition_ahead_days: int = 7
+    max_workers: int = 32
+    policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ServerConfig:
+        """Environment first, then explicit overrides (from flags) that are not None."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        if env.get("JOBMESH_LISTEN"):
+            values["listen"] = env["JOBMESH_LISTEN"]
+        if env.get("JOBMESH_DATABASE_URL"):
+            values["database_url"] = env["JOBMESH_DATABASE_URL"]
+        if env.get("JOBMESH_RETENTION_DAYS"):
+            values["retention_days"] = int(env["JOBMESH_RETENTION_DAYS"])
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,300 @@
+"""The write side: create and steer jobs and runs. Knows the store port and the contract, not gRPC."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from google.protobuf import field_mask_pb2
+
+from jobmesh.server.config import SchedulingPolicy
+from jobmesh.server.convert import (
+    OUTPUT_ONLY_JOB_FIELDS,
+    etag_of,
+    priority_of,
+    run_name,
+    schedule_kind_of,
+    spec_of,
+    version_of_etag,
+)
+from jobmesh.server.errors import (
+    AlreadyExists,
+    EtagMismatch,
+    FailedPrecondition,
+    InvalidArgument,
+    JobmeshError,
+    RequestIdReused,
+)
+from jobmesh.server.filtering import Comparison, ListQuery
+from jobmesh.server.ids import new_job_id
+from jobmesh.server.job_definitions import build_job, new_run, plan_schedule, request_hash
+from jobmesh.server.records import (
+    REPLAYABLE_RUN_STATES,
+    JobRecord,
+    JobState,
+    RunRecord,
+    RunState,
+    RunTrigger,
+)
+from jobmesh.server.store.port import CreateStatus, NewJob, Store
+from jobmesh.server.validation import (
+    Violations,
+    check_job,
+    check_job_id,
+    check_request_id,
+    parse_job_name,
+    parse_run_name,
+    validate_job,
+)
+from jobmesh.v1 import job_pb2, job_service_pb2
+
+MAX_BATCH = 1000
+UPDATABLE_FIELDS = frozenset(
+    field.name for field in job_pb2.Job.DESCRIPTOR.fields if field.name not in OUTPUT_ONLY_JOB_FIELDS
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """The outcome of one create: the job and its first run, or the error that refused it."""
+
+    job: JobRecord | None = None
+    first_run: RunRecord | None = None
+    error: JobmeshError | None = None
+
+
+class JobCommands:
+    def __init__(self, store: Store, policy: SchedulingPolicy, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._policy = policy
+        self._clock = clock
+
+    # Creating -----------------------------------------------------------------------------------------
+
+    def create_jobs(self, requests: Sequence[job_service_pb2.CreateJobRequest]) -> list[Created]:
+        """Validates each request on its own, stores the valid ones in one transaction."""
+        if len(requests) > MAX_BATCH:
+            raise InvalidArgument.single(
+                "requests", f"at most {MAX_BATCH} jobs per call, got {len(requests)}"
+            )
+        now = self._clock()
+        results: list[Created | None] = []
+        pending: list[tuple[int, NewJob]] = []
+        for index, request in enumerate(requests):
+            try:
+                pending.append((index, self._new_job(request, now)))
+                results.append(None)
+            except JobmeshError as error:
+                results.append(Created(error=error))
+        outcomes = self._store.create_jobs([item for _, item in pending]) if pending else []
+        for (index, item), outcome in zip(pending, outcomes, strict=True):
+            results[index] = _created(item, outcome.status, outcome.job, outcome.first_run)
+        return [result or Created() for result in results]
+
+    def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime) -> NewJob:
+        found = Violations()
+        check_job_id(found, request.job_id)
+        check_request_id(found, request.request_id)
+        if not request.HasField("job"):
+            found.add("job", "required")
+        else:
+            check_job(found, request.job, now, "job")
+        found.raise_if_any()
+        job_id = request.job_id or new_job_id()
+        digest = request_hash(request) if request.request_id else ""
+        job, first_run = build_job(
+            job_id, request.job, now, self._policy, request_id=request.request_id, request_digest=digest
+        )
+        return NewJob(job, first_run)
+
+    # Reading and changing jobs --------------------------------------------------------------------------
+
+    def get_job(self, name: str) -> JobRecord:
+        return self._store.get_job(parse_job_name(name))
+
+    def update_job(self, job: job_pb2.Job, mask: field_mask_pb2.FieldMask) -> JobRecord:
+        job_id = parse_job_name(job.name, "job.name")
+        paths = _mask_paths(job, mask)
+        current = self._store.get_job(job_id)
+        _check_etag(current, job.etag)
+        merged = job_pb2.Job.FromString(current.spec)
+        for path in paths:
+            merged.ClearField(path)  # type: ignore[arg-type]
+            _copy_field(job, merged, path)
+        now = self._clock()
+        validate_job(merged, now)
+        updated = dataclasses.replace(
+            current,
+            spec=spec_of(merged),
+            display_name=merged.display_name,
+            labels=dict(merged.labels),
+            schedule_kind=schedule_kind_of(merged),
+            priority=priority_of(merged),
+            queue=merged.queue or "default",
+            update_time=now,
+        )
+        first_run = None
+        if "schedule" in paths:
+            updated, first_run = self._reschedule(updated, merged, now)
+        stored = self._store.update_job(updated, expected_version=current.version)
+        if "schedule" in paths:
+            self._replace_pending_runs(stored, first_run, now)
+        return stored
+
+    def _reschedule(
+        self, job: JobRecord, spec: job_pb2.Job, now: datetime
+    ) -> tuple[JobRecord, RunRecord | None]:
+        plan = plan_schedule(spec, now, self._policy)
+        state = job.state if job.state is JobState.PAUSED else plan.state
+        first_run = None
+        if plan.first_run_time is not None and state is not JobState.PAUSED:
+            first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
+        return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
+
+    def _replace_pending_runs(self, job: JobRecord, first_run: RunRecord | None, now: datetime) -> None:
+        """A new schedule replaces the runs the old one made that have not been handed out yet."""
+        query = ListQuery(
+            comparisons=(
+                Comparison("state", "=", RunState.SCHEDULED.value),
+                Comparison("trigger", "=", RunTrigger.SCHEDULE.value),
+            ),
+            order_by=(),
+            page_size=1000,
+            page_token="",
+        )
+        for run in self._store.list_runs(job.job_id, query).items:
+            self._store.cancel_run(job.job_id, run.run_id, reason="the job's schedule changed", now=now)
+        if first_run is not None:
+            self._store.create_run(first_run)
+
+    def delete_job(self, name: str, etag: str) -> tuple[JobRecord, int]:
+        job_id = parse_job_name(name)
+        expected = None
+        if etag:
+            expected = version_of_etag(etag)
+            if expected is None:
+                raise EtagMismatch(name, etag_of(self._store.get_job(job_id).version))
+        return self._store.delete_job(job_id, expected_version=expected, now=self._clock())
+
+    def pause_job(self, name: str) -> JobRecord:
+        current = self._store.get_job(parse_job_name(name))
+        if current.state is JobState.PAUSED:
+            return current
+        if current.state is JobState.COMPLETED:
+            raise FailedPrecondition(
+                f"{name} has no more runs to pause", reason="JOB_COMPLETED", metadata={"job": name}
+            )
+        paused = dataclasses.replace(current, state=JobState.PAUSED, update_time=self._clock())
+        return self._store.update_job(paused, expected_version=current.version)
+
+    def resume_job(self, name: str) -> JobRecord:
+        current = self._store.get_job(parse_job_name(name))
+        if current.state is not JobState.PAUSED:
+            return current
+        now = self._clock()
+        plan = plan_schedule(job_pb2.Job.FromString(current.spec), now, self._policy)
+        next_run_time = plan.first_run_time if plan.first_run_time is not None else plan.next_run_time
+        resumed = dataclasses.replace(
+            current, state=JobState.ACTIVE, next_run_time=next_run_time, update_time=now
+        )
+        return self._store.update_job(resumed, expected_version=current.version)
+
+    # Runs -------------------------------------------------------------------------------------------------
+
+    def run_job_now(self, request: job_service_pb2.RunJobNowRequest) -> RunRecord:
+        job = self._store.get_job(parse_job_name(request.name))
+        found = Violations()
+        check_request_id(found, request.request_id)
+        found.raise_if_any()
+        now = self._clock()
+        digest = request_hash(request) if request.request_id else ""
+        run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
+        return self._insert_run(run, request.request_id)
+
+    def cancel_run(self, name: str, reason: str) -> RunRecord:
+        job_id, run_id = parse_run_name(name)
+        found = Violations()
+        found.text("reason", reason, limit=1024)
+        found.raise_if_any()
+        return self._store.cancel_run(job_id, run_id, reason=reason or "cancelled", now=self._clock())
+
+    def replay_run(self, request: job_service_pb2.ReplayRunRequest) -> RunRecord:
+        job_id, run_id = parse_run_name(request.name)
+        found = Violations()
+        check_request_id(found, request.request_id)
+        found.raise_if_any()
+        source = self._store.get_run(job_id, run_id)
+        if source.state not in REPLAYABLE_RUN_STATES:
+            raise FailedPrecondition(
+                f"{request.name} is {source.state.value}: only failed, timed-out or dead-lettered runs"
+                " can be replayed",
+                reason="RUN_NOT_REPLAYABLE",
+                metadata={"run": request.name, "state": source.state.value},
+            )
+        job = self._store.get_job(job_id)
+        now = self._clock()
+        digest = request_hash(request) if request.request_id else ""
+        run = new_run(
+            job,
+            now,
+            now,
+            RunTrigger.REPLAY,
+            replay_of=run_name(job_id, run_id),
+            request_id=request.request_id,
+            request_digest=digest,
+        )
+        return self._insert_run(run, request.request_id)
+
+    def _insert_run(self, run: RunRecord, request_id: str) -> RunRecord:
+        outcome = self._store.create_run(run)
+        if outcome.status is CreateStatus.REQUEST_ID_REUSED:
+            raise RequestIdReused(request_id)
+        if outcome.run is None:
+            raise AlreadyExists(f"{run_name(run.job_id, run.run_id)} already exists")
+        return outcome.run
+
+
+def _created(
+    item: NewJob, status: CreateStatus, job: JobRecord | None, first_run: RunRecord | None
+) -> Created:
+    if status is CreateStatus.REQUEST_ID_REUSED:
+        return Created(error=RequestIdReused(item.job.request_id or ""))
+    if status is CreateStatus.ID_TAKEN:
+        name = f"jobs/{item.job.job_id}"
+        return Created(error=AlreadyExists(f"{name} already exists", metadata={"resource": name}))
+    return Created(job=job, first_run=first_run)
+
+
+def _check_etag(current: JobRecord, etag: str) -> None:
+    if etag and version_of_etag(etag) != current.version:
+        raise EtagMismatch(f"jobs/{current.job_id}", etag_of(current.version))
+
+
+def _mask_paths(job: job_pb2.Job, mask: field_mask_pb2.FieldMask) -> list[str]:
+    """AIP-134: `*` means every writable field; an empty mask means the fields the request sets."""
+    paths = list(mask.paths)
+    if paths == ["*"]:
+        return sorted(UPDATABLE_FIELDS)
+    if not paths:
+        return sorted(field.name for field, _ in job.ListFields() if field.name in UPDATABLE_FIELDS)
+    found = Violations()
+    for path in paths:
+        if path not in UPDATABLE_FIELDS:
+            allowed = ", ".join(sorted(UPDATABLE_FIELDS))
+            found.add("update_mask", f"{path[:100]!r} cannot be updated; updatable fields: {allowed} or *")
+    found.raise_if_any()
+    return sorted(set(paths))
+
+
+def _copy_field(source: job_pb2.Job, target: job_pb2.Job, path: str) -> None:
+    field = job_pb2.Job.DESCRIPTOR.fields_by_name[path]
+    value = getattr(source, path)
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        getattr(target, path).update(value)
+    elif field.message_type is not None:
+        if source.HasField(path):  # type: ignore[arg-type]
+            getattr(target, path).CopyFrom(value)
+    else:
+        setattr(target, path, value)

@@ -1,0 +1,86 @@
+"""Cron expressions and the next occurrence of a schedule, in the schedule's time zone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+MAX_EXPRESSION_LENGTH = 256
+
+
+class CronError(ValueError):
+    """The expression or time zone is not usable; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class CronSpec:
+    expression: str
+    time_zone: ZoneInfo
+
+    @property
+    def has_seconds(self) -> bool:
+        return not self.expression.startswith("@") and len(self.expression.split()) == 6
+
+
+def parse_time_zone(name: str) -> ZoneInfo:
+    if not name:
+        return ZoneInfo("UTC")
+    if len(name) > 64 or "\x00" in name or name.startswith(("/", ".")) or ".." in name:
+        raise CronError(f"{name!r} is not an IANA time zone")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise CronError(f"{name!r} is not an IANA time zone") from None
+
+
+def parse_cron(expression: str, time_zone: str) -> CronSpec:
+    """Accepts 5 fields, 6 fields with leading seconds, or a macro such as `@hourly`."""
+    text = " ".join(expression.split())
+    if not text:
+        raise CronError("the expression is empty")
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise CronError(f"the expression is longer than {MAX_EXPRESSION_LENGTH} characters")
+    if text.startswith("@"):
+        if text.lower() not in MACROS:
+            raise CronError(f"unknown macro {text!r}; known: {', '.join(sorted(MACROS))}")
+        text = text.lower()
+    else:
+        fields = len(text.split())
+        if fields not in (5, 6):
+            raise CronError(f"expected 5 fields (or 6 with leading seconds), got {fields}")
+        if not _is_valid(text):
+            raise CronError(f"{text!r} is not a valid cron expression")
+    spec = CronSpec(text, parse_time_zone(time_zone))
+    try:
+        next_occurrence(spec, datetime(2000, 1, 1, tzinfo=UTC))
+    except CronError:
+        raise
+    except Exception:  # croniter raises several types for expressions that can never match
+        raise CronError(f"{text!r} never matches") from None
+    return spec
+
+
+def _is_valid(text: str) -> bool:
+    try:
+        return bool(croniter.is_valid(text, second_at_beginning=len(text.split()) == 6))
+    except Exception:  # croniter's validator itself can raise on odd input
+        return False
+
+
+def next_occurrence(spec: CronSpec, after: datetime) -> datetime:
+    """The first occurrence strictly after `after`, as an aware UTC datetime."""
+    local = after.astimezone(spec.time_zone)
+    iterator = croniter(
+        spec.expression,
+        local,
+        second_at_beginning=spec.has_seconds,
+        max_years_between_matches=50,
+    )
+    value = iterator.get_next(datetime)
+    if not isinstance(value, datetime):
+        raise CronError(f"{spec.expression!r} has no next occurrence")
+    return value.astimezone(UTC)

@@ -1,0 +1,189 @@
+"""The store's tables, as SQLAlchemy Core metadata shared by the queries (the migrations own the DDL).
+
+`job_runs` is range-partitioned by `schedule_time` on PostgreSQL (daily partitions plus a DEFAULT one, see
+`sql_partitions`). A unique constraint on a partitioned table must contain the partition key, so neither
+"run id unique per job" nor "request id unique per job" can be a constraint there: the store enforces both
+under the job row's lock (`create_run`), and the primary key's `(job_id, run_id)` prefix is the per-partition
+lookup index `get_run` uses. Index choices are justified in INDEXES.md.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+# Far in the future: the sort value of a missing time, so NULLs page like any other value (last when
+# ascending, first when descending, as PostgreSQL orders them by default).
+FAR_FUTURE = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every dialect (SQLite keeps naive UTC text, read back aware)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the store keeps timezone-aware times only")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def id_type() -> TypeEngine[str]:
+    """Ids compare bytewise on PostgreSQL whatever the database locale: cheaper and locale-proof keysets."""
+    return Text().with_variant(Text(collation="C"), "postgresql")
+
+
+def labels_type() -> TypeEngine[Any]:
+    """JSONB on PostgreSQL so `labels.k = v` and `labels:k` can use a GIN index; JSON text elsewhere."""
+    return JSON().with_variant(JSONB(), "postgresql")
+
+
+metadata = MetaData()
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", id_type(), primary_key=True),
+    Column("spec", LargeBinary, nullable=False),
+    Column("display_name", Text, nullable=False),
+    Column("labels", labels_type(), nullable=False),
+    Column("schedule_kind", Text, nullable=False),
+    Column("priority", Text, nullable=False),
+    Column("queue", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("next_run_time", UtcDateTime, nullable=True),
+    Column("create_time", UtcDateTime, nullable=False),
+    Column("update_time", UtcDateTime, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("request_id", Text, nullable=True, unique=True),
+    Column("request_hash", Text, nullable=True),
+    # The run written with the job, so a replayed create returns it (not part of JobRecord).
+    Column("first_run_id", id_type(), nullable=True),
+)
+Index(
+    "ix_jobs_next_run_time",
+    jobs.c.next_run_time,
+    postgresql_where=text("state = 'ACTIVE'"),
+    sqlite_where=text("state = 'ACTIVE'"),
+)
+Index("ix_jobs_create_time", jobs.c.create_time, jobs.c.job_id)
+Index("ix_jobs_labels", jobs.c.labels, postgresql_using="gin").ddl_if(dialect="postgresql")
+
+job_runs = Table(
+    "job_runs",
+    metadata,
+    Column("job_id", id_type(), ForeignKey("jobs.job_id"), nullable=False),
+    Column("run_id", id_type(), nullable=False),
+    # The occurrence time: immutable, the partition key.
+    Column("schedule_time", UtcDateTime, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    # When the current attempt may start (schedule_time, or later for a retry's backoff).
+    Column("due_time", UtcDateTime, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("trigger", Text, nullable=False),
+    Column("priority", Text, nullable=False),
+    Column("queue", Text, nullable=False),
+    Column("replay_of", id_type(), nullable=True),
+    Column("executor", Text, nullable=True),
+    Column("dispatch_time", UtcDateTime, nullable=True),
+    Column("start_time", UtcDateTime, nullable=True),
+    Column("last_heartbeat_time", UtcDateTime, nullable=True),
+    Column("end_time", UtcDateTime, nullable=True),
+    Column("first_start_time", UtcDateTime, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("error_type", Text, nullable=True),
+    Column("error_message", Text, nullable=True),
+    Column("progress", Float, nullable=False),
+    Column("progress_message", Text, nullable=False),
+    Column("create_time", UtcDateTime, nullable=False),
+    Column("update_time", UtcDateTime, nullable=False),
+    Column("request_id", Text, nullable=True),
+    Column("request_hash", Text, nullable=True),
+    PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
+    postgresql_partition_by="RANGE (schedule_time)",
+)
+# The watcher's window scan and the heartbeat sweeper touch a small, hot slice: partial indexes stay small.
+Index(
+    "ix_job_runs_due",
+    job_runs.c.due_time,
+    postgresql_where=text("state = 'SCHEDULED'"),
+    sqlite_where=text("state = 'SCHEDULED'"),
+)
+Index(
+    "ix_job_runs_heartbeat",
+    job_runs.c.last_heartbeat_time,
+    postgresql_where=text("state = 'RUNNING'"),
+    sqlite_where=text("state = 'RUNNING'"),
+)
+Index(
+    "ix_job_runs_job_schedule", job_runs.c.job_id, job_runs.c.schedule_time.desc(), job_runs.c.run_id.desc()
+)
+Index(
+    "ix_job_runs_request",
+    job_runs.c.job_id,
+    job_runs.c.request_id,
+    postgresql_where=text("request_id IS NOT NULL"),
+    sqlite_where=text("request_id IS NOT NULL"),
+)
+
+run_attempts = Table(
+    "run_attempts",
+    metadata,
+    Column("job_id", id_type(), ForeignKey("jobs.job_id"), nullable=False),
+    Column("run_id", id_type(), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("executor", Text, nullable=True),
+    Column("start_time", UtcDateTime, nullable=True),
+    Column("end_time", UtcDateTime, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("error_type", Text, nullable=True),
+    Column("error_message", Text, nullable=True),
+    PrimaryKeyConstraint("job_id", "run_id", "attempt", name="pk_run_attempts"),
+)
+
+# No foreign key: log lines stream in fast and must never be refused.
+run_logs = Table(
+    "run_logs",
+    metadata,
+    Column("job_id", id_type(), nullable=False),
+    Column("run_id", id_type(), nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("time", UtcDateTime, nullable=False),
+    Column("stream", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    PrimaryKeyConstraint("job_id", "run_id", "sequence", name="pk_run_logs"),
+)
+
+RUN_PARTITION_PREFIX = "job_runs_p"
+RUN_DEFAULT_PARTITION = "job_runs_default"

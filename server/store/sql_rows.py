@@ -1,0 +1,123 @@
+"""Conversions between the store's records and table rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import RowMapping
+
+from jobmesh.server.records import (
+    AttemptRecord,
+    JobRecord,
+    JobState,
+    LogRecord,
+    Priority,
+    RunRecord,
+    RunState,
+    RunTrigger,
+    ScheduleKind,
+)
+from jobmesh.server.store.schema import job_runs, jobs
+
+_RUN_PLAIN_FIELDS = tuple(
+    name for name in job_runs.c.keys() if name not in ("state", "trigger", "priority", "progress")
+)
+
+
+def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id,
+        "spec": job.spec,
+        "display_name": job.display_name,
+        "labels": dict(job.labels),
+        "schedule_kind": job.schedule_kind.value,
+        "priority": job.priority.value,
+        "queue": job.queue,
+        "state": job.state.value,
+        "next_run_time": job.next_run_time,
+        "create_time": job.create_time,
+        "update_time": job.update_time,
+        "version": job.version,
+        "request_id": job.request_id,
+        "request_hash": job.request_hash,
+        "first_run_id": first_run_id,
+    }
+
+
+def job_from_row(row: RowMapping) -> JobRecord:
+    return JobRecord(
+        job_id=row["job_id"],
+        spec=bytes(row["spec"]),
+        display_name=row["display_name"],
+        labels=dict(row["labels"]),
+        schedule_kind=ScheduleKind(row["schedule_kind"]),
+        priority=Priority(row["priority"]),
+        queue=row["queue"],
+        state=JobState(row["state"]),
+        next_run_time=row["next_run_time"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        version=row["version"],
+        request_id=row["request_id"],
+        request_hash=row["request_hash"],
+    )
+
+
+def run_values(run: RunRecord) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(run, name) for name in _RUN_PLAIN_FIELDS}
+    values.update(
+        state=run.state.value,
+        trigger=run.trigger.value,
+        priority=run.priority.value,
+        progress=float(run.progress),
+    )
+    return values
+
+
+def run_from_row(row: RowMapping, attempts: Sequence[AttemptRecord] = ()) -> RunRecord:
+    plain = {name: row[name] for name in _RUN_PLAIN_FIELDS}
+    return RunRecord(
+        **plain,
+        state=RunState(row["state"]),
+        trigger=RunTrigger(row["trigger"]),
+        priority=Priority(row["priority"]),
+        progress=float(row["progress"]),
+        previous_attempts=tuple(attempts),
+    )
+
+
+def attempt_from_row(row: RowMapping) -> AttemptRecord:
+    return AttemptRecord(
+        attempt=row["attempt"],
+        state=RunState(row["state"]),
+        executor=row["executor"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        exit_code=row["exit_code"],
+        error_type=row["error_type"],
+        error_message=row["error_message"],
+    )
+
+
+def log_values(record: LogRecord) -> dict[str, Any]:
+    return {
+        "job_id": record.job_id,
+        "run_id": record.run_id,
+        "sequence": record.sequence,
+        "attempt": record.attempt,
+        "time": record.time,
+        "stream": record.stream,
+        "text": record.text,
+    }
+
+
+def log_from_row(row: RowMapping) -> LogRecord:
+    return LogRecord(**{name: row[name] for name in log_columns()})
+
+
+def log_columns() -> tuple[str, ...]:
+    return ("job_id", "run_id", "sequence", "attempt", "time", "stream", "text")
+
+
+JOB_COLUMNS = tuple(column for column in jobs.c if column.name != "first_run_id")
