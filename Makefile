@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 .PHONY: run test install gen lint check-gen services-up services-down lock clean
 
 run: install
-	$(BIN)/jobmesh dev
+	$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
 
 test: install
 	bash tools/test.sh

@@ -27,7 +27,9 @@ _PRIORITIES = {
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
 _RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
 _RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
-_LOG_STREAMS = {name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")}
+_LOG_STREAMS = {
+    name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
+}
 _SCHEDULE_KINDS = {
     "immediate": ScheduleKind.IMMEDIATE,
     "run_at": ScheduleKind.RUN_AT,

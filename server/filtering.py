@@ -105,6 +105,8 @@ def parse_filter(
     """Parses `text` against a resource's `fields`; raises InvalidArgument naming `field`."""
     if len(text) > MAX_FILTER_LENGTH:
         raise InvalidArgument.single(field, f"longer than {MAX_FILTER_LENGTH} characters")
+    if "\x00" in text:
+        raise InvalidArgument.single(field, "contains a NUL character")
     tokens = _tokens(text, field)
     comparisons: list[Comparison] = []
     index = 0

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.server.errors import FieldViolation, InvalidArgument
-from jobmesh.server.schedules import CronError, parse_cron
+from jobmesh.server.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.v1 import job_pb2
 
 MAX_JOB_BYTES = 256 * 1024
@@ -146,12 +146,15 @@ def _check_schedule(found: Violations, schedule: job_pb2.Schedule, now: datetime
 def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, field: str) -> None:
     found.text(f"{field}.expression", cron.expression, limit=256, required=True)
     found.text(f"{field}.time_zone", cron.time_zone, limit=64)
-    if cron.expression and len(cron.expression) <= 256 and "\x00" not in cron.expression + cron.time_zone:
+    try:
+        parse_time_zone(cron.time_zone)
+    except CronError as error:
+        found.add(f"{field}.time_zone", str(error))
+    if cron.expression and len(cron.expression) <= 256 and "\x00" not in cron.expression:
         try:
-            parse_cron(cron.expression, cron.time_zone)
+            parse_cron(cron.expression, "UTC")
         except CronError as error:
-            name = "time_zone" if "time zone" in str(error) else "expression"
-            found.add(f"{field}.{name}", str(error))
+            found.add(f"{field}.expression", str(error))
     start = found.timestamp(f"{field}.start_time", cron.start_time) if cron.HasField("start_time") else None
     end = found.timestamp(f"{field}.end_time", cron.end_time) if cron.HasField("end_time") else None
     if start is not None and end is not None and end <= start:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
+import sqlalchemy
 
 
 def require_service_url(variable: str) -> str:
@@ -20,3 +24,20 @@ def require_service_url(variable: str) -> str:
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
         pytest.fail(message)
     pytest.skip(message)
+
+
+@contextlib.contextmanager
+def fresh_postgres_database(base_url: str) -> Iterator[str]:
+    """A new, empty database on the server of `base_url`, dropped afterwards; yields its URL."""
+    name = f"jobmesh_test_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(
+        base_url, isolation_level="AUTOCOMMIT", poolclass=sqlalchemy.pool.NullPool
+    )
+    try:
+        with admin.connect() as connection:
+            connection.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+        yield sqlalchemy.engine.make_url(base_url).set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as connection:
+            connection.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()

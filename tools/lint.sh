@@ -9,6 +9,7 @@ $bin/ruff check .
 $bin/ruff format --check .
 echo "lint: mypy"
 $bin/mypy
+$bin/mypy tests tools/protoc_gen_grpc_python.py
 echo "lint: buf"
 npx --no-install buf lint
 bash tools/check_gen.sh

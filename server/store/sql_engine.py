@@ -1,4 +1,4 @@
-"""Engines for the SQL store: connection settings per dialect, write transactions, driver-error translation."""
+"""Engines of the SQL store: per-dialect connection settings, write transactions, driver-error translation."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def make_engine(url: str) -> Engine:
 
 
 def _sqlite_engine(url: str) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -59,8 +61,8 @@ def _sqlite_engine(url: str) -> Engine:
 
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    with engine.connect() as connection:
-        connection = connection.execution_options(**{_WRITE: True})
+    with engine.connect() as plain:
+        connection = plain.execution_options(**{_WRITE: True})
         with connection.begin():
             yield connection
 

@@ -21,7 +21,7 @@ from jobmesh.server.records import (
 from jobmesh.server.store.schema import job_runs, jobs
 
 _RUN_PLAIN_FIELDS = tuple(
-    name for name in job_runs.c.keys() if name not in ("state", "trigger", "priority", "progress")
+    column.name for column in job_runs.c if column.name not in ("state", "trigger", "priority", "progress")
 )
 
 

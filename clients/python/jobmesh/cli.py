@@ -10,6 +10,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from jobmesh.server.config import ServerConfig
 
@@ -35,6 +36,7 @@ async def _serve(config: ServerConfig, banner: str) -> None:
     from jobmesh.server.app import start_server
     from jobmesh.server.store.factory import open_store
 
+    _ensure_sqlite_folder(config.database_url)
     store = await asyncio.to_thread(
         open_store,
         config.database_url,
@@ -57,6 +59,14 @@ async def _serve(config: ServerConfig, banner: str) -> None:
         await running.stop()
     finally:
         store.close()
+
+
+def _ensure_sqlite_folder(url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
 def _redacted(url: str) -> str:

@@ -8,6 +8,7 @@ Create Date: 2026-11-29
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -24,7 +25,7 @@ def _is_postgres() -> bool:
     return op.get_bind().dialect.name == "postgresql"
 
 
-def _partial(predicate: str) -> dict[str, sa.TextClause]:
+def _partial(predicate: str) -> dict[str, Any]:
     return {"postgresql_where": sa.text(predicate), "sqlite_where": sa.text(predicate)}
 
 

@@ -1,0 +1,157 @@
+"""Run and log statements of the SQL store. Each function runs inside the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, RowMapping, func, literal, select, update
+
+from jobmesh.server.errors import NotFound
+from jobmesh.server.filtering import ListQuery
+from jobmesh.server.records import JobState, LogRecord, RunRecord, RunState
+from jobmesh.server.store.port import CreateRunOutcome, CreateStatus, Page
+from jobmesh.server.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
+from jobmesh.server.store.sql_jobs import upsert_ignoring_conflicts
+from jobmesh.server.store.sql_query import Listing, fetch_page, where_clauses
+from jobmesh.server.store.sql_rows import attempt_from_row, log_from_row, log_values, run_from_row, run_values
+
+
+def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
+    far_future = literal(FAR_FUTURE, UtcDateTime())
+    return Listing(
+        kind="runs",
+        fields={
+            "state": job_runs.c.state,
+            "job": job_runs.c.job_id,
+            "attempt": job_runs.c.attempt,
+            "trigger": job_runs.c.trigger,
+            # Unassigned reads as "" (the proto default), so `executor = ""` finds runs nobody took yet.
+            "executor": func.coalesce(job_runs.c.executor, ""),
+            **{name: job_runs.c[name] for name in ("schedule_time", "due_time", "start_time", "end_time")},
+            **{name: job_runs.c[name] for name in ("create_time", "update_time")},
+        },
+        sortable={
+            **{
+                name: job_runs.c[name] for name in ("schedule_time", "due_time", "create_time", "update_time")
+            },
+            "start_time": func.coalesce(job_runs.c.start_time, far_future),
+            "end_time": func.coalesce(job_runs.c.end_time, far_future),
+        },
+        tiebreak=tuple(job_runs.c[name] for name in tiebreak),
+        labels=jobs.c.labels,
+    )
+
+
+# Within one job the job id is constant: leaving it out of the keyset lets the (job_id, schedule_time, run_id)
+# index answer the row comparison as a range.
+RUN_LISTING = _run_listing(("job_id", "run_id"))
+ONE_JOB_RUN_LISTING = _run_listing(("run_id",))
+
+
+def _not_found(job_id: str, run_id: str) -> NotFound:
+    return NotFound(f"jobs/{job_id}/runs/{run_id}")
+
+
+def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
+    # The job row's lock serializes run creation per job: partitioned job_runs cannot have a unique
+    # (job_id, run_id) or (job_id, request_id) constraint, so both are checked here. It also orders the
+    # insert against delete_job, so no run sneaks in after the job's runs were cancelled.
+    lock = select(jobs.c.state).where(jobs.c.job_id == run.job_id).with_for_update(key_share=True)
+    state = connection.execute(lock).scalar()
+    if state is None or state == JobState.DELETED:
+        raise NotFound(f"jobs/{run.job_id}")
+    if run.request_id is not None:
+        earlier = connection.execute(
+            select(job_runs.c.run_id, job_runs.c.request_hash)
+            .where(job_runs.c.job_id == run.job_id, job_runs.c.request_id == run.request_id)
+            .limit(1)
+        ).first()
+        if earlier is not None:
+            if earlier.request_hash != run.request_hash:
+                return CreateRunOutcome(CreateStatus.REQUEST_ID_REUSED)
+            return CreateRunOutcome(CreateStatus.REPLAYED, get_run(connection, run.job_id, earlier.run_id))
+    if _find(connection, run.job_id, run.run_id) is not None:
+        return CreateRunOutcome(CreateStatus.ID_TAKEN)
+    connection.execute(job_runs.insert(), run_values(run))
+    return CreateRunOutcome(CreateStatus.CREATED, run)
+
+
+def _find(connection: Connection, job_id: str, run_id: str, *, lock: bool = False) -> RowMapping | None:
+    # No schedule_time: each partition answers through the (job_id, run_id, ...) primary key prefix.
+    statement = select(job_runs).where(job_runs.c.job_id == job_id, job_runs.c.run_id == run_id)
+    if lock:
+        statement = statement.with_for_update()
+    return connection.execute(statement).mappings().first()
+
+
+def get_run(connection: Connection, job_id: str, run_id: str) -> RunRecord:
+    row = _find(connection, job_id, run_id)
+    if row is None:
+        raise _not_found(job_id, run_id)
+    attempts = connection.execute(
+        select(run_attempts)
+        .where(
+            run_attempts.c.job_id == job_id,
+            run_attempts.c.run_id == run_id,
+            run_attempts.c.attempt < row["attempt"],
+        )
+        .order_by(run_attempts.c.attempt)
+    )
+    return run_from_row(row, [attempt_from_row(attempt) for attempt in attempts.mappings()])
+
+
+def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> Page[RunRecord]:
+    listing = RUN_LISTING if job_id is None else ONE_JOB_RUN_LISTING
+    statement = select(job_runs).where(*where_clauses(listing, query.comparisons, connection.dialect.name))
+    if job_id is not None:
+        statement = statement.where(job_runs.c.job_id == job_id)
+    if any(comparison.field == "labels" for comparison in query.comparisons):
+        statement = statement.join_from(job_runs, jobs, jobs.c.job_id == job_runs.c.job_id)
+    return fetch_page(
+        connection, statement, listing=listing, query=query, scope=("job", job_id), convert=run_from_row
+    )
+
+
+def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+    row = _find(connection, job_id, run_id, lock=True)
+    if row is None:
+        raise _not_found(job_id, run_id)
+    state = RunState(row["state"])
+    this_run = update(job_runs).where(
+        job_runs.c.job_id == job_id,
+        job_runs.c.run_id == run_id,
+        job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
+    )
+    if state.is_pending:
+        connection.execute(
+            this_run.values(
+                state=RunState.CANCELLED.value,
+                end_time=now,
+                update_time=now,
+                error_type="Cancelled",
+                error_message=reason,
+            )
+        )
+    elif state is RunState.RUNNING:
+        connection.execute(this_run.values(state=RunState.CANCELLING.value, update_time=now))
+    return get_run(connection, job_id, run_id)
+
+
+def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:
+    if records:
+        connection.execute(upsert_ignoring_conflicts(connection, run_logs), [log_values(r) for r in records])
+
+
+def list_logs(
+    connection: Connection, job_id: str, run_id: str, *, after_sequence: int, limit: int
+) -> list[LogRecord]:
+    if limit <= 0:
+        return []
+    rows = connection.execute(
+        select(run_logs)
+        .where(run_logs.c.job_id == job_id, run_logs.c.run_id == run_id, run_logs.c.sequence > after_sequence)
+        .order_by(run_logs.c.sequence)
+        .limit(limit)
+    )
+    return [log_from_row(row) for row in rows.mappings()]

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobmesh.server.config import SchedulingPolicy
+from jobmesh.server.job_definitions import plan_schedule
+from jobmesh.server.records import JobState
+from jobmesh.server.schedules import CronError, next_occurrence, parse_cron
+from jobmesh.v1 import job_pb2
+
+NOW = datetime(2026, 3, 28, 12, 0, 0, 500_000, tzinfo=UTC)
+
+
+def test_six_fields_lead_with_seconds() -> None:
+    spec = parse_cron("*/10 * * * * *", "")
+    assert next_occurrence(spec, NOW) == datetime(2026, 3, 28, 12, 0, 10, tzinfo=UTC)
+
+
+def test_macros_and_time_zones() -> None:
+    spec = parse_cron("@daily", "Asia/Tokyo")
+    assert next_occurrence(spec, NOW) == datetime(2026, 3, 28, 15, 0, tzinfo=UTC)  # midnight in Tokyo
+
+
+@pytest.mark.parametrize(
+    ("expression", "zone", "complaint"),
+    [
+        ("", "", "empty"),
+        ("* * * *", "", "expected 5 fields"),
+        ("* * * * * * *", "", "expected 5 fields"),
+        ("61 * * * *", "", "not a valid"),
+        ("@reboot", "", "unknown macro"),
+        ("* * * * *", "Mars/Olympus", "IANA"),
+        ("* * * * *", "../../etc/passwd", "IANA"),
+        ("0 0 31 2 *", "", "never matches"),
+    ],
+)
+def test_bad_expressions(expression: str, zone: str, complaint: str) -> None:
+    with pytest.raises(CronError, match=complaint):
+        parse_cron(expression, zone)
+
+
+def _cron_job(expression: str, **extra: object) -> job_pb2.Job:
+    return job_pb2.Job(schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression=expression, **extra)))  # type: ignore[arg-type]
+
+
+def test_a_cron_occurrence_within_the_threshold_is_made_at_once() -> None:
+    plan = plan_schedule(_cron_job("* * * * * *"), NOW, SchedulingPolicy())
+    assert plan.first_run_time == datetime(2026, 3, 28, 12, 0, 1, tzinfo=UTC)
+    assert plan.next_run_time == datetime(2026, 3, 28, 12, 0, 2, tzinfo=UTC)
+    assert plan.state is JobState.ACTIVE
+
+
+def test_a_later_cron_occurrence_waits() -> None:
+    plan = plan_schedule(
+        _cron_job("0 * * * *"), NOW, SchedulingPolicy(immediate_threshold=timedelta(seconds=30))
+    )
+    assert plan.first_run_time is None
+    assert plan.next_run_time == datetime(2026, 3, 28, 13, 0, tzinfo=UTC)
+
+
+def test_start_and_end_times_bound_the_schedule() -> None:
+    start = job_pb2.Job().create_time.__class__()
+    start.FromDatetime(datetime(2026, 4, 1, 0, 0, tzinfo=UTC))
+    plan = plan_schedule(_cron_job("0 0 * * *", start_time=start), NOW, SchedulingPolicy())
+    assert plan.next_run_time == datetime(2026, 4, 1, 0, 0, tzinfo=UTC)  # exactly at start_time counts
+    end = job_pb2.Job().create_time.__class__()
+    end.FromDatetime(datetime(2026, 3, 28, 12, 30, tzinfo=UTC))
+    ended = plan_schedule(_cron_job("0 * * * *", end_time=end), NOW, SchedulingPolicy())
+    assert ended.next_run_time is None
+    assert ended.state is JobState.COMPLETED
