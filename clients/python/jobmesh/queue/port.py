@@ -1,0 +1,73 @@
+"""The queue port. Adapters: Kafka (`kafka.py`) and in-process (`memory.py`), chosen by URL in `factory.py`.
+
+Runs travel as `jobmesh.v1.DispatchedRun` messages, keyed by job, on one topic per (executor queue, priority
+lane): `jobmesh.runs.{queue}.{lane}`. Failed runs whose retries are spent are copied to the dead-letter topic
+`jobmesh.runs.dead-letter`. The queue holds nothing that cannot be rebuilt from the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from jobmesh.v1 import dispatch_pb2, job_pb2
+
+LANES = ("high", "normal", "low")
+DEAD_LETTER_TOPIC = "jobmesh.runs.dead-letter"
+
+
+class QueueUnavailable(Exception):
+    """The broker could not take or give messages in time; the caller falls back (the watcher retries)."""
+
+
+def lane_of(run: dispatch_pb2.DispatchedRun) -> str:
+    return {job_pb2.PRIORITY_HIGH: "high", job_pb2.PRIORITY_LOW: "low"}.get(run.priority, "normal")
+
+
+def topic_of(queue: str, lane: str) -> str:
+    return f"jobmesh.runs.{queue or 'default'}.{lane}"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One message taken from the queue. `token` is the adapter's handle for committing it."""
+
+    run: dispatch_pb2.DispatchedRun
+    lane: str
+    token: object
+
+
+class RunConsumer(Protocol):
+    def poll(self, max_items: int, timeout: float) -> list[Delivery]:
+        """Up to `max_items` runs, waiting at most `timeout` seconds for the first. High lane first, then
+        normal, then low, yet low is never starved (a share of polls takes it first). Malformed messages are
+        skipped (and committed) with a warning."""
+        ...
+
+    def commit(self, deliveries: Sequence[Delivery]) -> None:
+        """Marks these as done for the consumer group: they will not be delivered to it again. Called only
+        after the claim is recorded; uncommitted ones come back after a crash or rebalance."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class RunQueue(Protocol):
+    def publish(self, runs: Sequence[dispatch_pb2.DispatchedRun], *, timeout: float = 5.0) -> None:
+        """Sends the runs (each to its queue's lane topic, keyed by job) and returns once the broker has them
+        all; raises QueueUnavailable when it cannot within `timeout`. Idempotent producer: a retry inside
+        the adapter never duplicates."""
+        ...
+
+    def publish_dead_letters(
+        self, runs: Sequence[dispatch_pb2.DispatchedRun], *, timeout: float = 5.0
+    ) -> None:
+        """Copies runs whose retries are spent to the dead-letter topic; raises QueueUnavailable."""
+        ...
+
+    def consumer(self, group: str, queues: Sequence[str]) -> RunConsumer:
+        """A consumer in `group` of every lane of the given executor queues."""
+        ...
+
+    def close(self) -> None: ...
