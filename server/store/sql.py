@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
 
 from jobmesh.server.filtering import ListQuery
 from jobmesh.server.records import JobRecord, LogRecord, RunRecord
 from jobmesh.server.store import sql_jobs, sql_partitions, sql_runs
-from jobmesh.server.store.port import CreateJobOutcome, CreateRunOutcome, NewJob, Page
+from jobmesh.server.store.port import CreateJobOutcome, CreateRunOutcome, NewJob, Page, Store
 from jobmesh.server.store.sql_engine import make_engine, read_connection, translate_errors, write_transaction
 
 DEFAULT_RETENTION_DAYS = 30
@@ -38,6 +42,11 @@ class SqlStore:
     @property
     def dialect(self) -> str:
         return self._engine.dialect.name
+
+    @property
+    def engine(self) -> Engine:
+        """The underlying engine, for tests and tools that look beneath the port."""
+        return self._engine
 
     # Jobs ------------------------------------------------------------------------------------------------
 
@@ -118,3 +127,18 @@ class SqlStore:
 
     def close(self) -> None:
         self._engine.dispose()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+if TYPE_CHECKING:
+    _conforms: type[Store] = SqlStore  # mypy proves SqlStore implements the port

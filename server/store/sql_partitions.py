@@ -85,6 +85,9 @@ def _create(connection: Connection, day: date) -> None:
     quote = connection.dialect.identifier_preparer.quote
     name, start, end = partition_name(day), _midnight(day), _midnight(day + timedelta(days=1))
     columns = ", ".join(quote(column.name) for column in job_runs.c)
+    # ATTACH needs this lock anyway; taking it first stops a run landing in DEFAULT between the move and
+    # the ATTACH (which would then fail its check of DEFAULT).
+    connection.execute(text(f"LOCK TABLE {RUN_DEFAULT_PARTITION} IN ACCESS EXCLUSIVE MODE"))
     connection.execute(text(f"CREATE TABLE {name} (LIKE job_runs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"))
     moved = connection.execute(
         text(

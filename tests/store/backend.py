@@ -22,13 +22,9 @@ class Backend:
 
     def execute(self, sql: str, rows: list[dict[str, Any]] | dict[str, Any] | None = None) -> list[Any]:
         """Runs SQL beside the store (to set up what no port method writes, or to look underneath)."""
-        engine = create_engine(self.url)
-        try:
-            with engine.begin() as connection:
-                result = connection.execute(text(sql), rows or {})
-                return list(result.all()) if result.returns_rows else []
-        finally:
-            engine.dispose()
+        with self.store.engine.begin() as connection:
+            result = connection.execute(text(sql), rows or {})
+            return list(result.all()) if result.returns_rows else []
 
 
 @contextmanager

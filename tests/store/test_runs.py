@@ -213,3 +213,23 @@ def test_many_threads_share_one_store(store: SqlStore) -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert sum(pool.map(work, range(8))) == 8 * 15
+
+
+def test_racing_creates_of_one_run_or_one_request_make_one_row(store: SqlStore, alpha: str) -> None:
+    def same_run(i: int) -> CreateStatus:
+        return store.create_run(run(alpha, "r1", schedule_time=at(60 + i))).status
+
+    def same_request(i: int) -> CreateStatus:
+        return store.create_run(run(alpha, f"q{i}", request_id="req", request_hash="h")).status
+
+    def same_job(i: int) -> CreateStatus:
+        [outcome] = store.create_jobs([new_job(f"job{i}", request_id="job-req", request_hash="h")])
+        return outcome.status
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        runs = sorted(s.value for s in pool.map(same_run, range(12)))
+        requests = sorted(s.value for s in pool.map(same_request, range(12)))
+        jobs = sorted(s.value for s in pool.map(same_job, range(12)))
+    assert runs == ["created"] + ["id_taken"] * 11
+    assert requests == ["created"] + ["replayed"] * 11
+    assert jobs == ["created"] + ["replayed"] * 11

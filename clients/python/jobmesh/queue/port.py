@@ -7,8 +7,8 @@ lane): `jobmesh.runs.{queue}.{lane}`. Failed runs whose retries are spent are co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from jobmesh.v1 import dispatch_pb2, job_pb2
@@ -31,11 +31,13 @@ def topic_of(queue: str, lane: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One message taken from the queue. `token` is the adapter's handle for committing it."""
+    """One message taken from the queue. `token` is the adapter's handle for committing it. `trace_context` is
+    the publisher's W3C trace context (`traceparent`, ...; empty if it had none), for the executor's span."""
 
     run: dispatch_pb2.DispatchedRun
     lane: str
     token: object
+    trace_context: Mapping[str, str] = field(default_factory=dict)
 
 
 class RunConsumer(Protocol):
