@@ -22,7 +22,6 @@ class SchedulingPolicy:
 
     # A run due within this is created and handed to the queue at once (the immediate bypass).
     immediate_threshold: timedelta = timedelta(minutes=1)
-    default_heartbeat_timeout: timedelta = timedelta(seconds=15)
 
 
 @dataclass(frozen=True, slots=True)

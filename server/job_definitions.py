@@ -11,9 +11,16 @@ from google.protobuf.message import Message
 from jobmesh.server.config import SchedulingPolicy
 from jobmesh.server.convert import priority_of, schedule_kind_of, spec_of
 from jobmesh.server.ids import new_run_id
-from jobmesh.server.records import JobRecord, JobState, RunRecord, RunState, RunTrigger
+from jobmesh.server.records import (
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    JobRecord,
+    JobState,
+    RunRecord,
+    RunState,
+    RunTrigger,
+)
 from jobmesh.server.schedules import next_occurrence, parse_cron
-from jobmesh.server.timestamps import to_datetime
+from jobmesh.server.timestamps import to_datetime, to_timedelta
 from jobmesh.v1 import job_pb2
 
 
@@ -104,9 +111,13 @@ def new_run(
     request_id: str = "",
     request_digest: str = "",
 ) -> RunRecord:
+    timeout = job_pb2.Job.FromString(job.spec).heartbeat_timeout
+    heartbeat_timeout = (
+        to_timedelta(timeout) if timeout.seconds or timeout.nanos else DEFAULT_HEARTBEAT_TIMEOUT
+    )
     return RunRecord(
         job_id=job.job_id,
-        run_id=new_run_id(),
+        run_id=new_run_id(schedule_time),
         schedule_time=schedule_time,
         due_time=schedule_time,
         state=RunState.SCHEDULED,
@@ -118,4 +129,5 @@ def new_run(
         replay_of=replay_of,
         request_id=request_id or None,
         request_hash=request_digest or None,
+        heartbeat_timeout=heartbeat_timeout,
     )

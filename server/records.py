@@ -9,7 +9,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+
+DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 
 
 class JobState(enum.StrEnum):
@@ -113,6 +115,10 @@ class RunRecord:
     first_start_time: datetime | None = None
     request_id: str | None = None
     request_hash: str | None = None
+    # Copied from the job when the run is made: the sweeper reads it without the job's definition.
+    heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
+    # last_heartbeat_time + heartbeat_timeout while an attempt runs.
+    heartbeat_deadline: datetime | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, RowMapping, func, literal, select, update
 
 from jobmesh.server.errors import NotFound
 from jobmesh.server.filtering import ListQuery
+from jobmesh.server.ids import schedule_window
 from jobmesh.server.records import JobState, LogRecord, RunRecord, RunState
 from jobmesh.server.store.port import CreateRunOutcome, CreateStatus, Page
 from jobmesh.server.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
@@ -78,8 +79,14 @@ def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
 
 
 def _find(connection: Connection, job_id: str, run_id: str, *, lock: bool = False) -> RowMapping | None:
-    # No schedule_time: each partition answers through the (job_id, run_id, ...) primary key prefix.
     statement = select(job_runs).where(job_runs.c.job_id == job_id, job_runs.c.run_id == run_id)
+    window = schedule_window(run_id)
+    if window is not None:
+        # Our run ids carry their schedule time's millisecond: the lookup prunes to one partition.
+        statement = statement.where(
+            job_runs.c.schedule_time >= window[0], job_runs.c.schedule_time < window[1]
+        )
+    # Otherwise each partition answers through the (job_id, run_id, ...) primary key prefix.
     if lock:
         statement = statement.with_for_update()
     return connection.execute(statement).mappings().first()
