@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -10,14 +9,20 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from jobmesh.server.api.executor_control import ExecutorControl
+from jobmesh.queue.port import RunQueue
+from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.search_service import SearchService
+from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.config import ServerConfig
+from jobmesh.server.dispatch import Dispatcher
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
-from jobmesh.server.store.port import Store
+from jobmesh.server.records import RunRecord
+from jobmesh.server.sessions import Sessions
+from jobmesh.server.store.pipeline_port import SchedulerStore
 from jobmesh.server.timestamps import utcnow
+from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus
 from jobmesh.v1 import (
     executor_control_pb2,
     executor_control_pb2_grpc,
@@ -42,13 +47,17 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     health: health.aio.HealthServicer
+    sessions: Sessions
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        self.sessions.close()
 
 
-async def start_server(config: ServerConfig, store: Store) -> RunningServer:
+async def start_server(
+    config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
+) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
     server = grpc.aio.server(
         options=[
@@ -57,10 +66,20 @@ async def start_server(config: ServerConfig, store: Store) -> RunningServer:
             ("grpc.so_reuseport", 0),
         ]
     )
-    commands = JobCommands(store, config.policy, utcnow)
+    sessions = Sessions(signals)
+    sessions.start()
+
+    def route_cancel(run: RunRecord, reason: str) -> None:
+        key = AttemptKey(f"jobs/{run.job_id}/runs/{run.run_id}", run.attempt)
+        sessions.route_cancel(CancelNotice(run.executor or "", (key,), reason))
+
+    commands = JobCommands(
+        store, config.policy, utcnow, dispatcher=Dispatcher(store, queue, utcnow), route_cancel=route_cancel
+    )
+    control = ExecutorControl(AttemptReports(store, queue, utcnow), sessions, server_id=new_server_id())
     job_service_pb2_grpc.add_JobServiceServicer_to_server(JobService(commands), server)
     search_service_pb2_grpc.add_SearchServiceServicer_to_server(SearchService(JobQueries(store)), server)
-    executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(ExecutorControl(), server)
+    executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(control, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -73,10 +92,4 @@ async def start_server(config: ServerConfig, store: Store) -> RunningServer:
     await server.start()
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer)
-
-
-async def serve_until_stopped(running: RunningServer, stop: asyncio.Event) -> None:
-    await stop.wait()
-    log.info("stopping: draining calls")
-    await running.stop()
+    return RunningServer(server, port, health_servicer, sessions)

@@ -30,7 +30,9 @@ class ServerConfig:
     database_url: str = field(default_factory=default_sqlite_url)
     retention_days: int = 30
     partition_ahead_days: int = 7
-    max_workers: int = 32
+    # The run queue and the signal bus: `memory://NAME` in one process, else Kafka and Redis.
+    queue_url: str = "memory://dev"
+    signals_url: str = "memory://dev"
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
 
     @classmethod
@@ -42,7 +44,17 @@ class ServerConfig:
             values["listen"] = env["JOBMESH_LISTEN"]
         if env.get("JOBMESH_DATABASE_URL"):
             values["database_url"] = env["JOBMESH_DATABASE_URL"]
+        queue_url = env.get("JOBMESH_QUEUE_URL") or _prefixed("kafka://", env.get("JOBMESH_KAFKA_BOOTSTRAP"))
+        if queue_url:
+            values["queue_url"] = queue_url
+        signals_url = env.get("JOBMESH_SIGNALS_URL") or env.get("JOBMESH_REDIS_URL")
+        if signals_url:
+            values["signals_url"] = signals_url
         if env.get("JOBMESH_RETENTION_DAYS"):
             values["retention_days"] = int(env["JOBMESH_RETENTION_DAYS"])
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _prefixed(prefix: str, value: str | None) -> str | None:
+    return f"{prefix}{value}" if value else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +20,7 @@ from jobmesh.server.convert import (
     spec_of,
     version_of_etag,
 )
+from jobmesh.server.dispatch import Dispatcher
 from jobmesh.server.errors import (
     AlreadyExists,
     EtagMismatch,
@@ -38,6 +40,7 @@ from jobmesh.server.records import (
     RunState,
     RunTrigger,
 )
+from jobmesh.server.store.pipeline_port import Dispatchable
 from jobmesh.server.store.port import CreateStatus, NewJob, Store
 from jobmesh.server.validation import (
     Violations,
@@ -50,6 +53,7 @@ from jobmesh.server.validation import (
 )
 from jobmesh.v1 import job_pb2, job_service_pb2
 
+log = logging.getLogger(__name__)
 MAX_BATCH = 1000
 UPDATABLE_FIELDS = frozenset(
     field.name for field in job_pb2.Job.DESCRIPTOR.fields if field.name not in OUTPUT_ONLY_JOB_FIELDS
@@ -65,11 +69,45 @@ class Created:
     error: JobmeshError | None = None
 
 
+CancelRoute = Callable[[RunRecord, str], None]
+
+
 class JobCommands:
-    def __init__(self, store: Store, policy: SchedulingPolicy, clock: Callable[[], datetime]) -> None:
+    """`dispatcher` hands runs due within the threshold to the queue at once (the immediate bypass); without
+    one they wait for the watcher. `route_cancel` pushes a persisted cancel towards the run's executor."""
+
+    def __init__(
+        self,
+        store: Store,
+        policy: SchedulingPolicy,
+        clock: Callable[[], datetime],
+        *,
+        dispatcher: Dispatcher | None = None,
+        route_cancel: CancelRoute | None = None,
+    ) -> None:
         self._store = store
         self._policy = policy
         self._clock = clock
+        self._dispatcher = dispatcher
+        self._route_cancel = route_cancel
+
+    def _hand_off(self, runs: Sequence[tuple[RunRecord, bytes]]) -> None:
+        """Publishes the runs due within the threshold. The database has them already: a queue that is down
+        only leaves them to the watcher."""
+        if self._dispatcher is None:
+            return
+        horizon = self._clock() + self._policy.immediate_threshold
+        due = [Dispatchable(run, spec) for run, spec in runs if run.due_time <= horizon]
+        if due:
+            try:
+                self._dispatcher.dispatch(due)
+            except JobmeshError as error:
+                log.warning("immediate dispatch of %d runs left to the watcher: %s", len(due), error)
+
+    def _cancelled(self, run: RunRecord, reason: str) -> RunRecord:
+        if run.state is RunState.CANCELLING and run.executor and self._route_cancel is not None:
+            self._route_cancel(run, reason)
+        return run
 
     # Creating -----------------------------------------------------------------------------------------
 
@@ -91,6 +129,13 @@ class JobCommands:
         outcomes = self._store.create_jobs([item for _, item in pending]) if pending else []
         for (index, item), outcome in zip(pending, outcomes, strict=True):
             results[index] = _created(item, outcome.status, outcome.job, outcome.first_run)
+        self._hand_off(
+            [
+                (outcome.first_run, item.job.spec)
+                for (_, item), outcome in zip(pending, outcomes, strict=True)
+                if outcome.status is CreateStatus.CREATED and outcome.first_run is not None
+            ]
+        )
         return [result or Created() for result in results]
 
     def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime) -> NewJob:
@@ -167,7 +212,9 @@ class JobCommands:
         for run in self._store.list_runs(job.job_id, query).items:
             self._store.cancel_run(job.job_id, run.run_id, reason="the job's schedule changed", now=now)
         if first_run is not None:
-            self._store.create_run(first_run)
+            outcome = self._store.create_run(first_run)
+            if outcome.run is not None:
+                self._hand_off([(outcome.run, job.spec)])
 
     def delete_job(self, name: str, etag: str) -> tuple[JobRecord, int]:
         job_id = parse_job_name(name)
@@ -176,7 +223,11 @@ class JobCommands:
             expected = version_of_etag(etag)
             if expected is None:
                 raise EtagMismatch(name, etag_of(self._store.get_job(job_id).version))
-        return self._store.delete_job(job_id, expected_version=expected, now=self._clock())
+        job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=self._clock())
+        query = ListQuery((Comparison("state", "=", RunState.CANCELLING.value),), (), 1000, "")
+        for run in self._store.list_runs(job_id, query).items:
+            self._cancelled(run, "job deleted")
+        return job, cancelled
 
     def pause_job(self, name: str) -> JobRecord:
         current = self._store.get_job(parse_job_name(name))
@@ -211,14 +262,17 @@ class JobCommands:
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
-        return self._insert_run(run, request.request_id)
+        return self._insert_run(run, request.request_id, job.spec)
 
     def cancel_run(self, name: str, reason: str) -> RunRecord:
         job_id, run_id = parse_run_name(name)
         found = Violations()
         found.text("reason", reason, limit=1024)
         found.raise_if_any()
-        return self._store.cancel_run(job_id, run_id, reason=reason or "cancelled", now=self._clock())
+        reason = reason or "cancelled"
+        return self._cancelled(
+            self._store.cancel_run(job_id, run_id, reason=reason, now=self._clock()), reason
+        )
 
     def replay_run(self, request: job_service_pb2.ReplayRunRequest) -> RunRecord:
         job_id, run_id = parse_run_name(request.name)
@@ -245,14 +299,16 @@ class JobCommands:
             request_id=request.request_id,
             request_digest=digest,
         )
-        return self._insert_run(run, request.request_id)
+        return self._insert_run(run, request.request_id, job.spec)
 
-    def _insert_run(self, run: RunRecord, request_id: str) -> RunRecord:
+    def _insert_run(self, run: RunRecord, request_id: str, spec: bytes) -> RunRecord:
         outcome = self._store.create_run(run)
         if outcome.status is CreateStatus.REQUEST_ID_REUSED:
             raise RequestIdReused(request_id)
         if outcome.run is None:
             raise AlreadyExists(f"{run_name(run.job_id, run.run_id)} already exists")
+        if outcome.status is CreateStatus.CREATED:
+            self._hand_off([(outcome.run, spec)])
         return outcome.run
 
 

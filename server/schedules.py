@@ -72,15 +72,30 @@ def _is_valid(text: str) -> bool:
 
 
 def next_occurrence(spec: CronSpec, after: datetime) -> datetime:
-    """The first occurrence strictly after `after`, as an aware UTC datetime."""
-    local = after.astimezone(spec.time_zone)
-    iterator = croniter(
-        spec.expression,
-        local,
-        second_at_beginning=spec.has_seconds,
-        max_years_between_matches=50,
-    )
-    value = iterator.get_next(datetime)
-    if not isinstance(value, datetime):
-        raise CronError(f"{spec.expression!r} has no next occurrence")
-    return value.astimezone(UTC)
+    """The first occurrence strictly after `after`, as an aware UTC datetime.
+
+    Daylight saving: a local time that does not exist (clocks jump forward) runs at the next valid instant;
+    a local time that happens twice (clocks fall back) runs once, on its first pass.
+    """
+    cursor = after
+    while True:
+        iterator = croniter(
+            spec.expression,
+            cursor.astimezone(spec.time_zone),
+            second_at_beginning=spec.has_seconds,
+            max_years_between_matches=50,
+        )
+        value = iterator.get_next(datetime)
+        if not isinstance(value, datetime):
+            raise CronError(f"{spec.expression!r} has no next occurrence")
+        if not _second_pass(value, spec.time_zone):
+            return value.astimezone(UTC)
+        cursor = value
+
+
+def _second_pass(value: datetime, zone: ZoneInfo) -> bool:
+    """True for an instant on the second pass of a repeated local time (after clocks fell back)."""
+    wall = value.replace(tzinfo=None)
+    first = wall.replace(fold=0, tzinfo=zone).utcoffset()
+    second = wall.replace(fold=1, tzinfo=zone).utcoffset()
+    return first != second and value.utcoffset() == second

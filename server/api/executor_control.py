@@ -1,25 +1,117 @@
-"""`jobmesh.v1.ExecutorControl`: the executors' stream.
+"""`jobmesh.v1.ExecutorControl`: one bidirectional stream per executor.
 
-The contract is fixed; the claim, heartbeat and report handling arrives with the scheduling pipeline. Until
-then an executor that connects is told so plainly instead of being left waiting.
+Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
+many runs cross in few statements. Messages of one stream are handled in order; streams run side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import grpc
 
+from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.errors import JobmeshError
+from jobmesh.server.sessions import Outbox, Sessions
+from jobmesh.server.timestamps import to_duration
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
+log = logging.getLogger(__name__)
+
+Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
+DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=3)
+
 
 class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
-    async def Connect(
-        self, request_iterator: AsyncIterator[pb.ConnectRequest], context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[pb.ConnectResponse]:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED, "executor streams are not served by this server yet"
+    def __init__(
+        self,
+        reports: AttemptReports,
+        sessions: Sessions,
+        *,
+        server_id: str,
+        heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL,
+    ) -> None:
+        self._reports = reports
+        self._sessions = sessions
+        self._server_id = server_id
+        self._heartbeat_interval = heartbeat_interval
+
+    async def Connect(  # type: ignore[override]
+        self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
+    ) -> None:
+        first = await anext(aiter(request_iterator), None)
+        if first is None or first.WhichOneof("message") != "hello" or not first.hello.executor_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a hello with an executor_id"
+            )
+            return
+        hello = first.hello
+        outbox = Outbox(asyncio.get_running_loop())
+        self._sessions.register(hello.executor_id, outbox)
+        log.info(
+            "executor %s connected (%s, queues %s)", hello.executor_id, hello.hostname, list(hello.queues)
         )
-        yield pb.ConnectResponse()  # pragma: no cover - abort raises
+        try:
+            await context.write(self._welcome())
+            for answer in await asyncio.to_thread(self._reports.heartbeats, hello.executor_id, hello.running):
+                outbox.put(answer)
+            reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, outbox))
+            await self._write(context, outbox, reader)
+        except JobmeshError as error:
+            # The executor reconnects with backoff; its unacknowledged reports are sent again.
+            await context.abort(error.code, error.message)
+        finally:
+            self._sessions.unregister(hello.executor_id, outbox)
+            log.info("executor %s disconnected", hello.executor_id)
+
+    def _welcome(self) -> pb.ConnectResponse:
+        return pb.ConnectResponse(
+            welcome=pb.ExecutorWelcome(
+                heartbeat_interval=to_duration(self._heartbeat_interval), server_id=self._server_id
+            )
+        )
+
+    async def _write(self, context: Context, outbox: Outbox, reader: asyncio.Task[None]) -> None:
+        try:
+            while True:
+                message = asyncio.create_task(outbox.get())
+                done, _ = await asyncio.wait({message, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if message not in done:
+                    message.cancel()
+                    reader.result()  # re-raise what ended the reader, if anything
+                    return
+                await context.write(message.result())
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def _read(self, executor: str, requests: AsyncIterator[pb.ConnectRequest], outbox: Outbox) -> None:
+        async for request in requests:
+            for answer in await asyncio.to_thread(self._handle, executor, request):
+                outbox.put(answer)
+
+    def _handle(self, executor: str, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:
+        kind = request.WhichOneof("message")
+        handler: Callable[[str, Any], list[pb.ConnectResponse]] | None = {
+            "claims": lambda e, r: self._reports.claims(e, r.claims.attempts),
+            "heartbeats": lambda e, r: self._reports.heartbeats(e, r.heartbeats.attempts),
+            "progress": lambda e, r: self._reports.progress(e, r.progress.updates),
+            "logs": lambda e, r: self._reports.logs(e, r.logs.chunks),
+            "results": lambda e, r: self._reports.results(e, r.results.results),
+        }.get(kind or "")
+        if handler is None:
+            log.warning("executor %s sent an unexpected %s message", executor, kind)
+            return []
+        return handler(executor, request)
+
+
+def new_server_id() -> str:
+    return f"server-{random.randbytes(4).hex()}"

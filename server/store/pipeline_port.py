@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.server.records import JobRecord, LogRecord, RunRecord, RunState
+from jobmesh.server.store.port import Store
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -173,3 +174,7 @@ class PipelineStore(Protocol):
         ...
 
     def release_lease(self, name: str, holder: str) -> None: ...
+
+
+class SchedulerStore(Store, PipelineStore, Protocol):
+    """Both ports: what the SQL store implements and the watcher and server use."""

@@ -11,10 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 
+from jobmesh.queue.factory import open_queue
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.port import Store
+from jobmesh.server.store.pipeline_port import SchedulerStore
+from jobmesh.signals.factory import open_signals
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.support import fresh_postgres_database, require_service_url
 
@@ -22,13 +24,17 @@ from tests.support import fresh_postgres_database, require_service_url
 class ServerThread:
     """Runs the asyncio gRPC server on its own loop so that tests can use the plain blocking client."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: SchedulerStore, queue_url: str = "memory://", signals_url: str = "memory://"
+    ) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         config = ServerConfig(listen="127.0.0.1:0")
+        self.queue = open_queue(queue_url)
+        self.signals = open_signals(signals_url)
         self._running: RunningServer = asyncio.run_coroutine_threadsafe(
-            start_server(config, store), self._loop
+            start_server(config, store, self.queue, self.signals), self._loop
         ).result(timeout=30)
         self.address = f"127.0.0.1:{self._running.port}"
 
@@ -37,13 +43,15 @@ class ServerThread:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()
+        self.signals.close()
+        self.queue.close()
 
 
 @dataclass
 class Api:
     jobs: job_service_pb2_grpc.JobServiceStub
     search: search_service_pb2_grpc.SearchServiceStub
-    store: Store
+    store: SchedulerStore
     address: str
 
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -39,7 +40,7 @@ def test_undelivered_runs_fail_the_publish_and_are_dropped_from_the_producer(
     monkeypatch.setattr(unreachable._topics, "ensure", lambda topics, timeout: None)
     started = time.monotonic()
 
-    with pytest.raises(QueueUnavailable, match="not acknowledged"):
+    with pytest.raises(QueueUnavailable, match="unacknowledged"):
         unreachable.publish([make_run("q", "a", str(i)) for i in range(100)], timeout=1.0)
 
     assert time.monotonic() - started < 2.5
@@ -86,3 +87,15 @@ def test_runs_are_keyed_by_job_so_a_job_stays_on_one_partition(kafka_queue: Kafk
     assert len(got) == 48
     assert all(len(used) == 1 for used in partitions.values())
     assert len(set().union(*partitions.values())) > 1
+
+
+@pytest.mark.kafka
+def test_a_fatally_failed_producer_is_replaced_before_the_next_publish(kafka_bootstrap: str) -> None:
+    queue = KafkaRunQueue(kafka_bootstrap)
+    try:
+        before = queue._producer
+        queue._on_producer_error(KafkaError(KafkaError._FATAL, "simulated", fatal=True))
+        queue.publish([make_run(unique_name(), "a", "1")])
+        assert queue._producer is not before
+    finally:
+        queue.close()

@@ -70,3 +70,37 @@ def test_start_and_end_times_bound_the_schedule() -> None:
     ended = plan_schedule(_cron_job("0 * * * *", end_time=end), NOW, SchedulingPolicy())
     assert ended.next_run_time is None
     assert ended.state is JobState.COMPLETED
+
+
+PARIS = "Europe/Paris"
+
+
+def _local_times(expression: str, after: datetime, count: int) -> list[str]:
+    spec = parse_cron(expression, PARIS)
+    times, cursor = [], after
+    for _ in range(count):
+        cursor = next_occurrence(spec, cursor)
+        times.append(cursor.astimezone(spec.time_zone).isoformat())
+    return times
+
+
+def test_a_local_time_that_does_not_exist_runs_at_the_next_valid_instant() -> None:
+    # 2026-03-29: clocks in Paris jump from 02:00 to 03:00, so 02:30 does not exist that day.
+    assert _local_times("30 2 * * *", datetime(2026, 3, 28, 12, tzinfo=UTC), 2) == [
+        "2026-03-29T03:00:00+02:00",
+        "2026-03-30T02:30:00+02:00",
+    ]
+
+
+def test_a_local_time_that_repeats_runs_once() -> None:
+    # 2026-10-25: clocks in Paris fall back from 03:00 to 02:00, so 02:30 happens twice; it runs once.
+    assert _local_times("30 2 * * *", datetime(2026, 10, 24, 12, tzinfo=UTC), 2) == [
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-26T02:30:00+01:00",
+    ]
+    assert _local_times("*/30 * * * *", datetime(2026, 10, 24, 23, 40, tzinfo=UTC), 4) == [
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-25T03:00:00+01:00",
+        "2026-10-25T03:30:00+01:00",
+    ]

@@ -169,7 +169,7 @@ class KafkaRunQueue:
             if unacknowledged:
                 self._drop_queued(producer)
         if unacknowledged:
-            raise QueueUnavailable(f"{unacknowledged} of {len(items)} runs not acknowledged within {timeout}s")
+            raise QueueUnavailable(f"{unacknowledged} of {len(items)} runs unacknowledged after {timeout}s")
         if acks.failed:
             raise QueueUnavailable(f"{acks.failed} of {len(items)} runs not delivered: {acks.first_error}")
 
@@ -183,10 +183,10 @@ class KafkaRunQueue:
         headers: list[tuple[str, str | bytes | None]] = [(codec.CONTENT_TYPE_HEADER, codec.CONTENT_TYPE)]
         headers += codec.current_trace_context().items()
         for topic, run in items:
-            value, key = codec.encode(run), codec.job_key(run).encode()
+            key = codec.job_key(run).encode()
             while True:
                 try:
-                    producer.produce(topic, value=value, key=key, headers=headers, on_delivery=acks)
+                    producer.produce(topic, codec.encode(run), key, headers=headers, on_delivery=acks)
                     break
                 except BufferError:  # librdkafka's queue is full: let it drain, within our time
                     if time.monotonic() >= deadline:

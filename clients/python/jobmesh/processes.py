@@ -1,0 +1,93 @@
+"""The long-running jobmesh processes: server, watcher, executor, and `dev` (all three in one process).
+
+Each opens its adapters from URLs (store, queue, signals), runs until SIGINT or SIGTERM, then stops in order:
+no new work, in-flight work drained, adapters closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from jobmesh.queue.factory import open_queue
+from jobmesh.queue.port import RunQueue
+from jobmesh.server.app import start_server
+from jobmesh.server.config import ServerConfig
+from jobmesh.server.store.factory import open_store
+from jobmesh.server.store.sql import SqlStore
+from jobmesh.signals.factory import open_signals
+from jobmesh.signals.port import SignalBus
+from jobmesh.watcher.config import WatcherConfig
+from jobmesh.watcher.service import Watcher
+
+log = logging.getLogger("jobmesh")
+
+
+def redacted(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True) if "://" in url else url
+
+
+def _ensure_sqlite_folder(url: str) -> None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+@contextlib.asynccontextmanager
+async def adapters(config: ServerConfig) -> AsyncIterator[tuple[SqlStore, RunQueue, SignalBus]]:
+    _ensure_sqlite_folder(config.database_url)
+    store = await asyncio.to_thread(
+        open_store,
+        config.database_url,
+        retention_days=config.retention_days,
+        partition_ahead_days=config.partition_ahead_days,
+    )
+    queue = open_queue(config.queue_url)
+    signals = open_signals(config.signals_url)
+    try:
+        yield store, queue, signals
+    finally:
+        signals.close()
+        queue.close()
+        store.close()
+
+
+async def serve(config: ServerConfig, banner: str) -> None:
+    """`jobmesh server`: the gRPC server alone."""
+    stop = stop_on_signals()
+    async with adapters(config) as (store, queue, signals):
+        running = await start_server(config, store, queue, signals)
+        _announce(banner, config, running.port)
+        await stop.wait()
+        print(f"{banner}: stopping", flush=True)
+        await running.stop()
+
+
+async def watch(config: ServerConfig, watcher_config: WatcherConfig) -> None:
+    """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
+    stop = stop_on_signals()
+    async with adapters(config) as (store, queue, signals):
+        print(
+            f"jobmesh watcher {watcher_config.watcher_id}: store {redacted(config.database_url)}", flush=True
+        )
+        await Watcher(watcher_config, store, queue, signals).run(stop)
+
+
+def _announce(banner: str, config: ServerConfig, port: int) -> None:
+    host = config.listen.rsplit(":", 1)[0]
+    print(f"{banner}: gRPC on {host}:{port} (store: {redacted(config.database_url)})", flush=True)
+    print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)

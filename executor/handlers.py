@@ -1,0 +1,160 @@
+"""The `handler` target: Python callables registered by name in an executor embedded in a user's program.
+
+A handler takes one `HandlerContext` and may be a coroutine function (run on the executor's loop) or a plain
+function (run on a thread of its own, so that it cannot stall heartbeats). Whatever it raises fails the attempt
+with the exception's class name as the error type, so that retry policies can name it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+
+from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
+from jobmesh.executor.threads import in_daemon_thread
+from jobmesh.v1 import job_pb2, run_pb2
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["HandlerContext"], Awaitable[object] | object]
+
+
+class HandlerContext:
+    """What a handler gets. `log` and `report_progress` may be called from any thread. `cancelled` is set when
+    the attempt must stop (cancel, timeout, drain): long-running sync handlers should check it. An async
+    handler is also cancelled (`asyncio.CancelledError`) at once."""
+
+    def __init__(self, *, payload: bytes, run: str, attempt: int, io: AttemptIO) -> None:
+        self.payload = payload
+        self.run = run  # `jobs/{job}/runs/{run}`
+        self.attempt = attempt
+        self.cancelled = threading.Event()
+        self._io = io
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def log(self, text: str) -> None:
+        """Adds lines to the run's log (its stdout)."""
+        for line in text.splitlines() or [""]:
+            self._on_loop(self._io.log, run_pb2.LOG_STREAM_STDOUT, line)
+
+    def report_progress(self, fraction: float, message: str = "") -> None:
+        """Progress from 0 to 1 (clamped), with a short message."""
+        fraction = 0.0 if math.isnan(fraction) else min(max(fraction, 0.0), 1.0)
+        self._on_loop(self._io.progress, fraction, message)
+
+    def _on_loop(self, call: Callable[..., None], *args: object) -> None:
+        if threading.get_ident() == self._loop_thread:
+            call(*args)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(call, *args)
+
+
+class HandlerRegistry:
+    """Handlers by name. `registry.register("name", fn)`, or `@registry.handler("name")` on a function."""
+
+    def __init__(self, handlers: Mapping[str, Handler] | None = None) -> None:
+        self._handlers: dict[str, Handler] = {}
+        for name, function in (handlers or {}).items():
+            self.register(name, function)
+
+    def register(self, name: str, function: Handler) -> None:
+        if not name:
+            raise ValueError("a handler needs a name")
+        if not callable(function):
+            raise TypeError(f"handler {name!r} is not callable")
+        if name in self._handlers:
+            raise ValueError(f"handler {name!r} is already registered")
+        self._handlers[name] = function
+
+    def handler(self, name: str) -> Callable[[Handler], Handler]:
+        def decorate(function: Handler) -> Handler:
+            self.register(name, function)
+            return function
+
+        return decorate
+
+    def get(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._handlers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._handlers))
+
+    def __len__(self) -> int:
+        return len(self._handlers)
+
+
+async def run_handler(
+    target: job_pb2.Target.Handler, registry: HandlerRegistry, run: str, attempt: int, io: AttemptIO, stop: Stop
+) -> Outcome:
+    function = registry.get(target.name)
+    if function is None:
+        known = ", ".join(registry.names()) or "none"
+        return failed("UnknownHandler", f"no handler {target.name!r} in this executor (it has: {known})")
+    context = HandlerContext(payload=bytes(target.payload), run=run, attempt=attempt, io=io)
+    if _is_async(function):
+        call: asyncio.Future[object] = asyncio.ensure_future(_call_async(function, context))
+    else:
+        call = in_daemon_thread(lambda: function(context), name=f"jobmesh-handler:{target.name}")
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({call, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+    if not call.done():
+        return await _stop(call, context, stop, target.name)
+    try:
+        result = call.result()
+        if inspect.isawaitable(result):  # a plain function that returned a coroutine
+            await result
+    except asyncio.CancelledError:
+        if stop.requested:
+            return failed("Cancelled", "the handler was cancelled")
+        raise
+    except BaseException as exc:  # SystemExit from a handler ends its attempt, not the executor
+        for line in traceback.format_exception(exc):
+            context.log(line.rstrip("\n"))
+        return failed(type(exc).__name__, str(exc) or repr(exc))
+    return SUCCEEDED
+
+
+async def _stop(call: asyncio.Future[object], context: HandlerContext, stop: Stop, name: str) -> Outcome:
+    """Asks the handler to stop (the event; and CancelledError for an async one), waits for it until the
+    stop's kill time, then abandons it."""
+    context.cancelled.set()
+    if not isinstance(call, asyncio.Task):  # a thread: it can only be asked
+        grace = max(stop.kill_at - time.monotonic(), 0.0)
+        await asyncio.wait({call}, timeout=grace)
+    else:
+        call.cancel()
+        await asyncio.wait({call}, timeout=max(stop.kill_at - time.monotonic(), 0.0))
+    if not call.done():
+        log.warning("handler %r ignored its stop; abandoning it", name)
+        call.cancel()
+    elif not call.cancelled():
+        call.exception()  # retrieved: its outcome no longer matters
+    return failed("Stopped", "the handler was stopped")
+
+
+async def _call_async(function: Handler, context: HandlerContext) -> object:
+    result = function(context)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _is_async(function: Handler) -> bool:
+    call = getattr(function, "__call__", None)  # noqa: B004 - a callable object with an async __call__
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)

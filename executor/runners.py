@@ -1,0 +1,65 @@
+"""Runs one attempt's target to its outcome: picks the runner, enforces the execution timeout, and turns a
+stop into the state the server expects (CANCELLED, TIMED_OUT, or FAILED `Drained`)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from jobmesh.executor.clock import seconds_of
+from jobmesh.executor.command import run_command
+from jobmesh.executor.handlers import HandlerRegistry, run_handler
+from jobmesh.executor.outcomes import AttemptIO, Outcome, Stop, StopReason, failed
+from jobmesh.executor.webhook import run_http
+from jobmesh.v1 import dispatch_pb2, run_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    handlers: HandlerRegistry
+    cancel_grace: float = 5.0  # a timeout stops the target as politely as a cancel does
+    http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
+
+
+async def execute(run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings) -> Outcome:
+    timeout = seconds_of(run.execution_timeout) if run.HasField("execution_timeout") else None
+    if timeout is not None and timeout <= 0:
+        timeout = None  # a zero duration means no limit, as an unset one does
+    loop = asyncio.get_running_loop()
+    timer = None
+    if timeout is not None:
+        message = f"ran past its execution timeout of {timeout:g}s"
+        timer = loop.call_later(timeout, stop.request, StopReason.TIMEOUT, settings.cancel_grace, message)
+    try:
+        outcome = await _run_target(run, io, stop, settings, timeout)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return _after_stop(stop, outcome)
+
+
+async def _run_target(
+    run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings, timeout: float | None
+) -> Outcome:
+    target = run.target
+    kind = target.WhichOneof("kind")
+    if kind == "command":
+        return await run_command(target.command, io, stop)
+    if kind == "http":
+        # The thread's own timeout is a backstop a little after the execution timeout, which decides.
+        http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
+        return await run_http(target.http, io, stop, http_timeout)
+    if kind == "handler":
+        return await run_handler(target.handler, settings.handlers, run.attempt.run, run.attempt.attempt, io, stop)
+    return failed("InvalidTarget", "the run has no target")
+
+
+def _after_stop(stop: Stop, outcome: Outcome) -> Outcome:
+    """A requested stop decides the state; the exit code is kept when the target exited."""
+    if stop.reason is StopReason.TIMEOUT:
+        return Outcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, "Timeout", stop.message)
+    if stop.reason is StopReason.CANCEL:
+        return Outcome(run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, "Cancelled", stop.message or "cancelled")
+    if stop.reason is StopReason.DRAIN:
+        return Outcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
+    return outcome  # no stop, or a fence: a fenced outcome is never reported

@@ -1,0 +1,79 @@
+"""Handing due runs to the queue: the message an executor needs, then QUEUED in the database.
+
+The database is written first (the run exists SCHEDULED); the queue second; QUEUED last. A publish that fails
+leaves the run SCHEDULED for the watcher, and a crash between publish and QUEUED only means a second message,
+which the claim refuses. Nothing is lost either way (invariants 1 and 4).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from jobmesh.queue.port import QueueUnavailable, RunQueue
+from jobmesh.server.convert import run_name
+from jobmesh.server.records import Priority, RunRecord
+from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable, PipelineStore
+from jobmesh.server.timestamps import to_duration, to_timestamp
+from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
+
+log = logging.getLogger(__name__)
+
+_PRIORITIES = {
+    Priority.HIGH: job_pb2.PRIORITY_HIGH,
+    Priority.NORMAL: job_pb2.PRIORITY_NORMAL,
+    Priority.LOW: job_pb2.PRIORITY_LOW,
+}
+
+
+def ref_of(run: RunRecord) -> AttemptRef:
+    return AttemptRef(run.job_id, run.run_id, run.attempt)
+
+
+def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
+    job = job_pb2.Job.FromString(item.spec)
+    run = item.run
+    message = dispatch_pb2.DispatchedRun(
+        attempt=executor_control_pb2.AttemptRef(run=run_name(run.job_id, run.run_id), attempt=run.attempt),
+        target=job.target,
+        priority=_PRIORITIES[run.priority],
+        queue=run.queue,
+    )
+    message.due_time.CopyFrom(to_timestamp(run.due_time))
+    message.dispatch_time.CopyFrom(to_timestamp(now))
+    if job.HasField("execution_timeout"):
+        message.execution_timeout.CopyFrom(job.execution_timeout)
+    message.heartbeat_timeout.CopyFrom(to_duration(run.heartbeat_timeout))
+    return message
+
+
+class Dispatcher:
+    def __init__(self, store: PipelineStore, queue: RunQueue, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+
+    def dispatch(self, items: Sequence[Dispatchable]) -> bool:
+        """Publishes the runs and marks them QUEUED. False when the queue is down (they stay SCHEDULED)."""
+        if not items:
+            return True
+        now = self._clock()
+        try:
+            self._queue.publish([message_of(item, now) for item in items])
+        except QueueUnavailable as error:
+            log.warning("queue unavailable, %d runs left for the watcher: %s", len(items), error)
+            return False
+        self._store.mark_queued([ref_of(item.run) for item in items], now)
+        return True
+
+
+def send_dead_letters(queue: RunQueue, items: Sequence[Dispatchable], now: datetime) -> None:
+    """Copies runs whose retries are spent to the dead-letter topic. The database already has them as
+    DEAD_LETTERED; the topic is a copy for whoever consumes dead letters, so a queue outage only logs."""
+    if not items:
+        return
+    try:
+        queue.publish_dead_letters([message_of(item, now) for item in items])
+    except QueueUnavailable as error:
+        log.warning("dead-letter topic unavailable for %d runs: %s", len(items), error)

@@ -1,0 +1,57 @@
+"""Choosing the adapter by URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobmesh.queue.factory import open_queue
+from jobmesh.queue.kafka import KafkaRunQueue
+from jobmesh.queue.memory import MemoryRunQueue
+
+
+def test_memory_urls_with_one_name_share_one_queue() -> None:
+    first, again, other = (
+        open_queue("memory://factory-test"),
+        open_queue("memory://factory-test"),
+        open_queue("memory://"),
+    )
+    assert isinstance(first, MemoryRunQueue)
+    assert first is again
+    assert other is not first
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "kafka://127.0.0.1:1",
+        "kafka://a:1,b.example:2",
+        "127.0.0.1:1",
+        "a:1, b:2",
+        "kafka://[::1]:1?partitions=6&client_id=w",
+    ],
+)
+def test_kafka_urls_and_bare_bootstrap_lists_open_kafka(url: str) -> None:
+    queue = open_queue(url)
+    try:
+        assert isinstance(queue, KafkaRunQueue)
+    finally:
+        queue.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "redis://localhost:6379",
+        "kafka://",
+        "kafka://host-without-port",
+        "localhost",
+        "memory://bad/name",
+        "kafka://a:1?partitions=0",
+        "kafka://a:1?acks=0",
+        "kafka://a:1?partitions",
+    ],
+)
+def test_anything_else_is_refused_clearly(url: str) -> None:
+    with pytest.raises(ValueError, match=r"queue|Kafka|partitions|name|bootstrap"):
+        open_queue(url)

@@ -1,0 +1,48 @@
+"""Making cron occurrences into runs ahead of time, for the window the watcher holds in memory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from jobmesh.server.job_definitions import new_run
+from jobmesh.server.records import JobRecord, RunRecord, RunTrigger
+from jobmesh.server.store.pipeline_port import SchedulerStore
+from jobmesh.v1 import job_pb2
+from jobmesh.watcher.occurrences import plan_occurrences
+
+log = logging.getLogger(__name__)
+BATCH = 500
+
+
+class Materializer:
+    def __init__(self, store: SchedulerStore, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    def materialize(self, until: datetime) -> list[RunRecord]:
+        """Runs for every occurrence of active cron jobs due up to `until`; returns the runs made."""
+        made: list[RunRecord] = []
+        for job in self._store.cron_jobs_due(until, limit=BATCH):
+            made.extend(self._materialize_job(job, until))
+        return made
+
+    def _materialize_job(self, job: JobRecord, until: datetime) -> list[RunRecord]:
+        if job.next_run_time is None:
+            return []
+        spec = job_pb2.Job.FromString(job.spec)
+        now = self._clock()
+        plan = plan_occurrences(job.job_id, spec.schedule.cron, job.next_run_time, until, now)
+        if plan.skipped_since is not None:
+            log.warning(
+                "jobs/%s: occurrences since %s missed the catch-up window", job.job_id, plan.skipped_since
+            )
+        runs = [new_run(job, time, now, RunTrigger.SCHEDULE) for time in plan.schedule_times]
+        return self._store.materialize(
+            job.job_id,
+            expected_next_run_time=job.next_run_time,
+            runs=runs,
+            next_run_time=plan.next_run_time,
+            completed=plan.next_run_time is None,
+        )

@@ -1,0 +1,149 @@
+"""Releasing runs from the timer to the queue at their instant (minus the lead), in batches.
+
+Cron runs honour their job's overlap policy here, when they are about to start: skip, buffer one, buffer all,
+cancel the other, or allow all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from jobmesh.server.dispatch import Dispatcher
+from jobmesh.server.errors import StoreUnavailable
+from jobmesh.server.records import RunRecord, RunTrigger
+from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable, SchedulerStore
+from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable
+from jobmesh.v1 import job_pb2
+from jobmesh.watcher.timer import Timer
+
+log = logging.getLogger(__name__)
+
+RETRY_DELAY = timedelta(seconds=1)
+HOLD_DELAY = timedelta(milliseconds=500)
+# A scan that read a run just before its release marked it QUEUED must not hold it again.
+RECENT = timedelta(minutes=1)
+
+
+class Releaser:
+    def __init__(
+        self,
+        store: SchedulerStore,
+        dispatcher: Dispatcher,
+        signals: SignalBus,
+        timer: Timer,
+        clock: Callable[[], datetime],
+        *,
+        lead: timedelta,
+        batch: int,
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._signals = signals
+        self._timer = timer
+        self._clock = clock
+        self._lead = lead
+        self._batch = batch
+        self._recent: set[AttemptRef] = set()
+        self._recent_batches: deque[tuple[datetime, list[AttemptRef]]] = deque()
+        self._lock = threading.Lock()
+
+    def hold(self, items: Sequence[Dispatchable]) -> int:
+        """Puts runs in the timer (each once); returns how many were new."""
+        added = 0
+        with self._lock:
+            recent = set(self._recent)
+        for item in items:
+            ref = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
+            if ref not in recent:
+                added += self._timer.add(ref, item, item.run.due_time - self._lead)
+        return added
+
+    def release_due(self) -> int:
+        """Hands every run whose instant has come to the queue; returns how many went out."""
+        now = self._clock()
+        due = self._timer.pop_due(now, self._batch)
+        if not due:
+            return 0
+        self._remember([ref for ref, _ in due], now)
+        ready = self._apply_overlap([item for _, item in due])
+        if not self._dispatcher.dispatch(ready):
+            retry_at = self._clock() + RETRY_DELAY
+            for item in ready:
+                self._timer.add(
+                    AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt), item, retry_at
+                )
+            return 0
+        return len(ready)
+
+    def _remember(self, refs: Sequence[AttemptRef], now: datetime) -> None:
+        with self._lock:
+            while self._recent_batches and self._recent_batches[0][0] < now - RECENT:
+                self._recent.difference_update(self._recent_batches.popleft()[1])
+            self._recent_batches.append((now, list(refs)))
+            self._recent.update(refs)
+
+    def _apply_overlap(self, items: list[Dispatchable]) -> list[Dispatchable]:
+        policies = {id(item): _overlap(item) for item in items if item.run.trigger is RunTrigger.SCHEDULE}
+        cron = [item for item in items if policies.get(id(item), _ALLOW) != _ALLOW]
+        if not cron:
+            return items
+        try:
+            active = self._store.active_runs(sorted({item.run.job_id for item in cron}))
+        except StoreUnavailable:
+            return items  # degraded: start them rather than hold them (AP)
+        held_jobs: set[str] = set()
+        ready = []
+        for item in items:
+            others = [run for run in active.get(item.run.job_id, []) if run.run_id != item.run.run_id]
+            policy = policies.get(id(item), _ALLOW)
+            if policy == _ALLOW or not others:
+                ready.append(item)
+                continue
+            if policy == job_pb2.OVERLAP_POLICY_CANCEL_OTHER:
+                self._cancel_others(item, others)
+                ready.append(item)
+            elif policy in (job_pb2.OVERLAP_POLICY_BUFFER_ALL, job_pb2.OVERLAP_POLICY_BUFFER_ONE):
+                if policy == job_pb2.OVERLAP_POLICY_BUFFER_ONE and item.run.job_id in held_jobs:
+                    self._skip(item, "an earlier occurrence is already waiting")
+                else:
+                    held_jobs.add(item.run.job_id)
+                    self._hold_back(item)
+            else:
+                self._skip(item, f"{len(others)} earlier run(s) still going")
+        return ready
+
+    def _hold_back(self, item: Dispatchable) -> None:
+        ref = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
+        self._timer.add(ref, item, self._clock() + HOLD_DELAY)
+
+    def _skip(self, item: Dispatchable, why: str) -> None:
+        self._store.cancel_run(item.run.job_id, item.run.run_id, reason=f"skipped: {why}", now=self._clock())
+
+    def _cancel_others(self, item: Dispatchable, others: Sequence[RunRecord]) -> None:
+        now = self._clock()
+        for other in others:
+            run = self._store.cancel_run(
+                item.run.job_id, other.run_id, reason="cancelled by a newer occurrence", now=now
+            )
+            if run.executor:
+                notice = CancelNotice(
+                    run.executor,
+                    (AttemptKey(f"jobs/{run.job_id}/runs/{run.run_id}", run.attempt),),
+                    "overlap",
+                )
+                try:
+                    self._signals.publish_cancel(notice)
+                except SignalsUnavailable:
+                    log.warning("cancel of %s left to heartbeat answers", notice.attempts[0].run)
+
+
+_ALLOW = job_pb2.OVERLAP_POLICY_ALLOW_ALL
+
+
+def _overlap(item: Dispatchable) -> int:
+    job = job_pb2.Job.FromString(item.spec)
+    return job.schedule.cron.overlap_policy if job.schedule.HasField("cron") else _ALLOW

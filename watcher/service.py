@@ -1,0 +1,153 @@
+"""The watcher: one leader (by a database lease) scans the window, holds due runs in memory, releases each to
+the queue at its instant, makes cron occurrences into runs, and sweeps lost attempts. Standbys wait for the
+lease and reload everything from the database when they take over: nothing lives only in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from datetime import datetime
+
+from jobmesh.queue.port import RunQueue
+from jobmesh.server.dispatch import Dispatcher
+from jobmesh.server.errors import JobmeshError, StoreUnavailable
+from jobmesh.server.store.pipeline_port import SchedulerStore
+from jobmesh.server.timestamps import utcnow
+from jobmesh.signals.port import SignalBus
+from jobmesh.watcher.config import WatcherConfig
+from jobmesh.watcher.materializer import Materializer
+from jobmesh.watcher.releaser import Releaser
+from jobmesh.watcher.sweeper import Sweeper
+from jobmesh.watcher.timer import Timer
+
+log = logging.getLogger(__name__)
+LEASE = "watcher"
+SCAN_LIMIT = 50_000
+
+
+class Watcher:
+    def __init__(
+        self,
+        config: WatcherConfig,
+        store: SchedulerStore,
+        queue: RunQueue,
+        signals: SignalBus,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.config = config
+        self._store = store
+        self._clock = clock
+        self._timer = Timer()
+        dispatcher = Dispatcher(store, queue, clock)
+        self._releaser = Releaser(
+            store, dispatcher, signals, self._timer, clock, lead=config.lead, batch=config.release_batch
+        )
+        self._sweeper = Sweeper(
+            store=store, queue=queue, signals=signals, dispatcher=dispatcher, clock=clock, rng=random.Random()
+        )
+        self._materializer = Materializer(store, clock)
+        self._leading = asyncio.Event()
+        self._wake = asyncio.Event()
+
+    @property
+    def leading(self) -> bool:
+        return self._leading.is_set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks = [
+            asyncio.create_task(self._keep_lease(stop)),
+            asyncio.create_task(self._scan(stop)),
+            asyncio.create_task(self._release(stop)),
+            asyncio.create_task(self._sweep(stop)),
+            asyncio.create_task(self._maintain(stop)),
+        ]
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.leading:
+                await asyncio.to_thread(self._store.release_lease, LEASE, self.config.watcher_id)
+
+    async def _keep_lease(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                held = await asyncio.to_thread(
+                    self._store.try_lease, LEASE, self.config.watcher_id, self.config.lease_ttl, self._clock()
+                )
+            except StoreUnavailable as error:
+                # Degraded, not down: a leader keeps releasing what it holds while the database is away.
+                log.warning("lease not renewed (database unavailable): %s", error)
+                held = self.leading
+            if held and not self.leading:
+                log.info("%s leads: reloading the window from the database", self.config.watcher_id)
+                self._timer.clear()
+                self._leading.set()
+                self._wake.set()
+            elif not held and self.leading:
+                log.warning("%s lost the lease: standing by", self.config.watcher_id)
+                self._leading.clear()
+                self._timer.clear()
+            await _sleep(stop, self.config.lease_renew.total_seconds())
+
+    async def _scan(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            if self.leading:
+                await self._guarded("scan", self._scan_once)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.config.scan_interval.total_seconds())
+
+    def _scan_once(self) -> None:
+        until = self._clock() + self.config.window
+        self._materializer.materialize(until)
+        added = self._releaser.hold(self._store.due_runs(until, limit=SCAN_LIMIT))
+        if added:
+            log.debug("holding %d more runs (%d in all)", added, len(self._timer))
+
+    async def _release(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            if self.leading:
+                released = await self._guarded("release", self._releaser.release_due)
+                if released:
+                    continue  # more may be due already
+            delay = 0.05
+            next_release = self._timer.next_release()
+            if next_release is not None:
+                delay = min(delay, max((next_release - self._clock()).total_seconds(), 0.0))
+            await _sleep(stop, delay)
+
+    async def _sweep(self, stop: asyncio.Event) -> None:
+        rounds = 0
+        while not stop.is_set():
+            if self.leading:
+                await self._guarded("sweep", self._sweeper.sweep_lost)
+                if rounds % 30 == 0:
+                    await self._guarded(
+                        "requeue", lambda: self._sweeper.requeue_stale(self.config.requeue_after)
+                    )
+                rounds += 1
+            await _sleep(stop, self.config.sweep_interval.total_seconds())
+
+    async def _maintain(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            if self.leading:
+                await self._guarded("maintenance", lambda: self._store.maintain_partitions(self._clock()))
+            await _sleep(stop, self.config.maintenance_interval.total_seconds())
+
+    async def _guarded(self, what: str, work: Callable[[], int | object]) -> int:
+        try:
+            result = await asyncio.to_thread(work)
+        except JobmeshError as error:
+            log.warning("%s failed, will retry: %s", what, error)
+            return 0
+        return result if isinstance(result, int) else 0
+
+
+async def _sleep(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
