@@ -90,6 +90,11 @@ class _Topics:
         finally:
             self._admin.poll(0)  # serves librdkafka's log lines to `log`
 
+    def forget(self, topics: Iterable[str]) -> None:
+        """After a failed publish: the broker may have lost them (wiped, or recreated without auto-create)."""
+        with self._lock:
+            self._known.difference_update(topics)
+
     @staticmethod
     def _await_created(topic: str, future: concurrent.futures.Future[None], deadline: float) -> None:
         try:
@@ -156,7 +161,17 @@ class KafkaRunQueue:
         if not items:
             return
         deadline = time.monotonic() + timeout
-        self._topics.ensure({topic for topic, _ in items}, timeout)
+        topics = {topic for topic, _ in items}
+        self._topics.ensure(topics, timeout)
+        try:
+            self._deliver(items, deadline, timeout)
+        except QueueUnavailable:
+            self._topics.forget(topics)
+            raise
+
+    def _deliver(
+        self, items: Sequence[tuple[str, dispatch_pb2.DispatchedRun]], deadline: float, timeout: float
+    ) -> None:
         producer = self._current_producer()
         acks = _Acks()
         try:

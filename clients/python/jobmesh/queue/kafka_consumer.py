@@ -29,6 +29,10 @@ CONSUMER_SETTINGS: dict[str, Any] = {
 # While idle, poll() blocks on one lane at a time for this long: a message on any lane waits ~2 slices.
 WAIT_SLICE = 0.01
 
+# How long commit() retries while the group rebalances before it gives up (the runs then come again).
+COMMIT_REBALANCE_WAIT = 5.0
+_REBALANCING = {KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS, KafkaError.UNKNOWN_MEMBER_ID}
+
 TopicPartitionKey = tuple[str, int]
 
 
@@ -197,15 +201,25 @@ class KafkaRunConsumer:
     def _commit(self, lane: str, positions: Mapping[TopicPartitionKey, int]) -> None:
         # Explicit offsets (never "the current ones"): a commit with nothing new would raise _NO_OFFSET.
         offsets = [TopicPartition(topic, partition, pos) for (topic, partition), pos in positions.items()]
-        try:
-            results = self._consumers[lane].commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            raise QueueUnavailable(f"Kafka commit failed (the runs will come again): {exc}") from exc
-        for result in results or ():
+        results = _commit_through_rebalance(self._consumers[lane], offsets)
+        for result in results:
             if result.error is not None:
                 where = f"{result.topic}[{result.partition}]"
                 raise QueueUnavailable(f"Kafka commit failed for {where}: {result.error}")
             self._ledgers[lane].committed((result.topic, result.partition), result.offset)
+
+
+def _commit_through_rebalance(consumer: Consumer, offsets: list[TopicPartition]) -> list[TopicPartition]:
+    """A synchronous commit, retried while the group rebalances (any member joining or leaving, including
+    this consumer's other lanes at start-up, makes the broker refuse commits of the old generation)."""
+    deadline = time.monotonic() + COMMIT_REBALANCE_WAIT
+    while True:
+        try:
+            return consumer.commit(offsets=offsets, asynchronous=False) or []
+        except KafkaException as exc:
+            if exc.args[0].code() not in _REBALANCING or time.monotonic() >= deadline:
+                raise QueueUnavailable(f"Kafka commit failed (the runs will come again): {exc}") from exc
+        time.sleep(0.1)  # librdkafka rejoins in the background; the retry carries the new generation
 
 
 def _close_lane(lane: str, consumer: Consumer) -> None:
