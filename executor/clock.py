@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -36,3 +37,15 @@ async def sleep_until(ns: int) -> None:
     within the clock resolution) and run on another clock, so re-check the wall clock and sleep the rest."""
     while (remaining := ns - time.time_ns()) > 0:
         await asyncio.sleep(remaining / NANOS)
+
+
+async def within(awaitable: Awaitable[object], timeout: float) -> bool:
+    """Awaits with a time limit: True when done in time. Not `asyncio.wait_for`, which on Python 3.11 can
+    swallow a cancellation of the caller that arrives as the awaited thing completes (a loop cancelled at
+    shutdown would then carry on forever)."""
+    try:
+        async with asyncio.timeout(max(timeout, 0.0)):
+            await awaitable
+    except TimeoutError:
+        return False
+    return True

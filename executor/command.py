@@ -16,7 +16,6 @@ import time
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
 from jobmesh.v1 import job_pb2, run_pb2
 
-READ_CHUNK = 64 * 1024
 MAX_LINE = 16 * 1024  # longer lines are split: a log line is a message field, not a file
 READERS_GRACE = 1.0  # after the group is gone, how long a pipe held by an escaped process may stay open
 
@@ -24,25 +23,31 @@ READERS_GRACE = 1.0  # after the group is gone, how long a pipe held by an escap
 async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop) -> Outcome:
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
+    # Our own pipes rather than asyncio's: with those, Python 3.11's `Process.wait()` returns only once the
+    # pipes close, which a background grandchild can put off forever; and ours can be closed at will.
+    stdout, stderr = os.pipe(), os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
             *command.argv,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=stdout[1],
+            stderr=stderr[1],
             env={**os.environ, **command.env},
             cwd=command.working_dir or None,
             start_new_session=True,  # its own session, so its own process group whose id is its pid
         )
     except (OSError, ValueError) as exc:
+        for fd in (*stdout, *stderr):
+            os.close(fd)
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         where = f" in {command.working_dir!r}" if command.working_dir else ""
         return failed("SpawnError", f"cannot start {command.argv[0]!r}{where}: {detail}")
-    assert process.stdout is not None and process.stderr is not None
+    os.close(stdout[1])
+    os.close(stderr[1])
     group = process.pid
-    readers = [
-        asyncio.create_task(_pump(process.stdout, run_pb2.LOG_STREAM_STDOUT, io)),
-        asyncio.create_task(_pump(process.stderr, run_pb2.LOG_STREAM_STDERR, io)),
+    outputs = [
+        await _LineReader.open(stdout[0], run_pb2.LOG_STREAM_STDOUT, io),
+        await _LineReader.open(stderr[0], run_pb2.LOG_STREAM_STDERR, io),
     ]
     waiter = asyncio.create_task(process.wait())
     stopper = asyncio.create_task(stop.wait())
@@ -58,13 +63,62 @@ async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(waiter)
         _signal_group(group, signal.SIGKILL)
-        try:
-            await asyncio.wait(readers, timeout=READERS_GRACE)
+        try:  # the rest of the output; a process that left the group may hold a pipe: not for long
+            await asyncio.wait([output.done for output in outputs], timeout=READERS_GRACE)
         finally:
-            for reader in readers:  # a process that left the group may still hold a pipe: stop listening
-                reader.cancel()
-        await asyncio.gather(*readers, return_exceptions=True)
+            for output in outputs:
+                output.close()
     return _outcome_of(returncode)
+
+
+class _LineReader(asyncio.Protocol):
+    """Turns one pipe's bytes into log lines. Splits lines longer than MAX_LINE (a log line is a message
+    field, not a file) and decodes leniently."""
+
+    def __init__(self, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> None:
+        self._stream = stream
+        self._io = io
+        self._pending = b""
+        self._transport: asyncio.BaseTransport | None = None
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def open(cls, fd: int, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> _LineReader:
+        reader = cls(stream, io)
+        pipe = os.fdopen(fd, "rb", buffering=0)
+        try:
+            await asyncio.get_running_loop().connect_read_pipe(lambda: reader, pipe)
+        except BaseException:
+            pipe.close()
+            raise
+        return reader
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        *lines, self._pending = (self._pending + data).split(b"\n")
+        for line in lines:
+            self._emit(line)
+        while len(self._pending) > MAX_LINE:
+            self._emit(self._pending[:MAX_LINE])
+            self._pending = self._pending[MAX_LINE:]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._pending:
+            self._emit(self._pending)
+            self._pending = b""
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def _emit(self, line: bytes) -> None:
+        line = line.removesuffix(b"\r")
+        for start in range(0, max(len(line), 1), MAX_LINE):
+            self._io.log(self._stream, line[start : start + MAX_LINE].decode("utf-8", errors="replace"))
 
 
 def _outcome_of(returncode: int) -> Outcome:
@@ -88,7 +142,9 @@ async def _terminate(group: int, stop: Stop, waiter: asyncio.Task[int], io: Atte
         remaining = stop.kill_at - time.monotonic()
         if remaining <= 0:
             if polite:
-                io.log(run_pb2.LOG_STREAM_SYSTEM, "jobmesh: still running: sending SIGKILL to the process group")
+                io.log(
+                    run_pb2.LOG_STREAM_SYSTEM, "jobmesh: still running: sending SIGKILL to the process group"
+                )
             _signal_group(group, signal.SIGKILL)
             return
         changed = asyncio.create_task(stop.changed.wait())
@@ -108,22 +164,3 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return str(signum)
-
-
-async def _pump(reader: asyncio.StreamReader, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> None:
-    """Reads by chunks rather than `readline`, which fails on lines past its buffer limit."""
-    pending = b""
-    while chunk := await reader.read(READ_CHUNK):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            _emit(io, stream, line)
-        while len(pending) > MAX_LINE:
-            _emit(io, stream, pending[:MAX_LINE])
-            pending = pending[MAX_LINE:]
-    if pending:
-        _emit(io, stream, pending)
-
-
-def _emit(io: AttemptIO, stream: run_pb2.LogStream.ValueType, line: bytes) -> None:
-    io.log(stream, line.removesuffix(b"\r").decode("utf-8", errors="replace"))

@@ -1,8 +1,8 @@
 """The `handler` target: Python callables registered by name in an executor embedded in a user's program.
 
 A handler takes one `HandlerContext` and may be a coroutine function (run on the executor's loop) or a plain
-function (run on a thread of its own, so that it cannot stall heartbeats). Whatever it raises fails the attempt
-with the exception's class name as the error type, so that retry policies can name it.
+function (run on a thread of its own, so that it cannot stall heartbeats). Whatever it raises fails the
+attempt with the exception's class name as the error type, so that retry policies can name it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any
 
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
 from jobmesh.executor.threads import in_daemon_thread
@@ -97,7 +98,13 @@ class HandlerRegistry:
 
 
 async def run_handler(
-    target: job_pb2.Target.Handler, registry: HandlerRegistry, run: str, attempt: int, io: AttemptIO, stop: Stop
+    target: job_pb2.Target.Handler,
+    registry: HandlerRegistry,
+    *,
+    run: str,
+    attempt: int,
+    io: AttemptIO,
+    stop: Stop,
 ) -> Outcome:
     function = registry.get(target.name)
     if function is None:
@@ -109,8 +116,9 @@ async def run_handler(
     else:
         call = in_daemon_thread(lambda: function(context), name=f"jobmesh-handler:{target.name}")
     stopper = asyncio.create_task(stop.wait())
+    racing: set[asyncio.Future[Any]] = {call, stopper}
     try:
-        await asyncio.wait({call, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopper.cancel()
     if not call.done():

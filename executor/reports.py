@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from jobmesh.executor.clock import now_ns, to_timestamp
+from jobmesh.executor.clock import now_ns, to_timestamp, within
 from jobmesh.signals.port import AttemptKey
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
@@ -52,7 +52,9 @@ class _Result:
 class Outbox:
     """Used from the event loop only. `due` is set when a flush should not wait for the next interval."""
 
-    def __init__(self, *, flush_lines: int = 500, max_log_bytes: int = 8 << 20, max_results: int = 10_000) -> None:
+    def __init__(
+        self, *, flush_lines: int = 500, max_log_bytes: int = 8 << 20, max_results: int = 10_000
+    ) -> None:
         self.due = asyncio.Event()
         self._flush_lines = flush_lines
         self._max_log_bytes = max_log_bytes
@@ -87,7 +89,9 @@ class Outbox:
         self._results.pop(key, None)
         if len(self._results) >= self._max_results:
             oldest = next(iter(self._results))
-            log.error("result buffer full: dropping the result of %s (the server's sweeper will retry it)", oldest)
+            log.error(
+                "result buffer full: dropping the result of %s (the server's sweeper will retry it)", oldest
+            )
             del self._results[oldest]
         self._results[key] = _Result(result)
         self._acked.clear()
@@ -123,11 +127,7 @@ class Outbox:
         return len(self._results)
 
     async def wait_acknowledged(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self._acked.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await within(self._acked.wait(), timeout)
 
     def take(self) -> list[pb.ConnectRequest]:
         """Everything not yet sent, as requests in sending order: logs (so that an attempt's last lines come

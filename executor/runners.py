@@ -21,7 +21,9 @@ class RunnerSettings:
     http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
 
 
-async def execute(run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings) -> Outcome:
+async def execute(
+    run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings
+) -> Outcome:
     timeout = seconds_of(run.execution_timeout) if run.HasField("execution_timeout") else None
     if timeout is not None and timeout <= 0:
         timeout = None  # a zero duration means no limit, as an unset one does
@@ -39,7 +41,11 @@ async def execute(run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, se
 
 
 async def _run_target(
-    run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings, timeout: float | None
+    run: dispatch_pb2.DispatchedRun,
+    io: AttemptIO,
+    stop: Stop,
+    settings: RunnerSettings,
+    timeout: float | None,
 ) -> Outcome:
     target = run.target
     kind = target.WhichOneof("kind")
@@ -50,7 +56,10 @@ async def _run_target(
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
         return await run_http(target.http, io, stop, http_timeout)
     if kind == "handler":
-        return await run_handler(target.handler, settings.handlers, run.attempt.run, run.attempt.attempt, io, stop)
+        handler, handlers = target.handler, settings.handlers
+        return await run_handler(
+            handler, handlers, run=run.attempt.run, attempt=run.attempt.attempt, io=io, stop=stop
+        )
     return failed("InvalidTarget", "the run has no target")
 
 
@@ -59,7 +68,9 @@ def _after_stop(stop: Stop, outcome: Outcome) -> Outcome:
     if stop.reason is StopReason.TIMEOUT:
         return Outcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, "Timeout", stop.message)
     if stop.reason is StopReason.CANCEL:
-        return Outcome(run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, "Cancelled", stop.message or "cancelled")
+        return Outcome(
+            run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, "Cancelled", stop.message or "cancelled"
+        )
     if stop.reason is StopReason.DRAIN:
         return Outcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
     return outcome  # no stop, or a fence: a fenced outcome is never reported

@@ -11,6 +11,7 @@ import http.client
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 from jobmesh.executor.outcomes import AttemptIO, Outcome, Stop, failed
 from jobmesh.executor.threads import in_daemon_thread
@@ -21,7 +22,7 @@ _BODYLESS = {"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"}
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A webhook answers, it does not move: urllib would turn a redirected POST into a GET without its body."""
+    """A webhook answers, it does not move: urllib turns a redirected POST into a GET without its body."""
 
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
@@ -41,8 +42,9 @@ async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeo
         return failed("HttpError", f"bad request: {exc}")
     call = in_daemon_thread(lambda: _send(request, timeout), name=f"jobmesh-http:{method}")
     stopper = asyncio.create_task(stop.wait())
+    racing: set[asyncio.Future[Any]] = {call, stopper}
     try:
-        await asyncio.wait({call, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopper.cancel()
     if not call.done():

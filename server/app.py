@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.config import ServerConfig
-from jobmesh.server.dispatch import Dispatcher
+from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.records import RunRecord
@@ -48,11 +49,13 @@ class RunningServer:
     port: int
     health: health.aio.HealthServicer
     sessions: Sessions
+    bypass: BackgroundDispatcher
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         self.sessions.close()
+        await asyncio.to_thread(self.bypass.close)
 
 
 async def start_server(
@@ -64,6 +67,10 @@ async def start_server(
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
+            # Executors ping their stream to find a dead peer; allow it even when no data flows.
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+            ("grpc.http2.max_ping_strikes", 0),
         ]
     )
     sessions = Sessions(signals)
@@ -73,9 +80,8 @@ async def start_server(
         key = AttemptKey(f"jobs/{run.job_id}/runs/{run.run_id}", run.attempt)
         sessions.route_cancel(CancelNotice(run.executor or "", (key,), reason))
 
-    commands = JobCommands(
-        store, config.policy, utcnow, dispatcher=Dispatcher(store, queue, utcnow), route_cancel=route_cancel
-    )
+    bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
+    commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, route_cancel=route_cancel)
     control = ExecutorControl(AttemptReports(store, queue, utcnow), sessions, server_id=new_server_id())
     job_service_pb2_grpc.add_JobServiceServicer_to_server(JobService(commands), server)
     search_service_pb2_grpc.add_SearchServiceServicer_to_server(SearchService(JobQueries(store)), server)
@@ -92,4 +98,4 @@ async def start_server(
     await server.start()
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, sessions)
+    return RunningServer(server, port, health_servicer, sessions, bypass)

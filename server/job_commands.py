@@ -20,7 +20,7 @@ from jobmesh.server.convert import (
     spec_of,
     version_of_etag,
 )
-from jobmesh.server.dispatch import Dispatcher
+from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher
 from jobmesh.server.errors import (
     AlreadyExists,
     EtagMismatch,
@@ -82,7 +82,7 @@ class JobCommands:
         policy: SchedulingPolicy,
         clock: Callable[[], datetime],
         *,
-        dispatcher: Dispatcher | None = None,
+        dispatcher: Dispatcher | BackgroundDispatcher | None = None,
         route_cancel: CancelRoute | None = None,
     ) -> None:
         self._store = store

@@ -4,7 +4,8 @@
 `sql_partitions`). A unique constraint on a partitioned table must contain the partition key, so neither
 "run id unique per job" nor "request id unique per job" can be a constraint there: the store enforces both
 under the job row's lock (`create_run`), and the primary key's `(job_id, run_id)` prefix is the per-partition
-lookup index `get_run` uses. Index choices are justified in INDEXES.md.
+lookup index `get_run` uses; the same rule holds for cron occurrences (one per job and schedule time),
+checked under the job row's lock by `materialize`. Index choices are justified in INDEXES.md.
 """
 
 from __future__ import annotations
@@ -132,10 +133,16 @@ job_runs = Table(
     Column("update_time", UtcDateTime, nullable=False),
     Column("request_id", Text, nullable=True),
     Column("request_hash", Text, nullable=True),
+    # Copied from the job when the run is made, so the claim computes the deadline without the job's spec.
+    Column("heartbeat_timeout_ms", BigInteger, nullable=False, server_default=text("15000")),
+    # While an attempt runs: when it is declared lost (last heartbeat + timeout); the sweeper scans it.
+    Column("heartbeat_deadline", UtcDateTime, nullable=True),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
-# The watcher's window scan and the heartbeat sweeper touch a small, hot slice: partial indexes stay small.
+# The watcher's window scan, the sweeper, the re-send of unclaimed runs and the overlap check each touch a
+# small, hot slice: partial indexes stay small. The queries spell the same predicates with literal states
+# (`sql_batch.state_is`), or neither database can use them.
 Index(
     "ix_job_runs_due",
     job_runs.c.due_time,
@@ -143,10 +150,22 @@ Index(
     sqlite_where=text("state = 'SCHEDULED'"),
 )
 Index(
-    "ix_job_runs_heartbeat",
-    job_runs.c.last_heartbeat_time,
-    postgresql_where=text("state = 'RUNNING'"),
-    sqlite_where=text("state = 'RUNNING'"),
+    "ix_job_runs_deadline",
+    job_runs.c.heartbeat_deadline,
+    postgresql_where=text("state IN ('RUNNING', 'CANCELLING')"),
+    sqlite_where=text("state IN ('RUNNING', 'CANCELLING')"),
+)
+Index(
+    "ix_job_runs_dispatch",
+    job_runs.c.dispatch_time,
+    postgresql_where=text("state = 'QUEUED'"),
+    sqlite_where=text("state = 'QUEUED'"),
+)
+Index(
+    "ix_job_runs_active",
+    job_runs.c.job_id,
+    postgresql_where=text("state IN ('QUEUED', 'RUNNING', 'CANCELLING')"),
+    sqlite_where=text("state IN ('QUEUED', 'RUNNING', 'CANCELLING')"),
 )
 Index(
     "ix_job_runs_job_schedule", job_runs.c.job_id, job_runs.c.schedule_time.desc(), job_runs.c.run_id.desc()
@@ -187,6 +206,15 @@ run_logs = Table(
     Column("stream", Text, nullable=False),
     Column("text", Text, nullable=False),
     PrimaryKeyConstraint("job_id", "run_id", "sequence", name="pk_run_logs"),
+)
+
+# Leadership and shard leases of the watchers: one row per lease, taken by an upsert (`sql_leases`).
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
 )
 
 RUN_PARTITION_PREFIX = "job_runs_p"

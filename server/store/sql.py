@@ -1,13 +1,15 @@
-"""`SqlStore`: the store port over SQLAlchemy Core, for PostgreSQL and SQLite.
+"""`SqlStore`: the store ports (`Store`, `PipelineStore`) over SQLAlchemy Core, for PostgreSQL and SQLite.
 
-Statements live in `sql_jobs`, `sql_runs`, `sql_query` and `sql_partitions`; this class owns the engine,
-the transaction around each call and the translation of driver errors (`sql_engine.translate_errors`).
+Statements live in `sql_jobs`, `sql_runs`, `sql_query`, `sql_partitions`, and for the pipeline in
+`sql_pipeline`, `sql_attempts` and `sql_leases`; this class owns the engine, the transaction around each call
+and the translation of driver errors (`sql_engine.translate_errors`). Pipeline writes go through
+`run_write`, which repeats a transaction PostgreSQL aborted for a deadlock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -15,16 +17,31 @@ from sqlalchemy import Engine
 
 from jobmesh.server.filtering import ListQuery
 from jobmesh.server.records import JobRecord, LogRecord, RunRecord
-from jobmesh.server.store import sql_jobs, sql_partitions, sql_runs
+from jobmesh.server.store import sql_attempts, sql_jobs, sql_leases, sql_partitions, sql_pipeline, sql_runs
+from jobmesh.server.store.pipeline_port import (
+    AttemptEnd,
+    AttemptRef,
+    Claim,
+    Dispatchable,
+    Heartbeat,
+    PipelineStore,
+    ProgressReport,
+)
 from jobmesh.server.store.port import CreateJobOutcome, CreateRunOutcome, NewJob, Page, Store
-from jobmesh.server.store.sql_engine import make_engine, read_connection, translate_errors, write_transaction
+from jobmesh.server.store.sql_engine import (
+    make_engine,
+    read_connection,
+    run_write,
+    translate_errors,
+    write_transaction,
+)
 
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_PARTITION_AHEAD_DAYS = 7
 
 
 class SqlStore:
-    """Implements `jobmesh.server.store.port.Store`. Thread-safe: each call takes a pooled connection."""
+    """Implements `Store` and `PipelineStore`. Thread-safe: each call takes a pooled connection."""
 
     def __init__(
         self,
@@ -115,6 +132,114 @@ class SqlStore:
         with read_connection(self._engine) as connection:
             return sql_runs.list_logs(connection, job_id, run_id, after_sequence=after_sequence, limit=limit)
 
+    # The pipeline: the watcher ---------------------------------------------------------------------------
+
+    @translate_errors
+    def due_runs(self, until: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.due_runs(connection, until, limit=limit)
+
+    @translate_errors
+    def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
+        if not refs:
+            return []
+        return run_write(self._engine, lambda connection: sql_pipeline.mark_queued(connection, refs, now))
+
+    @translate_errors
+    def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.stale_queued(connection, dispatched_before, limit=limit)
+
+    @translate_errors
+    def cron_jobs_due(self, until: datetime, *, limit: int) -> list[JobRecord]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.cron_jobs_due(connection, until, limit=limit)
+
+    @translate_errors
+    def materialize(
+        self,
+        job_id: str,
+        *,
+        expected_next_run_time: datetime,
+        runs: Sequence[RunRecord],
+        next_run_time: datetime | None,
+        completed: bool,
+    ) -> list[RunRecord]:
+        return run_write(
+            self._engine,
+            lambda connection: sql_pipeline.materialize(
+                connection,
+                job_id,
+                expected_next_run_time=expected_next_run_time,
+                runs=runs,
+                next_run_time=next_run_time,
+                completed=completed,
+            ),
+        )
+
+    @translate_errors
+    def active_runs(self, job_ids: Sequence[str]) -> Mapping[str, list[RunRecord]]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.active_runs(connection, job_ids)
+
+    @translate_errors
+    def lost_attempts(self, now: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.lost_attempts(connection, now, limit=limit)
+
+    # The pipeline: the executors' streams -----------------------------------------------------------------
+
+    @translate_errors
+    def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+        if not refs:
+            return []
+        return run_write(self._engine, lambda connection: sql_attempts.claim(connection, refs, executor, now))
+
+    @translate_errors
+    def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:
+        if not beats:
+            return []
+        return run_write(
+            self._engine, lambda connection: sql_attempts.heartbeat(connection, executor, beats, now)
+        )
+
+    @translate_errors
+    def attempts(self, refs: Sequence[AttemptRef]) -> Mapping[AttemptRef, Dispatchable]:
+        if not refs:
+            return {}
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.attempts(connection, refs)
+
+    @translate_errors
+    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        if not ends:
+            return []
+        return run_write(self._engine, lambda connection: sql_attempts.finish_attempts(connection, ends))
+
+    @translate_errors
+    def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
+        if reports:
+            run_write(self._engine, lambda connection: sql_attempts.report_progress(connection, reports, now))
+
+    @translate_errors
+    def append_attempt_logs(self, lines: Sequence[LogRecord]) -> list[LogRecord]:
+        if not lines:
+            return []
+        return run_write(self._engine, lambda connection: sql_runs.append_attempt_logs(connection, lines))
+
+    # Leadership --------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def try_lease(self, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
+        return run_write(
+            self._engine, lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now)
+        )
+
+    @translate_errors
+    def release_lease(self, name: str, holder: str) -> None:
+        with write_transaction(self._engine) as connection:
+            sql_leases.release_lease(connection, name, holder)
+
     # Maintenance -------------------------------------------------------------------------------------------
 
     @translate_errors
@@ -141,4 +266,6 @@ class SqlStore:
 
 
 if TYPE_CHECKING:
-    _conforms: type[Store] = SqlStore  # mypy proves SqlStore implements the port
+    # mypy proves SqlStore implements both ports
+    _conforms: type[Store] = SqlStore
+    _conforms_pipeline: type[PipelineStore] = SqlStore

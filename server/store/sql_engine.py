@@ -16,6 +16,7 @@ from jobmesh.server.errors import JobmeshError, StoreUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 _WRITE = "jobmesh_write"
+_TRANSIENT = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -65,6 +66,20 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         connection = plain.execution_options(**{_WRITE: True})
         with connection.begin():
             yield connection
+
+
+def run_write(engine: Engine, work: Callable[[Connection], R], *, attempts: int = 3) -> R:
+    """`work` in a write transaction, run again when PostgreSQL aborted it for a deadlock or a
+    serialization failure: batches over overlapping runs (a sweep and a report) can still meet in an
+    unlucky order, and the whole transaction is safe to repeat."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with write_transaction(engine) as connection:
+                return work(connection)
+        except sa_exc.OperationalError as error:
+            if attempt == attempts or getattr(error.orig, "sqlstate", None) not in _TRANSIENT:
+                raise
+    raise AssertionError("unreachable")
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import RowMapping
@@ -20,9 +21,14 @@ from jobmesh.server.records import (
 )
 from jobmesh.server.store.schema import job_runs, jobs
 
-_RUN_PLAIN_FIELDS = tuple(
-    column.name for column in job_runs.c if column.name not in ("state", "trigger", "priority", "progress")
-)
+_RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
+_RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def timeout_ms(timeout: timedelta) -> int:
+    """A heartbeat timeout as stored: whole milliseconds (the wire's precision is plenty for a timeout)."""
+    return timeout // _MILLISECOND
 
 
 def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, Any]:
@@ -71,6 +77,7 @@ def run_values(run: RunRecord) -> dict[str, Any]:
         trigger=run.trigger.value,
         priority=run.priority.value,
         progress=float(run.progress),
+        heartbeat_timeout_ms=timeout_ms(run.heartbeat_timeout),
     )
     return values
 
@@ -83,6 +90,7 @@ def run_from_row(row: RowMapping, attempts: Sequence[AttemptRecord] = ()) -> Run
         trigger=RunTrigger(row["trigger"]),
         priority=Priority(row["priority"]),
         progress=float(row["progress"]),
+        heartbeat_timeout=row["heartbeat_timeout_ms"] * _MILLISECOND,
         previous_attempts=tuple(attempts),
     )
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import Connection, RowMapping, func, literal, select, update
+from sqlalchemy import Connection, RowMapping, func, literal, select, text, tuple_, update
 
 from jobmesh.server.errors import NotFound
 from jobmesh.server.filtering import ListQuery
@@ -13,6 +14,7 @@ from jobmesh.server.ids import schedule_window
 from jobmesh.server.records import JobState, LogRecord, RunRecord, RunState
 from jobmesh.server.store.port import CreateRunOutcome, CreateStatus, Page
 from jobmesh.server.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
+from jobmesh.server.store.sql_batch import chunks
 from jobmesh.server.store.sql_jobs import upsert_ignoring_conflicts
 from jobmesh.server.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.server.store.sql_rows import attempt_from_row, log_from_row, log_values, run_from_row, run_values
@@ -162,3 +164,41 @@ def list_logs(
         .limit(limit)
     )
     return [log_from_row(row) for row in rows.mappings()]
+
+
+# Separate from the maintenance lock keys (0x6A6D_0001, 0x6A6D_0002): those use the one-bigint key space,
+# this the two-int one, and PostgreSQL keeps the two apart.
+_LOG_LOCK_CLASS = 0x6A6D_0003
+
+
+def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> list[LogRecord]:
+    """Numbers each run's lines after its last stored one, in the given order, and stores them."""
+    runs = sorted({(line.job_id, line.run_id) for line in lines})
+    if not runs:
+        return []
+    if connection.dialect.name == "postgresql":
+        # Two replicas appending to one run (a reconnected stream) would read the same maximum: a per-run
+        # advisory lock, taken in key order, serializes them without touching the run's row.
+        connection.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(:class, hashtext(job_id || '/' || run_id)) "
+                "FROM unnest(CAST(:jobs AS text[]), CAST(:runs AS text[])) AS r(job_id, run_id) "
+                "ORDER BY job_id, run_id"
+            ),
+            {"class": _LOG_LOCK_CLASS, "jobs": [j for j, _ in runs], "runs": [r for _, r in runs]},
+        )
+    last: dict[tuple[str, str], int] = dict.fromkeys(runs, 0)
+    for chunk in chunks(runs):
+        found = connection.execute(
+            select(run_logs.c.job_id, run_logs.c.run_id, func.max(run_logs.c.sequence))
+            .where(tuple_(run_logs.c.job_id, run_logs.c.run_id).in_(chunk))
+            .group_by(run_logs.c.job_id, run_logs.c.run_id)
+        )
+        last.update({(job_id, run_id): top for job_id, run_id, top in found})
+    stored = []
+    for line in lines:
+        key = (line.job_id, line.run_id)
+        last[key] += 1
+        stored.append(replace(line, sequence=last[key]))
+    connection.execute(run_logs.insert(), [log_values(line) for line in stored])
+    return stored

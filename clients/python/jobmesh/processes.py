@@ -15,6 +15,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.main import run_executor
+from jobmesh.executor.runtime import Executor
 from jobmesh.queue.factory import open_queue
 from jobmesh.queue.port import RunQueue
 from jobmesh.server.app import start_server
@@ -91,3 +94,30 @@ def _announce(banner: str, config: ServerConfig, port: int) -> None:
     host = config.listen.rsplit(":", 1)[0]
     print(f"{banner}: gRPC on {host}:{port} (store: {redacted(config.database_url)})", flush=True)
     print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)
+
+
+async def execute(config: ExecutorConfig) -> None:
+    """`jobmesh executor`: a worker (SIGTERM drains it)."""
+    print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
+    await run_executor(config)
+
+
+async def dev(config: ServerConfig) -> None:
+    """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals."""
+    stop = stop_on_signals()
+    async with adapters(config) as (store, queue, signals):
+        running = await start_server(config, store, queue, signals)
+        host = config.listen.rsplit(":", 1)[0]
+        executor = Executor(
+            ExecutorConfig(server=f"{host}:{running.port}", queue_url=config.queue_url),
+            queue=queue,
+            signals=signals,
+        )
+        watcher = Watcher(WatcherConfig(), store, queue, signals)
+        tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
+        _announce("jobmesh dev", config, running.port)
+        await stop.wait()
+        print("jobmesh dev: stopping", flush=True)
+        executor.drain(grace=5.0)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await running.stop()

@@ -82,12 +82,15 @@ class _Ledger:
 def open_lane_consumers(
     base: Mapping[str, Any], group: str, topics: Mapping[str, Sequence[str]]
 ) -> dict[str, Consumer]:
-    """One subscribed Consumer per lane; all closed again if any fails."""
+    """One subscribed Consumer per lane, each in its own group (`{group}.{lane}`): the lanes' members never
+    rebalance against each other. All are closed again if any fails."""
     consumers: dict[str, Consumer] = {}
     try:
         for lane, lane_topics in topics.items():
             client_id = f"{base['client.id']}-{lane}"
-            consumer = Consumer({**base, **CONSUMER_SETTINGS, "group.id": group, "client.id": client_id})
+            consumer = Consumer(
+                {**base, **CONSUMER_SETTINGS, "group.id": f"{group}.{lane}", "client.id": client_id}
+            )
             consumers[lane] = consumer
             consumer.subscribe(list(lane_topics))
     except KafkaException as exc:

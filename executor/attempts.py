@@ -1,0 +1,205 @@
+"""The attempts an executor holds: each waits for its start time (never starting before it), runs, and
+reports its result to the outbox. Cancels, fences, timeouts and drains reach a running attempt through its
+`Stop`.
+
+Two local guards back the server's claim (invariants 5 and 6): an attempt already held or recently run here
+is never started again, and a cancel or fence that arrives before the grant it races with is remembered, so
+the grant does not start it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from jobmesh.executor.clock import now_ns, sleep_until, to_timestamp, within
+from jobmesh.executor.outcomes import Outcome, Stop, StopReason, failed
+from jobmesh.executor.reports import Outbox, ref_of
+from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.signals.port import AttemptKey
+from jobmesh.v1 import dispatch_pb2, run_pb2
+from jobmesh.v1 import executor_control_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+REMEMBER_RUN = 100_000  # attempts that ran here, kept to refuse a second start
+REMEMBER_EARLY_STOP = 300.0  # seconds a cancel or fence for an attempt not (yet) held here is kept
+
+
+@dataclass(slots=True)
+class Attempt:
+    key: AttemptKey
+    run: dispatch_pb2.DispatchedRun
+    start_ns: int  # not before this
+    stop: Stop = field(default_factory=Stop)
+    started_ns: int | None = None
+    task: asyncio.Task[None] | None = None
+
+
+class _AttemptIO:
+    """An attempt's logs and progress, into the outbox; nothing once it is fenced."""
+
+    def __init__(self, outbox: Outbox, attempt: Attempt) -> None:
+        self._outbox = outbox
+        self._attempt = attempt
+
+    def log(self, stream: run_pb2.LogStream.ValueType, text: str) -> None:
+        if self._attempt.stop.reason is not StopReason.FENCE:
+            self._outbox.log(self._attempt.key, stream, text)
+
+    def progress(self, fraction: float, message: str) -> None:
+        if self._attempt.stop.reason is not StopReason.FENCE:
+            self._outbox.progress(self._attempt.key, fraction, message)
+
+
+class Attempts:
+    def __init__(self, *, settings: RunnerSettings, outbox: Outbox, capacity: int) -> None:
+        self._settings = settings
+        self._outbox = outbox
+        self._capacity = capacity
+        self._held: dict[AttemptKey, Attempt] = {}
+        self._ran: OrderedDict[AttemptKey, None] = OrderedDict()
+        self._early_stops: dict[AttemptKey, tuple[StopReason, str, float]] = {}
+        self._freed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __iter__(self) -> Iterator[AttemptKey]:
+        return iter(list(self._held))
+
+    def keys(self) -> list[AttemptKey]:
+        return list(self._held)
+
+    def free(self) -> int:
+        return max(self._capacity - len(self._held), 0)
+
+    def holds(self, key: AttemptKey) -> bool:
+        return key in self._held
+
+    def start(self, run: dispatch_pb2.DispatchedRun, start_ns: int) -> bool:
+        """Holds a granted attempt: it starts at `start_ns` or at once if that has passed. False when it
+        is already held or ran here, or was cancelled or fenced before its grant arrived."""
+        key = AttemptKey(run.attempt.run, run.attempt.attempt)
+        if key in self._held or key in self._ran:
+            log.warning("attempt %s is already held or ran here: not started again", key)
+            return False
+        self._remember_ran(key)
+        attempt = Attempt(key, run, start_ns)
+        if (early := self._early_stops.pop(key, None)) is not None:
+            reason, message, _ = early
+            attempt.stop.request(reason, 0.0, message)
+            self._report_unstarted(attempt)
+            return False
+        self._held[key] = attempt
+        attempt.task = asyncio.create_task(
+            self._run(attempt), name=f"jobmesh-attempt:{key.run}#{key.attempt}"
+        )
+        return True
+
+    def cancel(self, key: AttemptKey, message: str) -> None:
+        self._stop(key, StopReason.CANCEL, self._settings.cancel_grace, message)
+
+    def fence(self, key: AttemptKey) -> None:
+        """Kill at once and report nothing more: the server has given the attempt up."""
+        self._stop(key, StopReason.FENCE, 0.0, "fenced by the server")
+        self._outbox.forget(key)
+
+    def stop_all(self, reason: StopReason, message: str) -> None:
+        for attempt in list(self._held.values()):
+            attempt.stop.request(reason, self._settings.cancel_grace, message)
+
+    async def wait_free(self) -> None:
+        while len(self._held) >= self._capacity:
+            self._freed.clear()
+            await self._freed.wait()
+
+    async def wait_empty(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._held:
+            self._freed.clear()
+            if not await within(self._freed.wait(), deadline - time.monotonic()):
+                return not self._held
+        return True
+
+    async def abort(self) -> None:
+        """Last resort at exit: cancels whatever is left (its runner kills its process group)."""
+        tasks = [attempt.task for attempt in self._held.values() if attempt.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _stop(self, key: AttemptKey, reason: StopReason, grace: float, message: str) -> None:
+        attempt = self._held.get(key)
+        if attempt is not None:
+            log.info("stopping %s: %s", key, message or reason.value)
+            attempt.stop.request(reason, grace, message)
+            return
+        if key in self._ran:
+            return  # it has ended; its result says how
+        now = time.monotonic()
+        self._early_stops = {k: v for k, v in self._early_stops.items() if v[2] > now}
+        self._early_stops[key] = (reason, message, now + REMEMBER_EARLY_STOP)
+
+    def _remember_ran(self, key: AttemptKey) -> None:
+        self._ran[key] = None
+        while len(self._ran) > REMEMBER_RUN:
+            self._ran.popitem(last=False)
+
+    async def _run(self, attempt: Attempt) -> None:
+        try:
+            if not await self._wait_start(attempt):
+                self._report_unstarted(attempt)
+                return
+            attempt.started_ns = now_ns()
+            try:
+                outcome = await execute(
+                    attempt.run, _AttemptIO(self._outbox, attempt), attempt.stop, self._settings
+                )
+            except Exception as exc:
+                log.exception("attempt %s failed inside the executor", attempt.key)
+                outcome = failed("ExecutorError", f"{type(exc).__name__}: {exc}")
+            self._report(attempt, outcome)
+        finally:
+            del self._held[attempt.key]
+            self._freed.set()
+
+    async def _wait_start(self, attempt: Attempt) -> bool:
+        """Waits until the start time; False when stopped first."""
+        if attempt.start_ns > now_ns():
+            waiter = asyncio.create_task(sleep_until(attempt.start_ns))
+            stopper = asyncio.create_task(attempt.stop.wait())
+            try:
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                stopper.cancel()
+        return not attempt.stop.requested
+
+    def _report_unstarted(self, attempt: Attempt) -> None:
+        reason = attempt.stop.reason
+        if reason is StopReason.CANCEL:
+            self._report(
+                attempt, Outcome(run_pb2.RUN_STATE_CANCELLED, None, "Cancelled", attempt.stop.message)
+            )
+        elif reason is StopReason.DRAIN:
+            self._report(attempt, failed("Drained", attempt.stop.message))
+
+    def _report(self, attempt: Attempt, outcome: Outcome) -> None:
+        if attempt.stop.reason is StopReason.FENCE:
+            return
+        result = pb.AttemptResult(
+            attempt=ref_of(attempt.key), state=outcome.state, end_time=to_timestamp(now_ns())
+        )
+        if outcome.exit_code is not None:
+            result.exit_code = outcome.exit_code
+        if outcome.error_type:
+            result.error.type = outcome.error_type
+            result.error.message = outcome.error_message
+        if attempt.started_ns is not None:
+            result.start_time.CopyFrom(to_timestamp(attempt.started_ns))
+        self._outbox.result(result)

@@ -1,0 +1,108 @@
+"""Running an executor as a process: `run_executor(config, handlers)` drains on SIGTERM or SIGINT (a second
+signal cuts the drain grace to nothing), and the flags the `jobmesh executor` command offers.
+
+`python -m jobmesh.executor.main [flags]` runs one without the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import Handler, HandlerRegistry
+from jobmesh.executor.runtime import Executor
+from jobmesh.queue.port import RunQueue
+from jobmesh.signals.port import SignalBus
+
+log = logging.getLogger(__name__)
+
+
+async def run_executor(
+    config: ExecutorConfig,
+    handlers: Mapping[str, Handler] | HandlerRegistry | None = None,
+    *,
+    queue: RunQueue | None = None,
+    signals: SignalBus | None = None,
+    handle_signals: bool = True,
+) -> None:
+    """Runs an executor until SIGTERM or SIGINT, then drains it and returns. `queue` and `signals` default to
+    the adapters the config's URLs name (pass them to share in-process ones, as `jobmesh dev` does). A
+    process that handles its own signals (one loop has one handler per signal) passes `handle_signals=False`
+    and uses `Executor` directly, calling its `drain()`."""
+    executor = Executor(config, handlers, queue=queue, signals=signals)
+    loop = asyncio.get_running_loop()
+    signalled = False
+
+    def on_signal() -> None:
+        nonlocal signalled
+        if signalled:
+            log.warning("second signal: stopping running work now")
+            executor.drain(grace=0.0)
+        else:
+            executor.drain()
+        signalled = True
+
+    installed = []
+    for signum in (signal.SIGTERM, signal.SIGINT) if handle_signals else ():
+        try:
+            loop.add_signal_handler(signum, on_signal)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread: the caller drains
+            continue
+        installed.append(signum)
+    try:
+        await executor.run()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The executor's flags; each defaults to its `JOBMESH_*` variable, then to the built-in default."""
+    parser.add_argument(
+        "--server", help="ExecutorControl host:port (env JOBMESH_SERVER, default 127.0.0.1:50051)"
+    )
+    parser.add_argument("--queue-url", help="memory://NAME or kafka://HOST:PORT,... (env JOBMESH_QUEUE_URL)")
+    parser.add_argument(
+        "--signals-url", help="memory://NAME or redis://HOST:PORT/DB (env JOBMESH_SIGNALS_URL)"
+    )
+    parser.add_argument("--queues", help="comma-separated executor queues (env JOBMESH_QUEUES)")
+    parser.add_argument("--concurrency", type=int, help="attempts at once (env JOBMESH_CONCURRENCY)")
+    parser.add_argument("--executor-id", help="unique id of this process (env JOBMESH_EXECUTOR_ID)")
+    parser.add_argument(
+        "--cancel-grace", type=float, help="seconds from SIGTERM to SIGKILL (env JOBMESH_CANCEL_GRACE)"
+    )
+    parser.add_argument(
+        "--drain-grace", type=float, help="seconds work may finish at shutdown (env JOBMESH_DRAIN_GRACE)"
+    )
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> ExecutorConfig:
+    return ExecutorConfig.from_env(
+        env,
+        server=args.server,
+        queue_url=args.queue_url,
+        signals_url=args.signals_url,
+        queues=args.queues,
+        concurrency=args.concurrency,
+        executor_id=args.executor_id,
+        cancel_grace=args.cancel_grace,
+        drain_grace=args.drain_grace,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="jobmesh-executor", description="A jobmesh executor.")
+    add_arguments(parser)
+    config = config_from_args(parser.parse_args(argv))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(run_executor(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""`Executor`: the loop that ties the queue, the stream, the attempts, liveness and the drain together.
+
+The claim cycle: wait for a free slot and a ready stream, poll up to the free capacity, send one claim batch,
+start the granted attempts at max(now, start time), then commit the deliveries. Committing only after the
+answers means a crash before them leaves the deliveries to the group; a delivery whose claim got no answer
+(the stream broke) is claimed again after the reconnect, and the server refuses it if it was granted before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from jobmesh.executor.attempts import Attempts
+from jobmesh.executor.clock import from_timestamp, within
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import Handler, HandlerRegistry
+from jobmesh.executor.liveness import Fallback, heartbeat_over_stream
+from jobmesh.executor.outcomes import StopReason
+from jobmesh.executor.reports import Outbox, key_of, ref_of
+from jobmesh.executor.runners import RunnerSettings
+from jobmesh.executor.stream import ControlStream, StreamDown
+from jobmesh.queue.factory import open_queue
+from jobmesh.queue.port import Delivery, QueueUnavailable, RunConsumer, RunQueue
+from jobmesh.signals.factory import open_signals
+from jobmesh.signals.port import SignalBus
+from jobmesh.v1 import executor_control_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits beyond this
+QUEUE_RETRY = 1.0  # after the queue failed a poll
+
+
+class Executor:
+    """One executor process's work. `await run()` until `drain()` (loop thread only) has run its course."""
+
+    def __init__(
+        self,
+        config: ExecutorConfig,
+        handlers: Mapping[str, Handler] | HandlerRegistry | None = None,
+        *,
+        queue: RunQueue | None = None,
+        signals: SignalBus | None = None,
+    ) -> None:
+        self.config = config
+        self.handlers = handlers if isinstance(handlers, HandlerRegistry) else HandlerRegistry(handlers)
+        self._queue = queue
+        self._signals = signals
+        self._draining = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._drain_grace = config.drain_grace
+        settings = RunnerSettings(self.handlers, config.cancel_grace, config.http_timeout)
+        self.outbox = Outbox(
+            flush_lines=config.flush_lines,
+            max_log_bytes=config.max_buffered_log_bytes,
+            max_results=config.max_buffered_results,
+        )
+        self.attempts = Attempts(settings=settings, outbox=self.outbox, capacity=config.concurrency)
+        self.stream = ControlStream(config, _Listener(self))
+
+    @property
+    def executor_id(self) -> str:
+        return self.config.executor_id
+
+    def drain(self, grace: float | None = None) -> None:
+        """Stop taking work; running work may finish within the drain grace (or `grace`, when shorter), what
+        remains ends FAILED `Drained`. A second call may only shorten the grace."""
+        if grace is not None and grace < self._drain_grace:
+            self._drain_grace = grace
+            self._hurry.set()
+        self._draining.set()
+
+    async def run(self) -> None:
+        queue = self._queue
+        if queue is None:  # a Kafka producer connects when it is made: not on the loop
+            queue = await asyncio.to_thread(open_queue, self.config.queue_url)
+        signals = self._signals if self._signals is not None else open_signals(self.config.signals_url)
+        # One thread for the consumer: adapters are not thread-safe, and a poll blocks.
+        consumer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobmesh-consumer")
+        consumer: RunConsumer | None = None
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            consumer = await self._in(
+                consumer_thread, queue.consumer, self.config.consumer_group, self.config.queues
+            )
+            log.info("executor %s taking runs from %s", self.executor_id, ", ".join(self.config.queues))
+            claims = asyncio.create_task(self._claim_loop(consumer, consumer_thread), name="jobmesh-claims")
+            tasks = [
+                asyncio.create_task(self.stream.run(), name="jobmesh-stream"),  # first: shut down last
+                claims,
+                asyncio.create_task(
+                    heartbeat_over_stream(self.stream, self.attempts), name="jobmesh-heartbeats"
+                ),
+                asyncio.create_task(self._flush_loop(), name="jobmesh-flush"),
+                asyncio.create_task(Fallback(self.config, signals, self.stream, self.attempts).run()),
+            ]
+            await self._until_drain(tasks)
+            # The claim loop ends its cycle (granted attempts start, deliveries are committed); a server that
+            # never answers a claim must not hold the drain up.
+            if not await within(asyncio.shield(claims), self.config.connect_timeout):
+                claims.cancel()
+            await self._in(consumer_thread, consumer.close)  # uncommitted deliveries go back to the group
+            consumer = None
+            await self._finish_attempts()
+            await self._deliver_results()
+        finally:
+            await self._shutdown(tasks, consumer, consumer_thread)
+            if self._signals is None:
+                signals.close()
+            if self._queue is None:
+                queue.close()
+
+    async def _until_drain(self, tasks: Sequence[asyncio.Task[None]]) -> None:
+        drained = asyncio.create_task(self._draining.wait())
+        try:
+            done, _ = await asyncio.wait([drained, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drained.cancel()
+        for task in done:
+            if task is drained:
+                continue
+            task.result()  # a loop that failed: leave rather than limp on
+            if not self._draining.is_set():  # the claim loop ends by itself on a drain, and only then
+                raise RuntimeError(f"{task.get_name()} ended unexpectedly")
+        log.info("draining: no new work; running work may finish within %gs", self._drain_grace)
+
+    async def _finish_attempts(self) -> None:
+        deadline = time.monotonic() + self._drain_grace
+        while len(self.attempts) and (remaining := deadline - time.monotonic()) > 0:
+            self._hurry.clear()
+            hurry = asyncio.create_task(self._hurry.wait())
+            empty = asyncio.create_task(self.attempts.wait_empty(remaining))
+            try:
+                await asyncio.wait({hurry, empty}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                hurry.cancel()
+                empty.cancel()
+            deadline = min(deadline, time.monotonic() + self._drain_grace)
+        if len(self.attempts):
+            log.warning("drain grace over: stopping %d attempts (reported `Drained`)", len(self.attempts))
+            self.attempts.stop_all(StopReason.DRAIN, "the executor shut down before the attempt ended")
+            if not await self.attempts.wait_empty(self.config.cancel_grace + 2.0):
+                await self.attempts.abort()
+
+    async def _deliver_results(self) -> None:
+        """The last results go out before the stream closes, waiting a little for a reconnect if need be."""
+        self.outbox.due.set()
+        if self.outbox.unacknowledged and not await self.outbox.wait_acknowledged(self.config.report_timeout):
+            log.warning(
+                "%d results unacknowledged at exit: the server's sweeper retries them",
+                self.outbox.unacknowledged,
+            )
+
+    async def _shutdown(
+        self,
+        tasks: Sequence[asyncio.Task[None]],
+        consumer: RunConsumer | None,
+        consumer_thread: ThreadPoolExecutor,
+    ) -> None:
+        self.stream.close()
+        await self.attempts.abort()
+        for task in tasks[1:]:
+            task.cancel()
+        if tasks:  # the stream's task ends by itself once closed (its channel closed cleanly)
+            await within(asyncio.shield(tasks[0]), self.config.connect_timeout + 1.0)
+            tasks[0].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                await self._in(consumer_thread, consumer.close)
+        consumer_thread.shutdown(wait=True)
+
+    async def _claim_loop(self, consumer: RunConsumer, thread: ThreadPoolExecutor) -> None:
+        while not self._draining.is_set():
+            if not await self._until(self.attempts.wait_free()) or not await self._until(
+                self.stream.wait_ready()
+            ):
+                return
+            try:
+                deliveries = await self._in(
+                    thread, consumer.poll, self.attempts.free(), self.config.poll_timeout
+                )
+            except QueueUnavailable as exc:
+                log.warning("queue unavailable: %s", exc)
+                await self._until(asyncio.sleep(QUEUE_RETRY))
+                continue
+            if deliveries and await self._claim(deliveries):
+                try:
+                    await self._in(thread, consumer.commit, deliveries)
+                except Exception as exc:  # the runs come back, and the server refuses them as duplicates
+                    log.warning("could not commit %d deliveries: %s", len(deliveries), exc)
+
+    async def _claim(self, deliveries: list[Delivery]) -> bool:
+        """Claims and starts the granted attempts; False when draining before the answer came."""
+        refs = [delivery.run.attempt for delivery in deliveries]
+        while True:
+            try:
+                results = await self.stream.claim(refs)
+                break
+            except StreamDown:
+                if not await self._until(self.stream.wait_ready()):
+                    return False  # not committed: the group gets them again
+        if len(results) != len(refs):
+            log.warning("%d answers to %d claims: the unanswered ones are skipped", len(results), len(refs))
+        granted = {key_of(r.attempt): r for r in results if r.outcome == pb.CLAIM_OUTCOME_GRANTED}
+        for delivery in deliveries:
+            answer = granted.pop(key_of(delivery.run.attempt), None)
+            if answer is None:
+                log.debug("claim of %s refused: skipped", key_of(delivery.run.attempt))
+                continue
+            # Never before the server's start time, nor before the run's own due time.
+            start_ns = max(from_timestamp(answer.start_time), from_timestamp(delivery.run.due_time))
+            self.attempts.start(delivery.run, start_ns)
+        return True
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await within(self.outbox.due.wait(), self.config.flush_interval)
+            if not self.stream.connected:
+                await self.stream.wait_connected()
+                continue
+            if self.stream.backlog() > BACKLOG_LIMIT:
+                await asyncio.sleep(self.config.flush_interval)  # the writer is behind: let it catch up
+                continue
+            requests = self.outbox.take()
+            for index, request in enumerate(requests):
+                try:
+                    self.stream.send(request)
+                except StreamDown:
+                    self.outbox.put_back(requests[index:])
+                    break
+
+    async def _until(self, awaitable: Awaitable[object]) -> bool:
+        """Awaits `awaitable` unless a drain comes first: True when it completed."""
+        work = asyncio.ensure_future(awaitable)
+        drained = asyncio.create_task(self._draining.wait())
+        try:
+            await asyncio.wait({work, drained}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drained.cancel()
+            work.cancel()
+            await asyncio.gather(work, drained, return_exceptions=True)
+        return work.done() and not work.cancelled() and not self._draining.is_set()
+
+    @staticmethod
+    async def _in(thread: ThreadPoolExecutor, function: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(thread, function, *args)
+
+
+class _Listener:
+    """What the stream reports, routed to the outbox and the attempts."""
+
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+
+    def hello(self) -> pb.ExecutorHello:
+        config = self._executor.config
+        return pb.ExecutorHello(
+            executor_id=config.executor_id,
+            hostname=config.hostname,
+            queues=config.queues,
+            concurrency=config.concurrency,
+            handlers=self._executor.handlers.names(),
+            running=[ref_of(key) for key in self._executor.attempts],
+        )
+
+    def connected(self, welcome: pb.ExecutorWelcome) -> None:
+        self._executor.outbox.unsend_all()
+
+    def disconnected(self, unsent: list[pb.ConnectRequest]) -> None:
+        self._executor.outbox.put_back(unsent)
+
+    def acks(self, acks: pb.AckBatch) -> None:
+        self._executor.outbox.acknowledge(acks.recorded)
+        for ref in acks.fenced:
+            self._executor.attempts.fence(key_of(ref))
+
+    def cancels(self, cancels: pb.CancelBatch) -> None:
+        for ref in cancels.attempts:
+            self._executor.attempts.cancel(key_of(ref), cancels.reason or "cancelled")

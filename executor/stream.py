@@ -1,0 +1,268 @@
+"""The executor's `ExecutorControl.Connect` session: hello/welcome, one writer and one reader, claims answered
+in order, and reconnection with backoff (100 ms doubling to 2 s, with jitter) until closed.
+
+Each session opens a new channel: after a drain notice the address may route to another server replica, and
+a channel would stick to the connection it has. Requests are written by one task in the order they are
+sent; a request not yet written when the stream breaks is handed back to the listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+import grpc
+
+from jobmesh.executor.clock import NANOS, from_timestamp, now_ns, seconds_of, within
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import executor_control_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+KEEPALIVE_TIMEOUT_MS = 10_000
+DRAIN_CLAIMS_WAIT = 2.0  # after a drain notice: how long claims in flight may take before reconnecting
+
+
+class StreamDown(Exception):
+    """The stream is not connected (or broke before the answer came)."""
+
+
+class StreamListener(Protocol):
+    def hello(self) -> pb.ExecutorHello: ...
+
+    def connected(self, welcome: pb.ExecutorWelcome) -> None: ...
+
+    def disconnected(self, unsent: list[pb.ConnectRequest]) -> None: ...
+
+    def acks(self, acks: pb.AckBatch) -> None: ...
+
+    def cancels(self, cancels: pb.CancelBatch) -> None: ...
+
+
+class ControlStream:
+    def __init__(self, config: ExecutorConfig, listener: StreamListener) -> None:
+        self._config = config
+        self._listener = listener
+        self.heartbeat_interval = config.heartbeat_interval
+        self.server_id = ""
+        self._closing = False
+        self._closed = asyncio.Event()
+        self._leave = asyncio.Event()  # ends the current session: close() or a drain notice
+        self._server_draining = False
+        self._drain_deadline = 0  # ns
+        self._connected = asyncio.Event()
+        self._disconnected = asyncio.Event()
+        self._disconnected.set()
+        self._ready = asyncio.Event()  # connected and the server takes claims
+        self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
+        self._claims: deque[asyncio.Future[list[pb.ClaimResult]]] = deque()
+        self._no_claims = asyncio.Event()
+        self._no_claims.set()
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def wait_connected(self) -> None:
+        await self._connected.wait()
+
+    async def wait_disconnected(self) -> None:
+        await self._disconnected.wait()
+
+    def backlog(self) -> int:
+        return self._outgoing.qsize() if self._outgoing is not None else 0
+
+    def send(self, request: pb.ConnectRequest) -> None:
+        if self._outgoing is None or not self.connected:
+            raise StreamDown("not connected")
+        self._outgoing.put_nowait(request)
+
+    async def claim(self, refs: Sequence[pb.AttemptRef]) -> list[pb.ClaimResult]:
+        """The server's answers, in the order of `refs`. Raises StreamDown when the stream is not ready or
+        breaks first: the caller keeps its deliveries and claims them again after the reconnect."""
+        if not self._ready.is_set():
+            raise StreamDown("not ready for claims")
+        future: asyncio.Future[list[pb.ClaimResult]] = asyncio.get_running_loop().create_future()
+        self.send(pb.ConnectRequest(claims=pb.ClaimBatch(attempts=refs)))
+        self._claims.append(future)
+        self._no_claims.clear()
+        return await future
+
+    async def run(self) -> None:
+        """Connects, and reconnects whenever the stream ends, until `close()`."""
+        failures = 0
+        while not self._closing:
+            welcomed = await self._session()
+            if self._closing:
+                break
+            if self._server_draining:
+                self._server_draining = False
+                continue  # the server asked us to go elsewhere: at once
+            failures = 1 if welcomed else failures + 1
+            delay = min(self._config.reconnect_max, self._config.reconnect_min * 2 ** (failures - 1))
+            await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
+
+    def close(self) -> None:
+        self._closing = True
+        self._closed.set()
+        self._leave.set()
+
+    async def _session(self) -> bool:
+        """One stream, from hello to its end. True when the server welcomed it."""
+        self._leave.clear()
+        if self._closing:
+            return False
+        channel = grpc.aio.insecure_channel(self._config.server, options=self._channel_options())
+        call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect()
+        welcomed = False
+        outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()
+        try:
+            async with asyncio.timeout(self._config.connect_timeout):
+                await call.write(pb.ConnectRequest(hello=self._listener.hello()))
+                first = await call.read()
+            if not isinstance(first, pb.ConnectResponse) or first.WhichOneof("message") != "welcome":
+                log.warning("the server did not welcome this executor (answered %r)", first)
+                return False
+            welcomed = True
+            self._welcomed(first.welcome, outgoing)
+            await self._pump(call, outgoing)
+        except (grpc.RpcError, asyncio.InvalidStateError, TimeoutError) as exc:
+            self._log_end(exc, welcomed)
+        finally:
+            self._set_disconnected(outgoing, welcomed)
+            call.cancel()
+            await channel.close()
+        return welcomed
+
+    def _welcomed(self, welcome: pb.ExecutorWelcome, outgoing: asyncio.Queue[pb.ConnectRequest]) -> None:
+        if welcome.HasField("heartbeat_interval") and seconds_of(welcome.heartbeat_interval) > 0:
+            self.heartbeat_interval = seconds_of(welcome.heartbeat_interval)
+        self.server_id = welcome.server_id
+        self._outgoing = outgoing
+        self._disconnected.clear()
+        self._connected.set()
+        self._ready.set()
+        log.info("connected to %s (server %s)", self._config.server, welcome.server_id or "?")
+        self._listener.connected(welcome)
+
+    async def _pump(
+        self,
+        call: grpc.aio.StreamStreamCall[pb.ConnectRequest, pb.ConnectResponse],
+        outgoing: asyncio.Queue[pb.ConnectRequest],
+    ) -> None:
+        tasks = [
+            asyncio.create_task(self._write(call, outgoing)),
+            asyncio.create_task(self._read(call)),
+            asyncio.create_task(self._until_leave()),
+        ]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for task in done:
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+
+    async def _write(
+        self,
+        call: grpc.aio.StreamStreamCall[pb.ConnectRequest, pb.ConnectResponse],
+        outgoing: asyncio.Queue[pb.ConnectRequest],
+    ) -> None:
+        while True:
+            request = await outgoing.get()
+            try:
+                await call.write(request)
+            except BaseException:
+                outgoing.put_nowait(request)  # not known to be written: handed back with the rest
+                raise
+
+    async def _read(self, call: grpc.aio.StreamStreamCall[pb.ConnectRequest, pb.ConnectResponse]) -> None:
+        while isinstance(response := await call.read(), pb.ConnectResponse):
+            kind = response.WhichOneof("message")
+            if kind == "claim_results":
+                self._answer_claims(list(response.claim_results.results))
+            elif kind == "acks":
+                self._listener.acks(response.acks)
+            elif kind == "cancels":
+                self._listener.cancels(response.cancels)
+            elif kind == "drain":
+                log.info("server %s is draining: reconnecting", self.server_id or "?")
+                self._drain_deadline = (
+                    from_timestamp(response.drain.deadline) if response.drain.HasField("deadline") else 0
+                )
+                self._ready.clear()
+                self._server_draining = True
+                self._leave.set()
+        log.warning("the server ended the stream")
+
+    async def _until_leave(self) -> None:
+        await self._leave.wait()
+        if not self._closing:  # a drain: let the claims in flight be answered first, well before the deadline
+            wait = DRAIN_CLAIMS_WAIT
+            if self._drain_deadline:
+                wait = min(wait, (self._drain_deadline - now_ns()) / NANOS / 2)
+            await within(self._no_claims.wait(), wait)
+
+    def _answer_claims(self, results: list[pb.ClaimResult]) -> None:
+        if not self._claims:
+            log.warning("claim results for no claim: ignored")
+            return
+        future = self._claims.popleft()
+        if not self._claims:
+            self._no_claims.set()
+        if not future.done():
+            future.set_result(results)
+
+    def _set_disconnected(self, outgoing: asyncio.Queue[pb.ConnectRequest], welcomed: bool) -> None:
+        self._ready.clear()
+        self._connected.clear()
+        self._disconnected.set()
+        self._outgoing = None
+        while self._claims:
+            future = self._claims.popleft()
+            if not future.done():
+                future.set_exception(StreamDown("the stream broke before the claims were answered"))
+        self._no_claims.set()
+        if welcomed:
+            unsent = []
+            while not outgoing.empty():
+                unsent.append(outgoing.get_nowait())
+            self._listener.disconnected(unsent)
+
+    def _log_end(self, error: BaseException, welcomed: bool) -> None:
+        detail = error.details() if isinstance(error, grpc.aio.AioRpcError) else repr(error)
+        if (
+            isinstance(error, grpc.aio.AioRpcError)
+            and error.code() == grpc.StatusCode.CANCELLED
+            and self._closing
+        ):
+            return
+        if welcomed:
+            log.warning("stream to %s lost: %s", self._config.server, detail)
+        else:
+            log.info("cannot connect to %s: %s", self._config.server, detail)
+
+    def _channel_options(self) -> list[tuple[str, int]]:
+        options = [
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.enable_retries", 0),  # a broken stream is the executor's business: it reconnects itself
+        ]
+        if self._config.keepalive > 0:  # pings find a peer that vanished without closing the connection
+            options += [
+                ("grpc.keepalive_time_ms", int(self._config.keepalive * 1000)),
+                ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+                ("grpc.http2.max_pings_without_data", 0),
+            ]
+        return options

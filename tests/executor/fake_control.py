@@ -1,0 +1,184 @@
+"""A small, scriptable ExecutorControl server for the executor's tests (grpc.aio on 127.0.0.1).
+
+It grants claims once per attempt (a second claim is a DUPLICATE, as the real server answers), records
+everything the executor sends, acknowledges results, and can push cancels, fences and drain notices. `stop()`
+cuts every stream; `start()` again serves on the same port, so the executor reconnects to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from jobmesh.signals.port import AttemptKey
+from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import executor_control_pb2_grpc, run_pb2
+
+
+def key_of(ref: pb.AttemptRef) -> AttemptKey:
+    return AttemptKey(ref.run, ref.attempt)
+
+
+def ref_of(key: AttemptKey) -> pb.AttemptRef:
+    return pb.AttemptRef(run=key.run, attempt=key.attempt)
+
+
+@dataclass
+class _Stream:
+    executor_id: str
+    outgoing: asyncio.Queue[pb.ConnectResponse] = field(default_factory=asyncio.Queue)
+
+
+class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
+    def __init__(self, heartbeat_interval: float = 0.2) -> None:
+        self.heartbeat_interval = heartbeat_interval
+        self.port = 0
+        self.hellos: list[pb.ExecutorHello] = []
+        self.heartbeats: list[tuple[float, list[AttemptKey]]] = []  # (monotonic time, attempts)
+        self.claims: list[AttemptKey] = []
+        self.logs: dict[AttemptKey, list[run_pb2.LogLine]] = {}
+        self.progress: list[pb.ProgressUpdate] = []
+        self.results: list[pb.AttemptResult] = []
+        self.start_times: dict[AttemptKey, int] = {}  # ns; unset: now
+        self.refuse: dict[AttemptKey, pb.ClaimOutcome.ValueType] = {}
+        self.fenced: set[AttemptKey] = set()
+        self.ack_results = True
+        self._claimed: set[AttemptKey] = set()
+        self._streams: list[_Stream] = []
+        self._server: grpc.aio.Server | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def connections(self) -> int:
+        return len(self._streams)
+
+    async def start(self) -> None:
+        server = grpc.aio.server()
+        executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(self, server)
+        self.port = server.add_insecure_port(self.address)
+        await server.start()
+        self._server = server
+
+    async def stop(self) -> None:
+        """Cuts every stream at once, as a killed server would."""
+        if self._server is not None:
+            server, self._server = self._server, None
+            await server.stop(grace=0)
+
+    # Pushes to every connected executor.
+    def cancel(self, keys: Iterable[AttemptKey], reason: str = "cancelled by a test") -> None:
+        refs = [ref_of(key) for key in keys]
+        self._push(pb.ConnectResponse(cancels=pb.CancelBatch(attempts=refs, reason=reason)))
+
+    def fence(self, keys: Iterable[AttemptKey], *, push: bool = False) -> None:
+        """Marks attempts fenced: the next heartbeat naming them is answered so (or at once with `push`)."""
+        keys = list(keys)
+        self.fenced.update(keys)
+        if push:
+            self._push(pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref_of(key) for key in keys])))
+
+    def drain(self, within: float = 5.0) -> None:
+        deadline = timestamp_pb2.Timestamp()
+        deadline.FromNanoseconds(time.time_ns() + int(within * 1e9))
+        self._push(pb.ConnectResponse(drain=pb.DrainNotice(deadline=deadline)))
+
+    # What the executor sent.
+    def results_for(self, key: AttemptKey) -> list[pb.AttemptResult]:
+        return [result for result in self.results if key_of(result.attempt) == key]
+
+    def log_texts(self, key: AttemptKey, stream: int | None = None) -> list[str]:
+        return [line.text for line in self.logs.get(key, []) if stream is None or line.stream == stream]
+
+    async def wait_until(self, condition: Callable[[], object], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {condition}")
+            await asyncio.sleep(0.005)
+
+    def _push(self, response: pb.ConnectResponse) -> None:
+        for stream in self._streams:
+            stream.outgoing.put_nowait(response)
+
+    async def Connect(
+        self, request_iterator: AsyncIterator[pb.ConnectRequest], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.ConnectResponse]:
+        first = await anext(request_iterator, None)
+        if first is None or not first.HasField("hello"):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "hello first")
+            return
+        self.hellos.append(first.hello)
+        stream = _Stream(first.hello.executor_id)
+        interval = duration_pb2.Duration()
+        interval.FromNanoseconds(int(self.heartbeat_interval * 1e9))
+        yield pb.ConnectResponse(welcome=pb.ExecutorWelcome(heartbeat_interval=interval, server_id="fake"))
+        self._streams.append(stream)
+        reader = asyncio.create_task(self._read(request_iterator, stream))
+        taking: asyncio.Task[pb.ConnectResponse] | None = None
+        try:
+            while not reader.done():
+                taking = asyncio.create_task(stream.outgoing.get())
+                await asyncio.wait({reader, taking}, return_when=asyncio.FIRST_COMPLETED)
+                taking.cancel()
+                if taking.done() and not taking.cancelled():
+                    yield taking.result()
+        finally:  # also when the server stops: the RPC is cancelled while waiting
+            self._streams.remove(stream)
+            for task in (reader, taking):
+                if task is not None:
+                    task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.RpcError):
+                await reader
+
+    async def _read(self, requests: AsyncIterator[pb.ConnectRequest], stream: _Stream) -> None:
+        async for request in requests:
+            kind = request.WhichOneof("message")
+            if kind == "claims":
+                results = [self._claim(ref) for ref in request.claims.attempts]
+                response = pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))
+                stream.outgoing.put_nowait(response)
+            elif kind == "heartbeats":
+                keys = [key_of(ref) for ref in request.heartbeats.attempts]
+                self.heartbeats.append((time.monotonic(), keys))
+                if fenced := [ref_of(key) for key in keys if key in self.fenced]:
+                    stream.outgoing.put_nowait(pb.ConnectResponse(acks=pb.AckBatch(fenced=fenced)))
+            elif kind == "logs":
+                for chunk in request.logs.chunks:
+                    self.logs.setdefault(key_of(chunk.attempt), []).extend(chunk.lines)
+            elif kind == "progress":
+                self.progress.extend(request.progress.updates)
+            elif kind == "results":
+                self._results(request.results.results, stream)
+
+    def _claim(self, ref: pb.AttemptRef) -> pb.ClaimResult:
+        key = key_of(ref)
+        self.claims.append(key)
+        outcome = self.refuse.get(key, pb.CLAIM_OUTCOME_GRANTED)
+        if outcome == pb.CLAIM_OUTCOME_GRANTED and key in self._claimed:
+            outcome = pb.CLAIM_OUTCOME_DUPLICATE
+        start = timestamp_pb2.Timestamp()
+        start.FromNanoseconds(self.start_times.get(key, time.time_ns()))
+        if outcome == pb.CLAIM_OUTCOME_GRANTED:
+            self._claimed.add(key)
+        return pb.ClaimResult(attempt=ref, outcome=outcome, start_time=start)
+
+    def _results(self, results: Iterable[pb.AttemptResult], stream: _Stream) -> None:
+        recorded, fenced = [], []
+        for result in results:
+            if key_of(result.attempt) in self.fenced:
+                fenced.append(result.attempt)
+            else:
+                self.results.append(result)
+                recorded.append(result.attempt)
+        if self.ack_results:
+            stream.outgoing.put_nowait(pb.ConnectResponse(acks=pb.AckBatch(recorded=recorded, fenced=fenced)))

@@ -1,0 +1,139 @@
+"""Builders and probes shared by the executor's tests."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import Handler
+from jobmesh.executor.runtime import Executor
+from jobmesh.queue.factory import open_queue
+from jobmesh.queue.port import RunQueue
+from jobmesh.signals.factory import open_signals
+from jobmesh.signals.port import AttemptKey, SignalBus
+from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
+from tests.executor.fake_control import FakeControl
+
+_numbers = itertools.count(1)
+
+
+@dataclass
+class RecordingIO:
+    """An AttemptIO that keeps what it is given."""
+
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    updates: list[tuple[float, str]] = field(default_factory=list)
+
+    def log(self, stream: int, text: str) -> None:
+        self.lines.append((stream, text))
+
+    def progress(self, fraction: float, message: str) -> None:
+        self.updates.append((fraction, message))
+
+    def texts(self, stream: int) -> list[str]:
+        return [text for line_stream, text in self.lines if line_stream == stream]
+
+
+def command(*argv: str, env: Mapping[str, str] | None = None, cwd: str = "") -> job_pb2.Target:
+    return job_pb2.Target(command=job_pb2.Target.Command(argv=argv, env=env or {}, working_dir=cwd))
+
+
+def handler(name: str, payload: bytes = b"") -> job_pb2.Target:
+    return job_pb2.Target(handler=job_pb2.Target.Handler(name=name, payload=payload))
+
+
+def dispatched(
+    target: job_pb2.Target, *, due_ns: int | None = None, timeout: float | None = None, queue: str = "default"
+) -> dispatch_pb2.DispatchedRun:
+    number = next(_numbers)
+    run = dispatch_pb2.DispatchedRun(
+        attempt=executor_control_pb2.AttemptRef(run=f"jobs/j{number}/runs/r{number}", attempt=1),
+        target=target,
+        queue=queue,
+    )
+    run.due_time.FromNanoseconds(due_ns if due_ns is not None else time.time_ns())
+    if timeout is not None:
+        run.execution_timeout.FromNanoseconds(int(timeout * 1e9))
+    return run
+
+
+def key(run: dispatch_pb2.DispatchedRun) -> AttemptKey:
+    return AttemptKey(run.attempt.run, run.attempt.attempt)
+
+
+def gone(pid: int) -> bool:
+    """Dead: no such process, or a zombie (its parent may be a PID 1 that never reaps)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def alive(pid: int) -> bool:
+    return not gone(pid)
+
+
+def gone_soon(pid: int, timeout: float = 1.0) -> bool:
+    """Gone now or within `timeout`: a SIGKILL is delivered asynchronously."""
+    deadline = time.monotonic() + timeout
+    while not gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@dataclass
+class Rig:
+    fake: FakeControl
+    executor: Executor
+    queue: RunQueue
+    bus: SignalBus
+
+    def publish(self, *runs: dispatch_pb2.DispatchedRun) -> None:
+        self.queue.publish(runs)
+
+
+@contextlib.asynccontextmanager
+async def running_executor(
+    fake: FakeControl, handlers: Mapping[str, Handler] | None = None, **settings: object
+) -> AsyncIterator[Rig]:
+    """An Executor on fresh in-process queue and bus names, connected to `fake`; drained and awaited after."""
+    import asyncio
+
+    name = f"executor-test-{uuid.uuid4().hex[:10]}"
+    values: dict[str, object] = {
+        "server": fake.address,
+        "queue_url": f"memory://{name}",
+        "signals_url": f"memory://{name}",
+        "concurrency": 4,
+        "cancel_grace": 1.0,
+        "drain_grace": 5.0,
+        "reconnect_max": 0.2,
+        "report_timeout": 2.0,
+        "executor_id": f"test-{os.getpid()}-{name}",
+    }
+    values.update(settings)
+    config = ExecutorConfig.from_env({}, **values)
+    queue = open_queue(config.queue_url)
+    bus = open_signals(config.signals_url)
+    executor = Executor(config, handlers)
+    task = asyncio.create_task(executor.run())
+    try:
+        await fake.wait_until(lambda: executor.stream.connected or task.done())
+        yield Rig(fake, executor, queue, bus)
+    finally:
+        executor.drain(grace=0.0)
+        await asyncio.wait_for(task, 15)
+        bus.close()
+
+
+def pids_of(lines: Sequence[str]) -> list[int]:
+    return [int(line) for line in lines if line.strip().isdigit()]

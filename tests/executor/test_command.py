@@ -1,0 +1,123 @@
+"""The command runner against real subprocesses: exit codes, environment, working directory, output lines,
+signals, timeouts and cancels that kill the whole process group, and programs that cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.outcomes import Outcome, Stop, StopReason
+from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.v1 import job_pb2, run_pb2
+from tests.executor.support import RecordingIO, command, dispatched, gone_soon, pids_of
+
+STDOUT, STDERR = run_pb2.LOG_STREAM_STDOUT, run_pb2.LOG_STREAM_STDERR
+
+
+def run(
+    target: job_pb2.Target,
+    *,
+    timeout: float | None = None,
+    stop_after: float | None = None,
+    grace: float = 1.0,
+) -> tuple[Outcome, RecordingIO, float]:
+    """Runs the target to its outcome; `stop_after` cancels it that many seconds in. Also the time taken."""
+
+    async def scenario() -> tuple[Outcome, RecordingIO, float]:
+        io, stop = RecordingIO(), Stop()
+        loop = asyncio.get_running_loop()
+        if stop_after is not None:
+            loop.call_later(stop_after, stop.request, StopReason.CANCEL, grace, "test cancel")
+        began = time.monotonic()
+        settings = RunnerSettings(HandlerRegistry(), cancel_grace=grace)
+        outcome = await execute(dispatched(target, timeout=timeout), io, stop, settings)
+        return outcome, io, time.monotonic() - began
+
+    return asyncio.run(scenario())
+
+
+def test_exit_zero_succeeds_with_both_streams_line_by_line() -> None:
+    outcome, io, _ = run(command("sh", "-c", "echo one; echo two >&2; printf 'three\\nfour'"))
+    assert outcome == Outcome(run_pb2.RUN_STATE_SUCCEEDED, exit_code=0)
+    assert io.texts(STDOUT) == ["one", "three", "four"]
+    assert io.texts(STDERR) == ["two"]
+
+
+def test_non_zero_exit_fails_with_its_code() -> None:
+    outcome, _, _ = run(command("sh", "-c", "exit 3"))
+    assert outcome.state == run_pb2.RUN_STATE_FAILED
+    assert (outcome.error_type, outcome.exit_code) == ("ExitCode", 3)
+
+
+def test_environment_is_the_executors_plus_the_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JM_INHERITED", "from-executor")
+    outcome, io, _ = run(command("sh", "-c", 'echo "$JM_INHERITED $JM_OWN"', env={"JM_OWN": "from-target"}))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert io.texts(STDOUT) == ["from-executor from-target"]
+
+
+def test_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "marker.txt").write_text("here\n")
+    outcome, io, _ = run(command("cat", "marker.txt", cwd=str(tmp_path)))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert io.texts(STDOUT) == ["here"]
+
+
+def test_long_lines_are_split_and_bad_utf8_replaced() -> None:
+    script = "import sys; sys.stdout.write('x' * 40000 + '\\n'); sys.stdout.buffer.write(b'caf\\xe9\\n')"
+    outcome, io, _ = run(command(sys.executable, "-c", script))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    lines = io.texts(STDOUT)
+    assert [len(line) for line in lines[:-1]] == [16384, 16384, 40000 - 2 * 16384]
+    assert lines[-1] == "caf\ufffd"
+
+
+def test_killed_by_a_signal_fails_as_signal() -> None:
+    outcome, _, _ = run(command("sh", "-c", "kill -KILL $$"))
+    assert outcome.state == run_pb2.RUN_STATE_FAILED
+    assert outcome.error_type == "Signal"
+    assert "SIGKILL" in outcome.error_message
+
+
+def test_timeout_kills_the_whole_process_group() -> None:
+    outcome, io, took = run(command("sh", "-c", "sleep 60 & echo $!; wait"), timeout=0.5)
+    assert outcome.state == run_pb2.RUN_STATE_TIMED_OUT
+    assert outcome.error_type == "Timeout"
+    assert "0.5s" in outcome.error_message
+    assert took < 2.0
+    [grandchild] = pids_of(io.texts(STDOUT))
+    assert gone_soon(grandchild)
+
+
+def test_cancel_stops_at_once_and_sigkill_follows_the_grace() -> None:
+    outcome, io, took = run(command("sleep", "60"), stop_after=0.2)
+    assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+    assert took < 1.0
+    # SIGTERM ignored (the disposition survives exec): SIGKILL after the grace.
+    outcome, io, took = run(command("sh", "-c", "trap '' TERM; echo $$; sleep 60"), stop_after=0.2, grace=0.5)
+    assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+    assert 0.6 < took < 2.0
+    assert gone_soon(pids_of(io.texts(STDOUT))[0])
+    assert any("SIGKILL" in text for text in io.texts(run_pb2.LOG_STREAM_SYSTEM))
+
+
+def test_leftover_background_processes_are_killed_when_the_command_exits() -> None:
+    outcome, io, took = run(command("sh", "-c", "sleep 60 & echo $!"))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert took < 2.0
+    assert gone_soon(pids_of(io.texts(STDOUT))[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "cwd"),
+    [(["/nonexistent/program"], ""), (["true"], "/nonexistent/folder"), ([], ""), (["."], "")],
+)
+def test_a_program_that_cannot_start_is_a_spawn_error(argv: list[str], cwd: str) -> None:
+    outcome, _, _ = run(command(*argv, cwd=cwd))
+    assert outcome.state == run_pb2.RUN_STATE_FAILED
+    assert outcome.error_type == "SpawnError"

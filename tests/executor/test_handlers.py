@@ -1,0 +1,143 @@
+"""Registered Python handlers: sync and async, progress and logs, exceptions, unknown names, stops."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
+from jobmesh.executor.outcomes import Outcome, Stop, StopReason
+from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.v1 import run_pb2
+from tests.executor.support import RecordingIO, dispatched, handler
+
+
+def call(
+    handlers: dict[str, Handler],
+    name: str,
+    payload: bytes = b"",
+    *,
+    stop_after: float | None = None,
+    timeout: float | None = None,
+) -> tuple[Outcome, RecordingIO, float]:
+    async def scenario() -> tuple[Outcome, RecordingIO, float]:
+        io, stop = RecordingIO(), Stop()
+        if stop_after is not None:
+            asyncio.get_running_loop().call_later(stop_after, stop.request, StopReason.CANCEL, 1.0, "test")
+        began = time.monotonic()
+        settings = RunnerSettings(HandlerRegistry(handlers), cancel_grace=1.0)
+        outcome = await execute(dispatched(handler(name, payload), timeout=timeout), io, stop, settings)
+        return outcome, io, time.monotonic() - began
+
+    return asyncio.run(scenario())
+
+
+def test_sync_handler_runs_on_a_thread_with_payload_logs_and_progress() -> None:
+    seen: list[tuple[bytes, str, int, bool]] = []
+
+    def work(context: HandlerContext) -> None:
+        on_main = threading.current_thread() is threading.main_thread()
+        seen.append((context.payload, context.run, context.attempt, on_main))
+        context.log("first\nsecond")
+        context.report_progress(0.5, "half")
+        context.report_progress(7.0)  # clamped
+
+    outcome, io, _ = call({"work": work}, "work", b"data")
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    [(payload, run, attempt, on_main)] = seen
+    assert (payload, attempt, on_main) == (b"data", 1, False)
+    assert run.startswith("jobs/")
+    assert io.texts(run_pb2.LOG_STREAM_STDOUT) == ["first", "second"]
+    assert io.updates == [(0.5, "half"), (1.0, "")]
+
+
+def test_async_handler() -> None:
+    async def work(context: HandlerContext) -> None:
+        await asyncio.sleep(0.01)
+        context.log("async")
+
+    outcome, io, _ = call({"work": work}, "work")
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert io.texts(run_pb2.LOG_STREAM_STDOUT) == ["async"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_exception_fails_with_its_class_name(asynchronous: bool) -> None:
+    class QuotaExceeded(Exception):
+        pass
+
+    def sync(context: HandlerContext) -> None:
+        raise QuotaExceeded("over the limit")
+
+    async def async_(context: HandlerContext) -> None:
+        raise QuotaExceeded("over the limit")
+
+    outcome, io, _ = call({"work": async_ if asynchronous else sync}, "work")
+    assert outcome == Outcome(run_pb2.RUN_STATE_FAILED, None, "QuotaExceeded", "over the limit")
+    assert any("QuotaExceeded: over the limit" in line for line in io.texts(run_pb2.LOG_STREAM_STDOUT))
+
+
+def test_system_exit_in_a_handler_fails_only_its_attempt() -> None:
+    def leave(context: HandlerContext) -> None:
+        raise SystemExit(3)
+
+    outcome, _, _ = call({"leave": leave}, "leave")
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, "SystemExit")
+
+
+def test_unknown_handler() -> None:
+    outcome, _, _ = call({"known": lambda context: None}, "missing")
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, "UnknownHandler")
+    assert "known" in outcome.error_message
+
+
+def test_cancel_cancels_an_async_handler_at_once() -> None:
+    async def forever(context: HandlerContext) -> None:
+        await asyncio.sleep(60)
+
+    outcome, _, took = call({"forever": forever}, "forever", stop_after=0.1)
+    assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+    assert took < 0.5
+
+
+def test_a_sync_handler_sees_its_cancellation_event() -> None:
+    def patient(context: HandlerContext) -> None:
+        context.cancelled.wait(60)
+
+    outcome, _, took = call({"patient": patient}, "patient", stop_after=0.1)
+    assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+    assert took < 0.5
+
+
+def test_timeout_and_a_handler_that_ignores_its_stop_is_abandoned_after_the_grace() -> None:
+    release = threading.Event()
+
+    def stubborn(context: HandlerContext) -> None:
+        release.wait(30)
+
+    try:
+        outcome, _, took = call({"stubborn": stubborn}, "stubborn", timeout=0.1)
+    finally:
+        release.set()
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_TIMED_OUT, "Timeout")
+    assert 1.0 < took < 2.0  # the timeout, then the 1 s grace
+
+
+def test_registry() -> None:
+    registry = HandlerRegistry()
+
+    @registry.handler("b")
+    def b(context: HandlerContext) -> None:
+        pass
+
+    registry.register("a", b)
+    assert registry.names() == ["a", "b"]
+    assert "a" in registry
+    assert len(registry) == 2
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("a", b)
+    with pytest.raises(TypeError):
+        registry.register("c", "not callable")  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""The outbox: batching, bounds, and results kept until acknowledged."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jobmesh.executor.reports import MAX_LINE_CHARS, Outbox, key_of, ref_of
+from jobmesh.signals.port import AttemptKey
+from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import run_pb2
+
+A, B = AttemptKey("jobs/a/runs/1", 1), AttemptKey("jobs/b/runs/1", 2)
+OUT = run_pb2.LOG_STREAM_STDOUT
+
+
+def result(key: AttemptKey) -> pb.AttemptResult:
+    return pb.AttemptResult(attempt=ref_of(key), state=run_pb2.RUN_STATE_SUCCEEDED)
+
+
+def kinds(requests: list[pb.ConnectRequest]) -> list[str | None]:
+    return [request.WhichOneof("message") for request in requests]
+
+
+def lines_of(requests: list[pb.ConnectRequest]) -> dict[AttemptKey, list[str]]:
+    found: dict[AttemptKey, list[str]] = {}
+    for request in requests:
+        for chunk in request.logs.chunks:
+            found.setdefault(key_of(chunk.attempt), []).extend(line.text for line in chunk.lines)
+    return found
+
+
+def test_logs_then_progress_then_results_in_one_take() -> None:
+    outbox = Outbox(flush_lines=3)
+    outbox.log(A, OUT, "a1")
+    outbox.log(B, OUT, "b1")
+    outbox.progress(A, 0.1, "early")
+    outbox.progress(A, 0.2, "later")  # coalesced
+    assert not outbox.due.is_set()
+    outbox.log(A, OUT, "a2")
+    assert outbox.due.is_set()  # flush_lines reached
+    outbox.result(result(A))
+    requests = outbox.take()
+    assert kinds(requests) == ["logs", "progress", "results"]
+    assert lines_of(requests) == {A: ["a1", "a2"], B: ["b1"]}
+    [line] = [line for line in requests[0].logs.chunks[1].lines]
+    assert (line.attempt, line.stream) == (2, OUT)
+    assert [(u.progress, u.message) for u in requests[1].progress.updates] == [(0.2, "later")]
+    assert outbox.take() == []  # sent results wait for their ack, not for another take
+
+
+def test_batches_hold_at_most_flush_lines_and_long_lines_are_split() -> None:
+    outbox = Outbox(flush_lines=2)
+    for index in range(5):
+        outbox.log(A, OUT, str(index))
+    outbox.log(B, OUT, "x" * (MAX_LINE_CHARS + 1))
+    requests = outbox.take()
+    assert [sum(len(c.lines) for c in r.logs.chunks) for r in requests] == [2, 2, 2, 1]
+    assert [len(text) for text in lines_of(requests)[B]] == [MAX_LINE_CHARS, 1]
+
+
+def test_a_full_buffer_drops_lines_and_says_how_many() -> None:
+    outbox = Outbox(max_log_bytes=200)
+    for index in range(10):
+        outbox.log(A, OUT, f"line {index}")
+    texts = lines_of(outbox.take())[A]
+    assert texts[:3] == ["line 0", "line 1", "line 2"]
+    assert texts[-1].startswith("jobmesh: 7 log lines dropped")
+    outbox.log(A, OUT, "room again")
+    assert lines_of(outbox.take())[A] == ["room again"]
+
+
+def test_results_are_resent_until_acknowledged() -> None:
+    async def scenario() -> None:
+        outbox = Outbox()
+        outbox.result(result(A))
+        outbox.result(result(B))
+        assert kinds(outbox.take()) == ["results"]
+        outbox.acknowledge([ref_of(A)])
+        outbox.unsend_all()  # a reconnect
+        [again] = outbox.take()
+        assert [key_of(r.attempt) for r in again.results.results] == [B]
+        assert not await outbox.wait_acknowledged(0.01)
+        outbox.acknowledge([ref_of(B)])
+        assert await outbox.wait_acknowledged(0.01)
+
+    asyncio.run(scenario())
+
+
+def test_put_back_restores_order_and_forget_drops_everything_of_an_attempt() -> None:
+    outbox = Outbox()
+    outbox.log(A, OUT, "1")
+    outbox.log(B, OUT, "b")
+    outbox.result(result(A))
+    taken = outbox.take()
+    outbox.log(A, OUT, "2")
+    outbox.put_back(taken)
+    assert lines_of(outbox.take()) == {A: ["1", "2"], B: ["b"]}
+    outbox.put_back(taken)
+    outbox.forget(A)
+    requests = outbox.take()
+    assert lines_of(requests) == {B: ["b"]}
+    assert "results" not in kinds(requests)
+    assert outbox.unacknowledged == 0
+
+
+def test_the_result_buffer_is_bounded() -> None:
+    outbox = Outbox(max_results=2)
+    keys = [AttemptKey(f"jobs/j/runs/{index}", 1) for index in range(3)]
+    for key in keys:
+        outbox.result(result(key))
+    [request] = outbox.take()
+    assert [key_of(r.attempt) for r in request.results.results] == keys[1:]

@@ -1,0 +1,260 @@
+"""The executor end to end: the in-process queue and signal bus, and a fake ExecutorControl server that can
+be stopped and restarted to cut the stream."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from jobmesh.executor.handlers import HandlerContext
+from jobmesh.signals.port import AttemptKey
+from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import run_pb2
+from tests.executor.fake_control import FakeControl, key_of
+from tests.executor.support import (
+    Rig,
+    alive,
+    command,
+    dispatched,
+    gone,
+    handler,
+    key,
+    pids_of,
+    running_executor,
+)
+
+
+def scenario(test: Callable[[FakeControl], Awaitable[None]]) -> None:
+    """Runs `test` with a started fake server, stopped afterwards."""
+
+    async def main() -> None:
+        fake = FakeControl()
+        await fake.start()
+        try:
+            await test(fake)
+        finally:
+            await fake.stop()
+
+    asyncio.run(main())
+
+
+def the_result(fake: FakeControl, attempt: AttemptKey) -> pb.AttemptResult:
+    [result] = fake.results_for(attempt)
+    return result
+
+
+async def started_pid(rig: Rig, attempt: AttemptKey) -> int:
+    """The pid a `sh -c 'echo $$; ...'` command printed, once the fake has it."""
+    await rig.fake.wait_until(lambda: pids_of(rig.fake.log_texts(attempt)))
+    return pids_of(rig.fake.log_texts(attempt))[0]
+
+
+def test_hello_heartbeats_logs_progress_and_result() -> None:
+    def work(context: HandlerContext) -> None:
+        context.log("working")
+        context.report_progress(0.5, "half way")
+        time.sleep(0.5)  # across a few heartbeats (0.2 s)
+
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake, {"work": work}) as rig:
+            run = dispatched(handler("work"))
+            rig.publish(run)
+            await fake.wait_until(lambda: fake.results_for(key(run)))
+            [hello] = fake.hellos
+            assert hello.executor_id == rig.executor.executor_id
+            assert (list(hello.queues), hello.concurrency, list(hello.handlers)) == (["default"], 4, ["work"])
+            assert any(key(run) in keys for _, keys in fake.heartbeats)
+            assert fake.log_texts(key(run)) == ["working"]
+            assert [(u.progress, u.message) for u in fake.progress] == [(0.5, "half way")]
+            result = the_result(fake, key(run))
+            assert result.state == run_pb2.RUN_STATE_SUCCEEDED
+            assert result.end_time.ToNanoseconds() >= result.start_time.ToNanoseconds() > 0
+            await fake.wait_until(lambda: rig.executor.outbox.unacknowledged == 0)
+
+    scenario(test)
+
+
+def test_never_before_the_start_time_and_promptly_at_it() -> None:
+    entered: list[int] = []
+
+    async def note(context: HandlerContext) -> None:
+        entered.append(time.time_ns())
+
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake, {"note": note}) as rig:
+            due = time.time_ns() + 400_000_000
+            runs = [dispatched(handler("note"), due_ns=due), dispatched(command("date", "+%s%N"), due_ns=due)]
+            for run in runs:
+                fake.start_times[key(run)] = due
+            rig.publish(*runs)
+            await fake.wait_until(lambda: all(fake.results_for(key(run)) for run in runs))
+            [started] = entered
+            assert due <= started < due + 50_000_000
+            for run in runs:
+                assert the_result(fake, key(run)).start_time.ToNanoseconds() >= due
+            [printed] = fake.log_texts(key(runs[1]))
+            assert int(printed) >= due
+
+    scenario(test)
+
+
+def test_a_claim_refused_is_not_run_and_a_duplicate_delivery_runs_once() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            refused = dispatched(command("echo", "refused"))
+            fake.refuse[key(refused)] = pb.CLAIM_OUTCOME_CANCELLED
+            twice = dispatched(command("echo", "twice"))
+            rig.publish(refused, twice)
+            await fake.wait_until(lambda: fake.results_for(key(twice)))
+            rig.publish(twice)  # redelivered, as after a rebalance
+            await fake.wait_until(lambda: fake.claims.count(key(twice)) == 2)
+            await asyncio.sleep(0.3)
+            assert fake.claims.count(key(refused)) == 1
+            assert fake.results_for(key(refused)) == []
+            assert fake.log_texts(key(twice)) == ["twice"]
+            assert len(fake.results_for(key(twice))) == 1
+
+    scenario(test)
+
+
+def test_cancel_over_the_stream_kills_the_process_within_a_second() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake, cancel_grace=5.0) as rig:
+            run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            rig.publish(run)
+            pid = await started_pid(rig, key(run))
+            began = time.monotonic()
+            fake.cancel([key(run)], reason="user asked")
+            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=1.0)
+            assert time.monotonic() - began < 1.0
+            assert gone(pid)
+            result = the_result(fake, key(run))
+            assert (result.state, result.error.type, result.error.message) == (
+                run_pb2.RUN_STATE_CANCELLED,
+                "Cancelled",
+                "user asked",
+            )
+
+    scenario(test)
+
+
+def test_cancel_before_the_start_time_drops_the_waiting_attempt() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            run = dispatched(command("echo", "never"), due_ns=time.time_ns() + 2_000_000_000)
+            fake.start_times[key(run)] = run.due_time.ToNanoseconds()
+            rig.publish(run)
+            await fake.wait_until(lambda: key(run) in fake.claims)
+            await fake.wait_until(lambda: rig.executor.attempts.holds(key(run)))
+            fake.cancel([key(run)])
+            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=1.0)
+            result = the_result(fake, key(run))
+            assert result.state == run_pb2.RUN_STATE_CANCELLED
+            assert not result.HasField("start_time")
+            assert fake.log_texts(key(run)) == []
+
+    scenario(test)
+
+
+def test_stream_down_bus_heartbeats_and_cancel_keys_then_buffered_results_after_restart() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            doomed = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            quick = dispatched(command("sh", "-c", "sleep 0.5; echo done"))
+            rig.publish(doomed, quick)
+            pid = await started_pid(rig, key(doomed))
+            await fake.stop()
+            await fake.wait_until(lambda: not rig.executor.stream.connected)
+            held = [key(doomed), key(quick)]
+            await fake.wait_until(lambda: set(rig.bus.heartbeats(held)) == set(held))
+            began = time.monotonic()
+            rig.bus.set_cancel_keys([key(doomed)], ttl=timedelta(minutes=1))
+            await fake.wait_until(lambda: gone(pid), timeout=2.0)
+            assert time.monotonic() - began < 2.0
+            await fake.wait_until(lambda: not rig.executor.attempts.holds(key(quick)))
+            assert fake.results == []
+            await fake.start()  # same port: the executor reconnects and delivers what it kept
+            await fake.wait_until(lambda: len(fake.results) == 2)
+            assert the_result(fake, key(doomed)).state == run_pb2.RUN_STATE_CANCELLED
+            assert the_result(fake, key(quick)).state == run_pb2.RUN_STATE_SUCCEEDED
+            assert fake.log_texts(key(quick)) == ["done"]
+            assert len(fake.hellos) == 2
+
+    scenario(test)
+
+
+def test_unacknowledged_results_are_resent_after_a_reconnect_and_running_ones_are_announced() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            fake.ack_results = False
+            finished = dispatched(command("true"))
+            running = dispatched(command("sleep", "60"))
+            rig.publish(finished, running)
+            await fake.wait_until(lambda: fake.results_for(key(finished)))
+            await fake.wait_until(lambda: rig.executor.attempts.holds(key(running)))
+            fake.ack_results = True
+            await fake.stop()
+            await fake.start()
+            await fake.wait_until(lambda: len(fake.results_for(key(finished))) == 2)
+            assert [key_of(ref) for ref in fake.hellos[-1].running] == [key(running)]
+            await fake.wait_until(lambda: rig.executor.outbox.unacknowledged == 0)
+
+    scenario(test)
+
+
+def test_a_fenced_attempt_is_killed_and_never_reported() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            rig.publish(run)
+            pid = await started_pid(rig, key(run))
+            fake.fence([key(run)])  # answered on the next heartbeat
+            await fake.wait_until(lambda: gone(pid), timeout=1.0)
+            await fake.wait_until(lambda: not rig.executor.attempts.holds(key(run)))
+            await asyncio.sleep(0.3)
+            assert fake.results_for(key(run)) == []
+
+    scenario(test)
+
+
+def test_a_drain_notice_moves_the_stream_without_stopping_work() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            rig.publish(run)
+            pid = await started_pid(rig, key(run))
+            fake.drain()
+            await fake.wait_until(lambda: len(fake.hellos) == 2 and rig.executor.stream.connected)
+            assert [key_of(ref) for ref in fake.hellos[1].running] == [key(run)]
+            assert alive(pid)
+            later = dispatched(command("echo", "after the move"))
+            rig.publish(later)
+            await fake.wait_until(lambda: fake.results_for(key(later)))
+
+    scenario(test)
+
+
+def test_drain_lets_short_work_finish_and_reports_the_rest_as_drained() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake, drain_grace=1.0) as rig:
+            short = dispatched(command("sleep", "0.3"))
+            long = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            rig.publish(short, long)
+            pid = await started_pid(rig, key(long))
+            await fake.wait_until(lambda: rig.executor.attempts.holds(key(short)))
+            began = time.monotonic()
+            rig.executor.drain()
+            await fake.wait_until(lambda: len(fake.results) == 2, timeout=4.0)
+            assert 1.0 <= time.monotonic() - began < 3.0
+            assert the_result(fake, key(short)).state == run_pb2.RUN_STATE_SUCCEEDED
+            drained = the_result(fake, key(long))
+            assert (drained.state, drained.error.type) == (run_pb2.RUN_STATE_FAILED, "Drained")
+            assert gone(pid)
+            after = dispatched(command("echo", "too late"))
+            rig.publish(after)
+            await asyncio.sleep(0.3)
+            assert key(after) not in fake.claims
+
+    scenario(test)

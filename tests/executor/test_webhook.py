@@ -1,0 +1,129 @@
+"""The http runner against a local `http.server`: 2xx succeeds, other statuses and network errors fail."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.outcomes import Outcome, Stop
+from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.v1 import job_pb2, run_pb2
+from tests.executor.support import RecordingIO, dispatched
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Site:
+    url: str
+    received: list[Received] = field(default_factory=list)
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    """`/status/N` answers N with a small body; `/slow` answers after a second."""
+    received: list[Received] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            received.append(Received(self.command, self.path, dict(self.headers), body))
+            if self.path == "/slow":
+                time.sleep(1.0)
+            status = int(self.path.rsplit("/", 1)[1]) if self.path.startswith("/status/") else 200
+            payload = f"answered {status}\nsecond line\n".encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def do_PUT(self) -> None:
+            self._answer()
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: the requests are checked, not printed."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Site(f"http://127.0.0.1:{server.server_address[1]}", received)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[Outcome, RecordingIO]:
+    async def scenario() -> tuple[Outcome, RecordingIO]:
+        io = RecordingIO()
+        settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0)
+        target = job_pb2.Target(http=http)
+        return await execute(dispatched(target, timeout=timeout), io, Stop(), settings), io
+
+    return asyncio.run(scenario())
+
+
+def test_2xx_succeeds_with_method_headers_and_body(site: Site) -> None:
+    http = job_pb2.Target.Http(url=f"{site.url}/status/201", headers={"X-Token": "t1"}, body=b'{"a": 1}')
+    outcome, io = call(http)
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    [request] = site.received
+    assert (request.method, request.path, request.body) == ("POST", "/status/201", b'{"a": 1}')
+    assert request.headers["X-Token"] == "t1"
+    assert io.texts(run_pb2.LOG_STREAM_SYSTEM) == [f"POST {site.url}/status/201 -> 201 Created"]
+    assert io.texts(run_pb2.LOG_STREAM_STDOUT) == ["answered 201", "second line"]
+
+
+def test_other_methods(site: Site) -> None:
+    outcome, _ = call(job_pb2.Target.Http(method="get", url=f"{site.url}/status/200"))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert [(r.method, r.body) for r in site.received] == [("GET", b"")]
+
+
+def test_non_2xx_fails_with_the_status(site: Site) -> None:
+    outcome, io = call(job_pb2.Target.Http(url=f"{site.url}/status/500"))
+    assert outcome.state == run_pb2.RUN_STATE_FAILED
+    assert outcome.error_type == "HttpStatus"
+    assert "500" in outcome.error_message
+    assert io.texts(run_pb2.LOG_STREAM_STDOUT) == ["answered 500", "second line"]
+
+
+def test_redirects_are_not_followed(site: Site) -> None:
+    outcome, _ = call(job_pb2.Target.Http(url=f"{site.url}/status/302"))
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, "HttpStatus")
+
+
+def test_network_errors_and_bad_urls_are_http_errors(site: Site) -> None:
+    with ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler) as closed:
+        port = closed.server_address[1]  # bound, then closed: nothing listens there
+    for url in (f"http://127.0.0.1:{port}/", "file:///etc/passwd", "http://"):
+        outcome, _ = call(job_pb2.Target.Http(url=url))
+        assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, "HttpError"), url
+
+
+def test_execution_timeout_abandons_the_call(site: Site) -> None:
+    began = time.monotonic()
+    outcome, _ = call(job_pb2.Target.Http(url=f"{site.url}/slow"), timeout=0.2)
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_TIMED_OUT, "Timeout")
+    assert time.monotonic() - began < 0.8
