@@ -82,7 +82,10 @@ async def start_server(
 
     bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
     commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, route_cancel=route_cancel)
-    control = ExecutorControl(AttemptReports(store, queue, utcnow), sessions, server_id=new_server_id())
+    reports = AttemptReports(
+        store, queue, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
+    )
+    control = ExecutorControl(reports, sessions, server_id=new_server_id())
     job_service_pb2_grpc.add_JobServiceServicer_to_server(JobService(commands), server)
     search_service_pb2_grpc.add_SearchServiceServicer_to_server(SearchService(JobQueries(store)), server)
     executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(control, server)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from jobmesh.queue.port import RunQueue
-from jobmesh.server.dispatch import send_dead_letters
+from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher, retried, send_dead_letters
 from jobmesh.server.records import LogRecord, RunState
 from jobmesh.server.retries import Outcome, decide
 from jobmesh.server.sessions import cancel_message
@@ -76,11 +76,17 @@ class AttemptReports:
         store: PipelineStore,
         queue: RunQueue,
         clock: Callable[[], datetime],
+        *,
+        dispatcher: Dispatcher | BackgroundDispatcher | None = None,
+        immediate_threshold: timedelta = timedelta(minutes=1),
         rng: random.Random | None = None,
     ) -> None:
+        """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does)."""
         self._store = store
         self._queue = queue
         self._clock = clock
+        self._dispatcher = dispatcher
+        self._threshold = immediate_threshold
         self._rng = rng or random.Random()
 
     def claims(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
@@ -170,6 +176,10 @@ class AttemptReports:
         applied = set(self._store.finish_attempts(ends)) if ends else set()
         spent = [current[e.ref] for e in ends if e.ref in applied and e.run_state is RunState.DEAD_LETTERED]
         send_dead_letters(self._queue, spent, self._clock())
+        soon = self._clock() + self._threshold
+        again = [item for item in retried(ends, applied, current) if item.run.due_time <= soon]
+        if again and self._dispatcher is not None:
+            self._dispatcher.dispatch(again)
         wire = [result.attempt for result in results]
         acks = pb.AckBatch(
             recorded=[item for item in wire if parse_ref(item) in applied],

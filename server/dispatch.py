@@ -7,16 +7,17 @@ which the claim refuses. Nothing is lost either way (invariants 1 and 4).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue as queue_module
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from jobmesh.queue.port import QueueUnavailable, RunQueue
 from jobmesh.server.convert import run_name
-from jobmesh.server.records import Priority, RunRecord
-from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable, PipelineStore
+from jobmesh.server.records import Priority, RunRecord, RunState
+from jobmesh.server.store.pipeline_port import AttemptEnd, AttemptRef, Dispatchable, PipelineStore
 from jobmesh.server.timestamps import to_duration, to_timestamp
 from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
 
@@ -126,3 +127,18 @@ class BackgroundDispatcher:
                 log.exception("immediate dispatch of %d runs failed; the watcher will send them", len(batch))
             if stop:
                 return
+
+
+def retried(
+    ends: Sequence[AttemptEnd], applied: set[AttemptRef], current: Mapping[AttemptRef, Dispatchable]
+) -> list[Dispatchable]:
+    """The runs that applied ends scheduled for another attempt, as they are now (for the timer or queue)."""
+    out = []
+    for end in ends:
+        if end.ref in applied and end.run_state is RunState.SCHEDULED and end.retry_due_time is not None:
+            item = current[end.ref]
+            run = dataclasses.replace(
+                item.run, attempt=end.ref.attempt + 1, state=RunState.SCHEDULED, due_time=end.retry_due_time
+            )
+            out.append(Dispatchable(run, item.spec))
+    return out

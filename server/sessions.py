@@ -86,14 +86,15 @@ class Sessions:
         self._push(notice)
 
     def route_cancel(self, notice: CancelNotice) -> None:
-        """Pushes a persisted cancel towards its executor by every channel there is."""
+        """Pushes a persisted cancel towards its executor by every channel there is: its stream first (here,
+        or through the bus to the replica holding it), then a cancel key for an executor whose stream is down.
+        """
+        if not self._push(notice):
+            try:
+                self._signals.publish_cancel(notice)
+            except SignalsUnavailable as error:
+                log.warning("cancel not published (heartbeat answers will carry it): %s", error)
         try:
             self._signals.set_cancel_keys(notice.attempts, CANCEL_KEY_TTL)
         except SignalsUnavailable as error:
-            log.warning("cancel keys not set (the stream and heartbeats still carry it): %s", error)
-        if self._push(notice):
-            return
-        try:
-            self._signals.publish_cancel(notice)
-        except SignalsUnavailable as error:
-            log.warning("cancel not published (heartbeat answers will carry it): %s", error)
+            log.warning("cancel keys not set (the stream and heartbeats carry it): %s", error)

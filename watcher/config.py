@@ -21,6 +21,8 @@ class WatcherConfig:
     window: timedelta = timedelta(minutes=5)
     # Runs are handed to the queue this much ahead of their time; executors wait for the exact instant.
     lead: timedelta = timedelta(milliseconds=500)
+    # How often cron jobs are asked for occurrences due within the window (new jobs are found this fast).
+    cron_interval: timedelta = timedelta(seconds=1)
     lease_ttl: timedelta = timedelta(seconds=5)
     lease_renew: timedelta = timedelta(seconds=1)
     sweep_interval: timedelta = timedelta(seconds=1)

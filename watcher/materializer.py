@@ -7,8 +7,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from jobmesh.server.job_definitions import new_run
-from jobmesh.server.records import JobRecord, RunRecord, RunTrigger
-from jobmesh.server.store.pipeline_port import SchedulerStore
+from jobmesh.server.records import JobRecord, RunTrigger
+from jobmesh.server.store.pipeline_port import Dispatchable, SchedulerStore
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.occurrences import plan_occurrences
 
@@ -21,14 +21,14 @@ class Materializer:
         self._store = store
         self._clock = clock
 
-    def materialize(self, until: datetime) -> list[RunRecord]:
+    def materialize(self, until: datetime) -> list[Dispatchable]:
         """Runs for every occurrence of active cron jobs due up to `until`; returns the runs made."""
-        made: list[RunRecord] = []
+        made: list[Dispatchable] = []
         for job in self._store.cron_jobs_due(until, limit=BATCH):
             made.extend(self._materialize_job(job, until))
         return made
 
-    def _materialize_job(self, job: JobRecord, until: datetime) -> list[RunRecord]:
+    def _materialize_job(self, job: JobRecord, until: datetime) -> list[Dispatchable]:
         if job.next_run_time is None:
             return []
         spec = job_pb2.Job.FromString(job.spec)
@@ -39,10 +39,11 @@ class Materializer:
                 "jobs/%s: occurrences since %s missed the catch-up window", job.job_id, plan.skipped_since
             )
         runs = [new_run(job, time, now, RunTrigger.SCHEDULE) for time in plan.schedule_times]
-        return self._store.materialize(
+        made = self._store.materialize(
             job.job_id,
             expected_next_run_time=job.next_run_time,
             runs=runs,
             next_run_time=plan.next_run_time,
             completed=plan.next_run_time is None,
         )
+        return [Dispatchable(run, job.spec) for run in made]

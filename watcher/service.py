@@ -60,6 +60,7 @@ class Watcher:
         tasks = [
             asyncio.create_task(self._keep_lease(stop)),
             asyncio.create_task(self._scan(stop)),
+            asyncio.create_task(self._materialize(stop)),
             asyncio.create_task(self._release(stop)),
             asyncio.create_task(self._sweep(stop)),
             asyncio.create_task(self._maintain(stop)),
@@ -104,10 +105,21 @@ class Watcher:
 
     def _scan_once(self) -> None:
         until = self._clock() + self.config.window
-        self._materializer.materialize(until)
         added = self._releaser.hold(self._store.due_runs(until, limit=SCAN_LIMIT))
         if added:
             log.debug("holding %d more runs (%d in all)", added, len(self._timer))
+
+    async def _materialize(self, stop: asyncio.Event) -> None:
+        """Often, and cheaply (an index on due jobs): a new cron job's next occurrences are held in time."""
+        while not stop.is_set():
+            if self.leading:
+                await self._guarded(
+                    "cron",
+                    lambda: self._releaser.hold(
+                        self._materializer.materialize(self._clock() + self.config.window)
+                    ),
+                )
+            await _sleep(stop, self.config.cron_interval.total_seconds())
 
     async def _release(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -125,7 +137,7 @@ class Watcher:
         rounds = 0
         while not stop.is_set():
             if self.leading:
-                await self._guarded("sweep", self._sweeper.sweep_lost)
+                await self._guarded("sweep", lambda: self._releaser.hold(self._sweeper.sweep_lost()))
                 if rounds % 30 == 0:
                     await self._guarded(
                         "requeue", lambda: self._sweeper.requeue_stale(self.config.requeue_after)

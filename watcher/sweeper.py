@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from jobmesh.queue.port import RunQueue
-from jobmesh.server.dispatch import Dispatcher, ref_of, send_dead_letters
+from jobmesh.server.dispatch import Dispatcher, ref_of, retried, send_dead_letters
 from jobmesh.server.records import RunState
 from jobmesh.server.retries import Outcome, decide
 from jobmesh.server.store.pipeline_port import AttemptEnd, Dispatchable, Heartbeat, SchedulerStore
@@ -42,12 +42,12 @@ class Sweeper:
         self._clock = clock
         self._rng = rng
 
-    def sweep_lost(self) -> int:
-        """Fails (and retries) attempts past their heartbeat deadline; returns how many ended."""
+    def sweep_lost(self) -> list[Dispatchable]:
+        """Fails attempts past their heartbeat deadline; returns the runs retried (for the timer)."""
         now = self._clock()
         lost = self._still_lost(self._store.lost_attempts(now, limit=BATCH), now)
         if not lost:
-            return 0
+            return []
         ends = [self._end(item, now) for item in lost]
         applied = set(self._store.finish_attempts(ends))
         for end in ends:
@@ -59,7 +59,7 @@ class Sweeper:
             if end.ref in applied and end.run_state is RunState.DEAD_LETTERED
         ]
         send_dead_letters(self._queue, spent, now)
-        return len(applied)
+        return retried(ends, applied, {ref_of(item.run): item for item in lost})
 
     def _still_lost(self, items: Sequence[Dispatchable], now: datetime) -> list[Dispatchable]:
         """Drops attempts that heartbeat through the signal bus (stream down); extends their deadline."""

@@ -10,7 +10,6 @@ transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,8 +25,14 @@ from jobmesh.server.store.pipeline_port import (
     ProgressReport,
 )
 from jobmesh.server.store.schema import UtcDateTime, job_runs, run_attempts
-from jobmesh.server.store.sql_batch import FENCE_COLUMNS, HELD, FromBatch, lock_runs, update_by_key
-from jobmesh.server.store.sql_jobs import upsert_ignoring_conflicts
+from jobmesh.server.store.sql_batch import (
+    FENCE_COLUMNS,
+    HELD,
+    FromBatch,
+    insert_rows,
+    lock_runs,
+    update_by_key,
+)
 from jobmesh.server.store.sql_rows import run_from_row
 
 _CLAIMABLE = (RunState.SCHEDULED, RunState.QUEUED)
@@ -48,15 +53,17 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
             claims.append(Claim(ref, status))
             continue
         granted.add(ref)
-        run = replace(
-            run_from_row(row),
-            state=RunState.RUNNING,
-            executor=executor,
-            start_time=now,
-            last_heartbeat_time=now,
-            first_start_time=row["first_start_time"] or now,
-            heartbeat_deadline=now + row["heartbeat_timeout_ms"] * _MILLISECOND,
-            update_time=now,
+        run = run_from_row(
+            row,
+            changes={
+                "state": RunState.RUNNING,
+                "executor": executor,
+                "start_time": now,
+                "last_heartbeat_time": now,
+                "first_start_time": row["first_start_time"] or now,
+                "heartbeat_deadline": now + row["heartbeat_timeout_ms"] * _MILLISECOND,
+                "update_time": now,
+            },
         )
         claims.append(Claim(ref, status, run))
     started = [claim.run for claim in claims if claim.run is not None]
@@ -165,7 +172,8 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
     if not applied:
         return []
     history = [_attempt_values(end, row) for end, row in applied.values()]
-    connection.execute(upsert_ignoring_conflicts(connection, run_attempts), history)
+    # The key (job, run, attempt) cannot be taken while the fence held; skipping is for safety only.
+    insert_rows(connection, run_attempts, _HISTORY_COLUMNS, history, skip_taken=True)
     retries = [(e, r) for e, r in applied.values() if e.run_state is RunState.SCHEDULED]
     finals = [(e, r) for e, r in applied.values() if e.run_state is not RunState.SCHEDULED]
     if retries:
@@ -234,8 +242,11 @@ def _check(end: AttemptEnd) -> None:
         raise ValueError(f"{end.ref}: a run goes on to a terminal state or SCHEDULED, not {end.run_state}")
 
 
-def _attempt_values(end: AttemptEnd, row: RowMapping) -> dict[str, Any]:
-    return {
+_HISTORY_COLUMNS = tuple((column.name, column.type) for column in run_attempts.c)
+
+
+def _attempt_values(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
+    values = {
         "job_id": end.ref.job_id,
         "run_id": end.ref.run_id,
         "attempt": end.ref.attempt,
@@ -248,3 +259,4 @@ def _attempt_values(end: AttemptEnd, row: RowMapping) -> dict[str, Any]:
         "error_type": end.error_type,
         "error_message": end.error_message,
     }
+    return tuple(values[name] for name, _ in _HISTORY_COLUMNS)

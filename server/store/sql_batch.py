@@ -28,6 +28,7 @@ from sqlalchemy import (
     Connection,
     FromClause,
     RowMapping,
+    Table,
     Text,
     and_,
     bindparam,
@@ -36,9 +37,11 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    true,
     update,
     values,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import ARRAY, TypeEngine
 
 from jobmesh.server.ids import schedule_window
@@ -85,6 +88,24 @@ def batch_table(
         ]
         return func.unnest(*arrays).table_valued(*typed).render_derived(name)
     return values(*typed, name=name).data([tuple(row) for row in rows]).cte(name)
+
+
+def insert_rows(
+    connection: Connection, table: Table, columns: Columns, rows: Sequence[Sequence[Any]], *, skip_taken: bool
+) -> None:
+    """INSERT the rows in one statement per chunk through a batch table (`INSERT ... SELECT`), and with
+    `skip_taken` ignoring rows whose key exists. (SQLAlchemy sends `ON CONFLICT` inserts one statement a
+    row.)"""
+    names = [name for name, _ in columns]
+    for chunk in chunks(rows):
+        batch = batch_table(connection, f"new_{table.name}", columns, chunk)
+        # SQLite needs a WHERE in an INSERT ... SELECT ... ON CONFLICT to tell the clauses apart.
+        source = select(*(batch.c[name] for name in names)).where(true())
+        dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+        statement = dialect_insert(table).from_select(names, source)
+        if skip_taken:
+            statement = statement.on_conflict_do_nothing()
+        connection.execute(statement)
 
 
 def state_is(*states: RunState) -> ColumnElement[bool]:

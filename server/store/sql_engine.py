@@ -28,7 +28,18 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     # pre-ping: a replica survives a database restart without handing out dead pooled connections.
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
+    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
+    if parsed.get_driver_name() == "psycopg":
+        event.listen(engine, "connect", _binary_arrays)
+    return engine
+
+
+def _binary_arrays(dbapi_connection: Any, _record: object) -> None:
+    """Lists (the pipeline's batch arrays, `sql_batch`) go to PostgreSQL in binary: psycopg's text format
+    escapes every element through a regular expression, a quarter of a 500-run batch's time."""
+    from psycopg.types.array import ListBinaryDumper
+
+    dbapi_connection.adapters.register_dumper(list, ListBinaryDumper)
 
 
 def _sqlite_engine(url: str) -> Engine:

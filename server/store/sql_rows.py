@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -82,11 +82,19 @@ def run_values(run: RunRecord) -> dict[str, Any]:
     return values
 
 
-def run_from_row(row: RowMapping, attempts: Sequence[AttemptRecord] = ()) -> RunRecord:
+def run_from_row(
+    row: RowMapping, attempts: Sequence[AttemptRecord] = (), *, changes: Mapping[str, Any] | None = None
+) -> RunRecord:
+    """The run a row holds; with `changes` (plain fields and `state`), as it is once they are written (the
+    claim builds its answer so, without a dataclasses.replace per run on its hot path)."""
     plain = {name: row[name] for name in _RUN_PLAIN_FIELDS}
+    state = row["state"]
+    if changes:
+        plain.update(changes)
+        state = plain.pop("state", state)
     return RunRecord(
         **plain,
-        state=RunState(row["state"]),
+        state=RunState(state),
         trigger=RunTrigger(row["trigger"]),
         priority=Priority(row["priority"]),
         progress=float(row["progress"]),

@@ -14,7 +14,7 @@ from jobmesh.server.ids import schedule_window
 from jobmesh.server.records import JobState, LogRecord, RunRecord, RunState
 from jobmesh.server.store.port import CreateRunOutcome, CreateStatus, Page
 from jobmesh.server.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
-from jobmesh.server.store.sql_batch import chunks
+from jobmesh.server.store.sql_batch import chunks, insert_rows
 from jobmesh.server.store.sql_jobs import upsert_ignoring_conflicts
 from jobmesh.server.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.server.store.sql_rows import attempt_from_row, log_from_row, log_values, run_from_row, run_values
@@ -200,5 +200,7 @@ def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> l
         key = (line.job_id, line.run_id)
         last[key] += 1
         stored.append(replace(line, sequence=last[key]))
-    connection.execute(run_logs.insert(), [log_values(line) for line in stored])
+    columns = [(column.name, column.type) for column in run_logs.c]
+    rows = [tuple(log_values(line)[name] for name, _ in columns) for line in stored]
+    insert_rows(connection, run_logs, columns, rows, skip_taken=False)
     return stored

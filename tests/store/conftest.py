@@ -22,7 +22,7 @@ from jobmesh.server.store.sql import SqlStore
 from tests.store.backend import Backend, pg_schema
 from tests.support import require_service_url
 
-TABLES = ("jobs", "job_runs", "run_attempts", "run_logs")
+TABLES = ("jobs", "job_runs", "run_attempts", "run_logs", "leases")
 
 
 @pytest.fixture(scope="session")

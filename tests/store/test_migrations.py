@@ -49,7 +49,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0001",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0002",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -129,6 +129,13 @@ def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
         store.maintain_partitions(new_job("x").job.create_time)
         with store.engine.connect() as connection:
             names = connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars()
-            assert sorted(names) == ["alembic_version", "job_runs", "jobs", "run_attempts", "run_logs"]
+            assert sorted(names) == [
+                "alembic_version",
+                "job_runs",
+                "jobs",
+                "leases",
+                "run_attempts",
+                "run_logs",
+            ]
     finally:
         store.close()

@@ -1,0 +1,181 @@
+"""A real jobmesh deployment for acceptance tests: servers, watchers and executors as separate processes on
+PostgreSQL, Kafka and Redis, each process killable on its own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2
+from jobmesh.v1 import search_service_pb2_grpc
+from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+
+T = TypeVar("T")
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+    address: str = ""
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+            self.popen.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
+class Mesh:
+    """Processes share one database, Kafka and Redis; `queue` isolates this mesh's runs on Kafka."""
+
+    tmp: Path
+    env: dict[str, str]
+    queue: str = field(default_factory=lambda: f"acc-{uuid.uuid4().hex[:8]}")
+    processes: list[Process] = field(default_factory=list)
+    _channels: list[grpc.Channel] = field(default_factory=list)
+
+    def _spawn(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> Process:
+        log = self.tmp / f"{name}.log"
+        with log.open("ab") as output:
+            popen = subprocess.Popen(
+                [str(BIN / "jobmesh"), *args],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env, **(extra_env or {})},
+                cwd=REPO,
+                start_new_session=True,
+            )
+        process = Process(name, popen, log)
+        self.processes.append(process)
+        return process
+
+    def server(self, name: str = "server") -> Process:
+        address = f"127.0.0.1:{free_port()}"
+        process = self._spawn(name, ["server", "--listen", address])
+        process.address = address
+        try:
+            wait_serving(address, timeout=60)
+        except grpc.RpcError:
+            raise AssertionError(f"{name} did not start:\n{process.log.read_text()}") from None
+        return process
+
+    def watcher(self, name: str = "watcher") -> Process:
+        return self._spawn(name, ["watcher"], {"JOBMESH_WATCHER_ID": name})
+
+    def executor(self, server: Process, name: str = "executor") -> Process:
+        args = ["executor", "--server", server.address, "--queues", self.queue]
+        return self._spawn(name, args, {"JOBMESH_EXECUTOR_ID": name})
+
+    def stubs(
+        self, server: Process
+    ) -> tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]:
+        channel = grpc.insecure_channel(server.address)
+        self._channels.append(channel)
+        return job_service_pb2_grpc.JobServiceStub(channel), search_service_pb2_grpc.SearchServiceStub(
+            channel
+        )
+
+    def close(self) -> None:
+        for channel in self._channels:
+            channel.close()
+        for process in reversed(self.processes):
+            process.stop()
+
+    def logs(self) -> str:
+        return "\n".join(f"==== {p.name}\n{p.log.read_text()[-6000:]}" for p in self.processes)
+
+
+def command_job(queue: str, script: str, **fields: object) -> job_pb2.Job:
+    job = job_pb2.Job(
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["sh", "-c", script])),
+        queue=queue,
+        **fields,  # type: ignore[arg-type]
+    )
+    if not job.HasField("schedule"):
+        job.schedule.immediate.SetInParent()
+    return job
+
+
+def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def get_run(search: search_service_pb2_grpc.SearchServiceStub, name: str) -> run_pb2.Run:
+    run: run_pb2.Run = search.GetRun(search_service_pb2.GetRunRequest(name=name)).run
+    return run
+
+
+def runs_of(
+    search: search_service_pb2_grpc.SearchServiceStub, job: str, filter_text: str = ""
+) -> list[run_pb2.Run]:
+    runs: list[run_pb2.Run] = []
+    token = ""
+    while True:
+        page = search.ListRuns(
+            search_service_pb2.ListRunsRequest(
+                parent=job, filter=filter_text, page_size=1000, page_token=token, order_by="schedule_time"
+            )
+        )
+        runs.extend(page.runs)
+        token = page.next_page_token
+        if not token:
+            return runs
+
+
+def create(jobs: job_service_pb2_grpc.JobServiceStub, job: job_pb2.Job) -> job_service_pb2.CreateJobResponse:
+    response: job_service_pb2.CreateJobResponse = jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job))
+    return response
+
+
+def read_times(path: Path) -> list[datetime]:
+    if not path.exists():
+        return []
+    return [datetime.fromtimestamp(float(line), UTC) for line in path.read_text().split()]
+
+
+def at(seconds: float) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+TERMINAL = {
+    run_pb2.RUN_STATE_SUCCEEDED,
+    run_pb2.RUN_STATE_FAILED,
+    run_pb2.RUN_STATE_CANCELLED,
+    run_pb2.RUN_STATE_TIMED_OUT,
+    run_pb2.RUN_STATE_DEAD_LETTERED,
+}
+
+
+def warm_up(
+    mesh: Mesh, jobs: job_service_pb2_grpc.JobServiceStub, search: search_service_pb2_grpc.SearchServiceStub
+) -> None:
+    """Runs one job through the mesh, so that measurements start once executors have joined the queue."""
+    run = create(jobs, command_job(mesh.queue, "true")).run
+    eventually(lambda: get_run(search, run.name).state == run_pb2.RUN_STATE_SUCCEEDED, 60, "a warm-up run")

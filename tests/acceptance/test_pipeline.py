@@ -1,0 +1,298 @@
+"""The scheduling pipeline end to end: real server, watcher and executor processes on PostgreSQL, Kafka and
+Redis. Commands write the instant they really start to a file, so starts are measured, not inferred."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+
+from jobmesh.queue.factory import open_queue
+from jobmesh.queue.port import DEAD_LETTER_TOPIC
+from jobmesh.server.dispatch import message_of
+from jobmesh.server.store.factory import open_store
+from jobmesh.server.store.pipeline_port import Dispatchable
+from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
+from tests.acceptance.mesh import (
+    TERMINAL,
+    Mesh,
+    at,
+    command_job,
+    create,
+    eventually,
+    get_run,
+    read_times,
+    runs_of,
+    warm_up,
+)
+from tests.support import fresh_postgres_database, require_service_url
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+STAMP = 'date +%s.%N >> "{file}"'
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[str]:
+    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
+        yield url
+
+
+@pytest.fixture
+def mesh(tmp_path: Path, database: str) -> Iterator[Mesh]:
+    env = {
+        "JOBMESH_DATABASE_URL": database,
+        "JOBMESH_KAFKA_BOOTSTRAP": require_service_url("JOBMESH_KAFKA_BOOTSTRAP"),
+        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
+    }
+    mesh = Mesh(tmp_path, env)
+    try:
+        yield mesh
+    except BaseException:
+        print(mesh.logs())
+        raise
+    finally:
+        mesh.close()
+
+
+def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Path) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+
+    now_file, later_file, cron_file = tmp_path / "now", tmp_path / "later", tmp_path / "cron"
+    created_at = datetime.now(UTC)
+    create(jobs, command_job(mesh.queue, STAMP.format(file=now_file)))
+    later = command_job(mesh.queue, STAMP.format(file=later_file))
+    due = at(10)
+    later.schedule.run_at.FromDatetime(due)
+    create(jobs, later)
+    cron = command_job(
+        mesh.queue,
+        STAMP.format(file=cron_file),
+        schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *")),
+    )
+    cron_job = create(jobs, cron).job
+
+    [started] = eventually(lambda: read_times(now_file), 15, "the immediate job to start")
+    assert started - created_at < timedelta(seconds=2), started - created_at
+    [started_later] = eventually(lambda: read_times(later_file), 20, "the job at now+10 s to start")
+    assert due <= started_later < due + timedelta(seconds=2), started_later - due
+
+    time.sleep(4)
+    jobs.PauseJob(job_service_pb2.PauseJobRequest(name=cron_job.name))
+    time.sleep(2)
+    runs = [run for run in runs_of(search, cron_job.name) if run.state != run_pb2.RUN_STATE_SCHEDULED]
+    times = [run.schedule_time.ToDatetime(UTC) for run in runs]
+    assert len(times) >= 8
+    assert len(set(times)) == len(times), "an occurrence ran twice"
+    gaps = {later - earlier for earlier, later in zip(times, times[1:], strict=False)}
+    assert gaps == {timedelta(seconds=1)}, f"occurrences not consecutive: {sorted(gaps)}"
+    starts = read_times(cron_file)
+    assert len(starts) == len([run for run in runs if run.state == run_pb2.RUN_STATE_SUCCEEDED])
+
+
+def test_failing_command_retries_then_dead_letters_and_replays(mesh: Mesh, tmp_path: Path) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    counter, starts = tmp_path / "count", tmp_path / "starts"
+    # Fails its first three invocations, then succeeds: the replay runs it a fourth time.
+    script = (
+        f'{STAMP.format(file=starts)}; n=$(cat "{counter}" 2>/dev/null || echo 0); n=$((n+1)); '
+        f'echo $n > "{counter}"; [ $n -gt 3 ]'
+    )
+    job = command_job(mesh.queue, script)
+    job.retry_policy.max_attempts = 3
+    job.retry_policy.initial_backoff.FromMilliseconds(500)
+    run_name = create(jobs, job).run.name
+
+    run = eventually(
+        lambda: (r := get_run(search, run_name)).state == run_pb2.RUN_STATE_DEAD_LETTERED and r,
+        30,
+        "dead letter",
+    )
+    assert run.attempt == 3
+    assert [a.state for a in run.previous_attempts] == [run_pb2.RUN_STATE_FAILED] * 2
+    assert all(a.error.type == "ExitCode" and a.exit_code == 1 for a in run.previous_attempts)
+    first, second, third = read_times(starts)
+    assert second - first >= timedelta(milliseconds=500)
+    assert third - second > second - first, "the backoff grows"
+    dead = runs_of(search, "jobs/-", f'state = DEAD_LETTERED AND job = "{run_name.rsplit("/runs/", 1)[0]}"')
+    assert [r.name for r in dead] == [run_name]
+    assert run_name in _dead_letter_topic(mesh.env["JOBMESH_KAFKA_BOOTSTRAP"], run_name)
+
+    replay = jobs.ReplayRun(job_service_pb2.ReplayRunRequest(name=run_name)).run
+    assert replay.replay_of == run_name
+    eventually(lambda: get_run(search, replay.name).state == run_pb2.RUN_STATE_SUCCEEDED, 20, "the replay")
+
+
+def _dead_letter_topic(bootstrap: str, wanted: str) -> set[str]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"acceptance-{time.time_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+        }
+    )
+    names: set[str] = set()
+    try:
+        consumer.subscribe([DEAD_LETTER_TOPIC])
+        deadline = time.monotonic() + 30
+        while wanted not in names and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                names.add(dispatch_pb2.DispatchedRun.FromString(message.value()).attempt.run)
+    finally:
+        consumer.close()
+    return names
+
+
+def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    first, second = mesh.executor(server, "executor-a"), mesh.executor(server, "executor-b")
+    jobs, search = mesh.stubs(server)
+    job = command_job(mesh.queue, f"{STAMP.format(file=tmp_path / 'starts')}; sleep 30")
+    job.heartbeat_timeout.FromSeconds(5)
+    job.retry_policy.max_attempts = 2
+    job.retry_policy.initial_backoff.FromMilliseconds(100)
+    run_name = create(jobs, job).run.name
+
+    running = eventually(
+        lambda: (r := get_run(search, run_name)).state == run_pb2.RUN_STATE_RUNNING and r,
+        20,
+        "the first attempt",
+    )
+    victim, survivor = (first, second) if running.executor == "executor-a" else (second, first)
+    eventually(lambda: read_times(tmp_path / "starts"), 10, "the command to start")
+    killed_at = datetime.now(UTC)
+    victim.kill(signal.SIGKILL)
+
+    retried = eventually(
+        lambda: (r := get_run(search, run_name)).attempt == 2 and r.state == run_pb2.RUN_STATE_RUNNING and r,
+        20,
+        "the retry to run",
+    )
+    assert retried.executor == survivor.name
+    assert len(read_times(tmp_path / "starts")) == 2
+    assert retried.start_time.ToDatetime(UTC) - killed_at < timedelta(seconds=5 + 2)
+    [lost] = retried.previous_attempts
+    assert lost.state == run_pb2.RUN_STATE_FAILED
+    assert lost.error.type == "HeartbeatLost"
+    assert "executor-" in lost.error.message
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def _running_sleep(mesh: Mesh, jobs: object, search: object, pid_file: Path) -> tuple[str, int]:
+    job = command_job(mesh.queue, f'echo $$ > "{pid_file}"; exec sleep 60')
+    run_name = create(jobs, job).run.name  # type: ignore[arg-type]
+    eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")  # type: ignore[arg-type]
+    pid = eventually(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the pid")
+    return run_name, int(pid)
+
+
+def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp_path: Path) -> None:
+    front, back = mesh.server("server-a"), mesh.server("server-b")
+    mesh.watcher()
+    mesh.executor(front)
+    jobs, search = mesh.stubs(back)
+
+    run_name, pid = _running_sleep(mesh, jobs, search, tmp_path / "pid1")
+    cancelled_at = time.monotonic()
+    jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
+    eventually(lambda: _pid_gone(pid), 1.0, "the process to stop (stream up)", interval=0.02)
+    assert time.monotonic() - cancelled_at < 1.0
+    eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_CANCELLED, 10, "CANCELLED")
+
+    run_name, pid = _running_sleep(mesh, jobs, search, tmp_path / "pid2")
+    front.kill(signal.SIGKILL)  # the executor's stream is cut
+    cancelled_at = time.monotonic()
+    jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
+    eventually(lambda: _pid_gone(pid), 2.0, "the process to stop (stream cut)", interval=0.02)
+    assert time.monotonic() - cancelled_at < 2.0
+
+
+def test_standby_watcher_takes_over_without_missing_or_doubling(
+    mesh: Mesh, tmp_path: Path, database: str
+) -> None:
+    server = mesh.server()
+    watchers = {"watcher-1": mesh.watcher("watcher-1"), "watcher-2": mesh.watcher("watcher-2")}
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    cron = command_job(
+        mesh.queue,
+        STAMP.format(file=tmp_path / "cron"),
+        schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *")),
+    )
+    job = create(jobs, cron).job
+    store = open_store(database, migrate=False)
+    try:
+        leader = eventually(lambda: _lease_holder(store), 15, "a leader")
+        time.sleep(3)
+        watchers[leader].kill(signal.SIGKILL)
+        eventually(lambda: _lease_holder(store) not in (None, leader), 15, "the standby to lead")
+        time.sleep(8)
+    finally:
+        store.close()
+    jobs.PauseJob(job_service_pb2.PauseJobRequest(name=job.name))
+    time.sleep(3)
+    runs = [
+        run
+        for run in runs_of(search, job.name)
+        if run.state in TERMINAL or run.state == run_pb2.RUN_STATE_RUNNING
+    ]
+    times = [run.schedule_time.ToDatetime(UTC) for run in runs]
+    assert len(set(times)) == len(times), "an occurrence ran twice"
+    gaps = {later - earlier for earlier, later in zip(times, times[1:], strict=False)}
+    assert gaps == {timedelta(seconds=1)}, f"an occurrence was missed: {sorted(gaps)}"
+    assert len(times) >= 12
+
+
+def _lease_holder(store: object) -> str | None:
+    from sqlalchemy import text
+
+    with store.engine.connect() as connection:  # type: ignore[attr-defined]
+        row = connection.execute(text("SELECT holder, expires_at FROM leases WHERE name = 'watcher'")).first()
+    if row is None or row.expires_at < datetime.now(UTC):
+        return None
+    return str(row.holder)
+
+
+def test_a_duplicate_message_starts_the_attempt_once(mesh: Mesh, tmp_path: Path, database: str) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    job = command_job(mesh.queue, STAMP.format(file=tmp_path / "starts"))
+    job.schedule.run_at.FromDatetime(at(4))
+    created = create(jobs, job)
+    store = open_store(database, migrate=False)
+    queue = open_queue(mesh.env["JOBMESH_KAFKA_BOOTSTRAP"])
+    try:
+        run = store.get_run(created.job.name.removeprefix("jobs/"), created.run.name.rsplit("/", 1)[1])
+        message = message_of(Dispatchable(run, store.get_job(run.job_id).spec), datetime.now(UTC))
+        queue.publish([message, message])  # twice, on top of the watcher's own
+    finally:
+        queue.close()
+        store.close()
+    eventually(lambda: get_run(search, created.run.name).state == run_pb2.RUN_STATE_SUCCEEDED, 20, "the run")
+    time.sleep(2)
+    assert len(read_times(tmp_path / "starts")) == 1
