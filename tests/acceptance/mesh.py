@@ -16,8 +16,14 @@ from typing import TypeVar
 
 import grpc
 
-from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2
-from jobmesh.v1 import search_service_pb2_grpc
+from jobmesh.v1 import (
+    job_pb2,
+    job_service_pb2,
+    job_service_pb2_grpc,
+    run_pb2,
+    search_service_pb2,
+    search_service_pb2_grpc,
+)
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
 
 T = TypeVar("T")
@@ -179,3 +185,24 @@ def warm_up(
     """Runs one job through the mesh, so that measurements start once executors have joined the queue."""
     run = create(jobs, command_job(mesh.queue, "true")).run
     eventually(lambda: get_run(search, run.name).state == run_pb2.RUN_STATE_SUCCEEDED, 60, "a warm-up run")
+
+
+def wait_for_run(
+    search: search_service_pb2_grpc.SearchServiceStub,
+    name: str,
+    predicate: Callable[[run_pb2.Run], bool],
+    timeout: float,
+    what: str,
+) -> run_pb2.Run:
+    """Polls the run until `predicate` holds; returns it then."""
+    found: list[run_pb2.Run] = []
+
+    def check() -> bool:
+        run = get_run(search, name)
+        if predicate(run):
+            found.append(run)
+            return True
+        return False
+
+    eventually(check, timeout, what)
+    return found[0]

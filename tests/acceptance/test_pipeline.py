@@ -3,6 +3,7 @@ Redis. Commands write the instant they really start to a file, so starts are mea
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -19,6 +20,8 @@ from jobmesh.server.dispatch import message_of
 from jobmesh.server.store.factory import open_store
 from jobmesh.server.store.pipeline_port import Dispatchable
 from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
+from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
+from jobmesh.v1.search_service_pb2_grpc import SearchServiceStub
 from tests.acceptance.mesh import (
     TERMINAL,
     Mesh,
@@ -29,6 +32,7 @@ from tests.acceptance.mesh import (
     get_run,
     read_times,
     runs_of,
+    wait_for_run,
     warm_up,
 )
 from tests.support import fresh_postgres_database, require_service_url
@@ -93,7 +97,7 @@ def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Pat
     times = [run.schedule_time.ToDatetime(UTC) for run in runs]
     assert len(times) >= 8
     assert len(set(times)) == len(times), "an occurrence ran twice"
-    gaps = {later - earlier for earlier, later in zip(times, times[1:], strict=False)}
+    gaps = {later - earlier for earlier, later in itertools.pairwise(times)}
     assert gaps == {timedelta(seconds=1)}, f"occurrences not consecutive: {sorted(gaps)}"
     starts = read_times(cron_file)
     assert len(starts) == len([run for run in runs if run.state == run_pb2.RUN_STATE_SUCCEEDED])
@@ -115,10 +119,8 @@ def test_failing_command_retries_then_dead_letters_and_replays(mesh: Mesh, tmp_p
     job.retry_policy.initial_backoff.FromMilliseconds(500)
     run_name = create(jobs, job).run.name
 
-    run = eventually(
-        lambda: (r := get_run(search, run_name)).state == run_pb2.RUN_STATE_DEAD_LETTERED and r,
-        30,
-        "dead letter",
+    run = wait_for_run(
+        search, run_name, lambda r: r.state == run_pb2.RUN_STATE_DEAD_LETTERED, 30, "dead letter"
     )
     assert run.attempt == 3
     assert [a.state for a in run.previous_attempts] == [run_pb2.RUN_STATE_FAILED] * 2
@@ -152,7 +154,7 @@ def _dead_letter_topic(bootstrap: str, wanted: str) -> set[str]:
         while wanted not in names and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                names.add(dispatch_pb2.DispatchedRun.FromString(message.value()).attempt.run)
+                names.add(dispatch_pb2.DispatchedRun.FromString(message.value() or b"").attempt.run)
     finally:
         consumer.close()
     return names
@@ -169,18 +171,18 @@ def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path)
     job.retry_policy.initial_backoff.FromMilliseconds(100)
     run_name = create(jobs, job).run.name
 
-    running = eventually(
-        lambda: (r := get_run(search, run_name)).state == run_pb2.RUN_STATE_RUNNING and r,
-        20,
-        "the first attempt",
+    running = wait_for_run(
+        search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the first attempt"
     )
     victim, survivor = (first, second) if running.executor == "executor-a" else (second, first)
     eventually(lambda: read_times(tmp_path / "starts"), 10, "the command to start")
     killed_at = datetime.now(UTC)
     victim.kill(signal.SIGKILL)
 
-    retried = eventually(
-        lambda: (r := get_run(search, run_name)).attempt == 2 and r.state == run_pb2.RUN_STATE_RUNNING and r,
+    retried = wait_for_run(
+        search,
+        run_name,
+        lambda r: r.attempt == 2 and r.state == run_pb2.RUN_STATE_RUNNING,
         20,
         "the retry to run",
     )
@@ -201,11 +203,13 @@ def _pid_gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
-def _running_sleep(mesh: Mesh, jobs: object, search: object, pid_file: Path) -> tuple[str, int]:
+def _running_sleep(
+    mesh: Mesh, jobs: JobServiceStub, search: SearchServiceStub, pid_file: Path
+) -> tuple[str, int]:
     job = command_job(mesh.queue, f'echo $$ > "{pid_file}"; exec sleep 60')
-    run_name = create(jobs, job).run.name  # type: ignore[arg-type]
-    eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")  # type: ignore[arg-type]
-    pid = eventually(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the pid")
+    run_name = create(jobs, job).run.name
+    wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")
+    pid = eventually(lambda: pid_file.read_text().strip() if pid_file.exists() else None, 10, "the pid")
     return run_name, int(pid)
 
 
@@ -261,7 +265,7 @@ def test_standby_watcher_takes_over_without_missing_or_doubling(
     ]
     times = [run.schedule_time.ToDatetime(UTC) for run in runs]
     assert len(set(times)) == len(times), "an occurrence ran twice"
-    gaps = {later - earlier for earlier, later in zip(times, times[1:], strict=False)}
+    gaps = {later - earlier for earlier, later in itertools.pairwise(times)}
     assert gaps == {timedelta(seconds=1)}, f"an occurrence was missed: {sorted(gaps)}"
     assert len(times) >= 12
 
