@@ -27,6 +27,7 @@ from jobmesh.v1 import (
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
 
 T = TypeVar("T")
+STAMP = 'date +%s.%N >> "{file}"'  # a command that records the instant it really starts
 
 
 @dataclass
@@ -206,3 +207,24 @@ def wait_for_run(
 
     eventually(check, timeout, what)
     return found[0]
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def running_sleep(
+    mesh: Mesh,
+    jobs: job_service_pb2_grpc.JobServiceStub,
+    search: search_service_pb2_grpc.SearchServiceStub,
+    pid_file: Path,
+) -> tuple[str, int]:
+    job = command_job(mesh.queue, f'echo $$ > "{pid_file}"; exec sleep 60')
+    run_name = create(jobs, job).run.name
+    wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")
+    pid = eventually(lambda: pid_file.read_text().strip() if pid_file.exists() else None, 10, "the pid")
+    return run_name, int(pid)

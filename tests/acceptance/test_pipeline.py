@@ -4,10 +4,8 @@ Redis. Commands write the instant they really start to a file, so starts are mea
 from __future__ import annotations
 
 import itertools
-import os
 import signal
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,9 +18,8 @@ from jobmesh.server.dispatch import message_of
 from jobmesh.server.store.factory import open_store
 from jobmesh.server.store.pipeline_port import Dispatchable
 from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
-from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
-from jobmesh.v1.search_service_pb2_grpc import SearchServiceStub
 from tests.acceptance.mesh import (
+    STAMP,
     TERMINAL,
     Mesh,
     at,
@@ -30,38 +27,15 @@ from tests.acceptance.mesh import (
     create,
     eventually,
     get_run,
+    pid_gone,
     read_times,
+    running_sleep,
     runs_of,
     wait_for_run,
     warm_up,
 )
-from tests.support import fresh_postgres_database, require_service_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
-STAMP = 'date +%s.%N >> "{file}"'
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
-        yield url
-
-
-@pytest.fixture
-def mesh(tmp_path: Path, database: str) -> Iterator[Mesh]:
-    env = {
-        "JOBMESH_DATABASE_URL": database,
-        "JOBMESH_KAFKA_BOOTSTRAP": require_service_url("JOBMESH_KAFKA_BOOTSTRAP"),
-        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
-    }
-    mesh = Mesh(tmp_path, env)
-    try:
-        yield mesh
-    except BaseException:
-        print(mesh.logs())
-        raise
-    finally:
-        mesh.close()
 
 
 def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Path) -> None:
@@ -195,42 +169,24 @@ def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path)
     assert "executor-" in lost.error.message
 
 
-def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-
-
-def _running_sleep(
-    mesh: Mesh, jobs: JobServiceStub, search: SearchServiceStub, pid_file: Path
-) -> tuple[str, int]:
-    job = command_job(mesh.queue, f'echo $$ > "{pid_file}"; exec sleep 60')
-    run_name = create(jobs, job).run.name
-    wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")
-    pid = eventually(lambda: pid_file.read_text().strip() if pid_file.exists() else None, 10, "the pid")
-    return run_name, int(pid)
-
-
 def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp_path: Path) -> None:
     front, back = mesh.server("server-a"), mesh.server("server-b")
     mesh.watcher()
     mesh.executor(front)
     jobs, search = mesh.stubs(back)
 
-    run_name, pid = _running_sleep(mesh, jobs, search, tmp_path / "pid1")
+    run_name, pid = running_sleep(mesh, jobs, search, tmp_path / "pid1")
     cancelled_at = time.monotonic()
     jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
-    eventually(lambda: _pid_gone(pid), 1.0, "the process to stop (stream up)", interval=0.02)
+    eventually(lambda: pid_gone(pid), 1.0, "the process to stop (stream up)", interval=0.02)
     assert time.monotonic() - cancelled_at < 1.0
     eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_CANCELLED, 10, "CANCELLED")
 
-    run_name, pid = _running_sleep(mesh, jobs, search, tmp_path / "pid2")
+    run_name, pid = running_sleep(mesh, jobs, search, tmp_path / "pid2")
     front.kill(signal.SIGKILL)  # the executor's stream is cut
     cancelled_at = time.monotonic()
     jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
-    eventually(lambda: _pid_gone(pid), 2.0, "the process to stop (stream cut)", interval=0.02)
+    eventually(lambda: pid_gone(pid), 2.0, "the process to stop (stream cut)", interval=0.02)
     assert time.monotonic() - cancelled_at < 2.0
 
 

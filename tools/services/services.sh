@@ -4,6 +4,7 @@
 #
 #   tools/services/services.sh up STATE_DIR     start them, write STATE_DIR/env (source it)
 #   tools/services/services.sh down STATE_DIR   stop what `up` started, remove the data dirs
+#   tools/services/services.sh kafka stop|start STATE_DIR   stop the broker, or start it again on its data
 #
 # A service whose variable (JOBMESH_DATABASE_URL, JOBMESH_REDIS_URL, JOBMESH_KAFKA_BOOTSTRAP) is already
 # set and non-empty is not started: the given value is written to STATE_DIR/env as it is.
@@ -32,7 +33,7 @@ die() {
 	exit 1
 }
 usage() {
-	echo "usage: $0 up|down STATE_DIR" >&2
+	echo "usage: $0 up|down STATE_DIR, or $0 kafka stop|start STATE_DIR" >&2
 	exit 2
 }
 
@@ -408,6 +409,8 @@ EOF
 		show_log "$dir/logs/format.log" "$dir/logs/server.log"
 		die "kafka storage format failed"
 	}
+	# kept so that `kafka start` can bring the broker back on its data (failure tests stop it)
+	printf '%q ' "${java_cmd[@]}" kafka.Kafka "$dir/server.properties" >"$dir/start-command"
 	# its own session and process group, so that `down` stops it with all it runs
 	setsid "${java_cmd[@]}" kafka.Kafka "$dir/server.properties" </dev/null >"$dir/logs/kafka.out" 2>&1 &
 	pid=$!
@@ -517,8 +520,30 @@ cmd_down() {
 	log "down in $(since "$t0")"
 }
 
+# kafka stop|start STATE_DIR: stops the broker `up` started, or starts it again on the same data and port
+cmd_kafka() {
+	local action=${1:-} pid bootstrap rc=0
+	set_state "${2:-}"
+	[[ -f $STATE/kafka/start-command ]] || die "no Kafka was started in $STATE"
+	case $action in
+	stop) stop_pid kafka "$(recorded_pid kafka)" 30 group ;;
+	start)
+		PY=$(python_bin)
+		bootstrap=$(sed -n 's/^export JOBMESH_KAFKA_BOOTSTRAP=//p' "$STATE/env")
+		setsid bash -c "exec $(cat "$STATE/kafka/start-command")" </dev/null >>"$STATE/kafka/logs/kafka.out" 2>&1 &
+		pid=$!
+		record_pid kafka "$pid"
+		kafka_ready "$bootstrap" "$pid" "$READY_TIMEOUT" || rc=$?
+		((rc == 0)) || die "kafka did not come back on $bootstrap"
+		log "kafka back on $bootstrap"
+		;;
+	*) usage ;;
+	esac
+}
+
 case ${1:-} in
 up) cmd_up "${2:-}" ;;
 down) cmd_down "${2:-}" ;;
+kafka) cmd_kafka "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac

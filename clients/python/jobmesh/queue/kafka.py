@@ -183,6 +183,10 @@ class KafkaRunQueue:
             unacknowledged = acks.pending  # before the purge turns them into "purged" delivery reports
             if unacknowledged:
                 self._drop_queued(producer)
+                # A producer whose requests timed out against a broker that stalled can stay wedged after the
+                # broker returns (seen with a frozen broker): the next publish starts on a fresh one.
+                with self._lock:
+                    self._producer_broken = True
         if unacknowledged:
             raise QueueUnavailable(f"{unacknowledged} of {len(items)} runs unacknowledged after {timeout}s")
         if acks.failed:

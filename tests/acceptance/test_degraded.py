@@ -1,0 +1,112 @@
+"""Degraded, not down (invariant 8): the suite's own Kafka is stopped, or its Redis frozen (SIGSTOP), while
+the mesh works.
+
+Needs the services that `make test` started (in `$JOBMESH_SERVICES_DIR`); always brought back, whatever
+happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from jobmesh.v1 import job_service_pb2, run_pb2
+from tests.acceptance.mesh import (
+    STAMP,
+    Mesh,
+    command_job,
+    create,
+    eventually,
+    get_run,
+    pid_gone,
+    read_times,
+    running_sleep,
+    warm_up,
+)
+from tests.acceptance.processes import REPO
+from tests.support import require_service_url
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+
+
+def _services() -> Path:
+    return Path(require_service_url("JOBMESH_SERVICES_DIR"))
+
+
+@contextlib.contextmanager
+def kafka_stopped() -> Iterator[None]:
+    script = str(REPO / "tools/services/services.sh")
+    subprocess.run(["bash", script, "kafka", "stop", str(_services())], check=True, timeout=60)
+    try:
+        yield
+    finally:
+        subprocess.run(["bash", script, "kafka", "start", str(_services())], check=True, timeout=120)
+
+
+def _service_pid(name: str) -> int:
+    folder = _services()
+    for line in (folder / "pids").read_text().splitlines():
+        service, pid = line.split()
+        if service == name:
+            return int(pid)
+    raise AssertionError(f"{name} is not among the services in {folder}")
+
+
+@contextlib.contextmanager
+def frozen(name: str) -> Iterator[None]:
+    pid = _service_pid(name)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_creates_succeed_while_kafka_is_stopped_and_run_when_it_returns(mesh: Mesh, tmp_path: Path) -> None:
+    mesh.env["JOBMESH_WATCHER_SCAN_INTERVAL"] = "5"
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    starts = tmp_path / "starts"
+    names = []
+    with kafka_stopped():
+        for _ in range(10):
+            began = time.monotonic()
+            names.append(create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name)
+            assert time.monotonic() - began < 1.0, "a create waited for Kafka"
+            time.sleep(3)  # 30 s in all
+        assert read_times(starts) == []
+    eventually(
+        lambda: all(get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED for name in names),
+        120,
+        "every run created while Kafka was down to succeed",
+        interval=1.0,
+    )
+    assert len(read_times(starts)) == len(names)
+
+
+def test_cancel_over_the_stream_works_while_redis_is_down(mesh: Mesh, tmp_path: Path) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    run_name, pid = running_sleep(mesh, jobs, search, tmp_path / "pid")
+    request = job_service_pb2.CancelRunRequest(name=run_name, reason="redis is down")
+    with frozen("redis"), ThreadPoolExecutor(1) as pool:
+        cancelled_at = time.monotonic()
+        answer = pool.submit(jobs.CancelRun, request, timeout=30)  # it also waits for Redis (the cancel key)
+        eventually(lambda: pid_gone(pid), 5.0, "the process to stop", interval=0.02)
+        stopped_after = time.monotonic() - cancelled_at
+        assert answer.result().run.state in (run_pb2.RUN_STATE_CANCELLING, run_pb2.RUN_STATE_CANCELLED)
+    assert stopped_after < 1.0, stopped_after
+    eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_CANCELLED, 30, "CANCELLED")
