@@ -1,6 +1,9 @@
 """Running an executor as a process: `run_executor(config, handlers)` drains on SIGTERM or SIGINT (a second
 signal cuts the drain grace to nothing), and the flags the `jobmesh executor` command offers.
 
+`--handlers MODULE:ATTR` (env `JOBMESH_HANDLERS`) loads the `handler` targets' functions: ATTR is a mapping
+of handler name to callable (a dict, or a `HandlerRegistry`) in an importable MODULE.
+
 `python -m jobmesh.executor.main [flags]` runs one without the CLI.
 """
 
@@ -8,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -79,6 +84,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drain-grace", type=float, help="seconds work may finish at shutdown (env JOBMESH_DRAIN_GRACE)"
     )
+    add_handlers_argument(parser)
+
+
+def add_handlers_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--handlers",
+        metavar="MODULE:ATTR",
+        help="a mapping of handler name to callable, for `handler` targets (env JOBMESH_HANDLERS)",
+    )
+
+
+def load_handlers(spec: str) -> HandlerRegistry:
+    """The handlers that `MODULE:ATTR` names (ATTR may be dotted). ValueError says what is wrong with it."""
+    module_name, _, attribute = spec.strip().partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"handlers {spec!r}: expected MODULE:ATTR, such as myapp.tasks:handlers")
+    try:
+        found: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"handlers {spec!r}: cannot import {module_name!r} ({exc}; on PYTHONPATH?)"
+        ) from None
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise ValueError(f"handlers {spec!r}: {module_name!r} has no attribute {attribute!r}") from None
+    if isinstance(found, HandlerRegistry):
+        return found
+    if not isinstance(found, Mapping):
+        raise ValueError(
+            f"handlers {spec!r}: a {type(found).__name__}, not a mapping of handler names to callables"
+        )
+    try:
+        return HandlerRegistry(found)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"handlers {spec!r}: {exc}") from None
+
+
+def handlers_from_args(
+    args: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> HandlerRegistry | None:
+    """`--handlers`, else `JOBMESH_HANDLERS`, loaded; None when neither is set."""
+    env = os.environ if env is None else env
+    spec = getattr(args, "handlers", None) or env.get("JOBMESH_HANDLERS", "").strip()
+    return load_handlers(spec) if spec else None
 
 
 def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> ExecutorConfig:
@@ -98,9 +149,14 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jobmesh-executor", description="A jobmesh executor.")
     add_arguments(parser)
-    config = config_from_args(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    config = config_from_args(args)
+    try:
+        handlers = handlers_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run_executor(config))
+    asyncio.run(run_executor(config, handlers))
     return 0
 
 

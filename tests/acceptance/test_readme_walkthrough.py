@@ -90,3 +90,4 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert '"state": "JOB_STATE_PAUSED"' in joined
     assert '"state": "RUN_STATE_CANCELLED"' in joined  # the deleted job's pending run
     assert '"status": "SERVING"' in joined
+    assert '"state": "RUN_STATE_SUCCEEDED"' in outputs[-1]  # the hello job ran end to end

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.main import add_handlers_argument, handlers_from_args
 from jobmesh.server.config import ServerConfig
 
 
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--server", help="host:port of a server (env JOBMESH_SERVER)")
             command.add_argument("--concurrency", type=int, help="runs at once (env JOBMESH_CONCURRENCY)")
             command.add_argument("--queues", help="comma-separated executor queues (env JOBMESH_QUEUES)")
+            add_handlers_argument(command)
     return parser
 
 
@@ -68,7 +70,12 @@ def _run(args: argparse.Namespace, config: ServerConfig) -> int:
 
         asyncio.run(processes.watch(config, WatcherConfig.from_env()))
     elif args.command == "executor":
-        asyncio.run(processes.execute(_executor_config(args, config)))
+        try:
+            handlers = handlers_from_args(args)
+        except ValueError as error:
+            print(f"jobmesh executor: {error}", file=sys.stderr)
+            return 2
+        asyncio.run(processes.execute(_executor_config(args, config), handlers))
     else:
         asyncio.run(processes.dev(config))
     return 0

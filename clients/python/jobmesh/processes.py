@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.main import run_executor
 from jobmesh.executor.runtime import Executor
 from jobmesh.queue.factory import open_queue
@@ -96,10 +97,12 @@ def _announce(banner: str, config: ServerConfig, port: int) -> None:
     print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)
 
 
-async def execute(config: ExecutorConfig) -> None:
+async def execute(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
     """`jobmesh executor`: a worker (SIGTERM drains it)."""
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
-    await run_executor(config)
+    if handlers:
+        print(f"  handlers: {', '.join(handlers.names())}", flush=True)
+    await run_executor(config, handlers)
 
 
 async def dev(config: ServerConfig) -> None:
