@@ -53,14 +53,16 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
             claims.append(Claim(ref, status))
             continue
         granted.add(ref)
+        # An executor may claim ahead of the run's instant; it starts it then, never before.
+        start = max(now, row["due_time"])
         run = run_from_row(
             row,
             changes={
                 "state": RunState.RUNNING,
                 "executor": executor,
-                "start_time": now,
+                "start_time": start,
                 "last_heartbeat_time": now,
-                "first_start_time": row["first_start_time"] or now,
+                "first_start_time": row["first_start_time"] or start,
                 "heartbeat_deadline": now + row["heartbeat_timeout_ms"] * _MILLISECOND,
                 "update_time": now,
             },
@@ -71,14 +73,14 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
         update_by_key(
             connection,
             "grants",
-            (("first_start_time", UtcDateTime()), ("deadline", UtcDateTime())),
+            (("start", UtcDateTime()), ("first_start_time", UtcDateTime()), ("deadline", UtcDateTime())),
             [
-                (r.job_id, r.run_id, r.schedule_time, r.first_start_time, r.heartbeat_deadline)
+                (r.job_id, r.run_id, r.schedule_time, r.start_time, r.first_start_time, r.heartbeat_deadline)
                 for r in started
             ],
             state=RunState.RUNNING.value,
             executor=executor,
-            start_time=now,
+            start_time=FromBatch("start"),
             last_heartbeat_time=now,
             first_start_time=FromBatch("first_start_time"),
             heartbeat_deadline=FromBatch("deadline"),
@@ -180,15 +182,23 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
         update_by_key(
             connection,
             "retries",
-            (("due_time", UtcDateTime()), ("end_time", UtcDateTime())),
+            (("due_time", UtcDateTime()), ("end_time", UtcDateTime()), ("first_start_time", UtcDateTime())),
             [
-                (r["job_id"], r["run_id"], r["schedule_time"], e.retry_due_time, e.end_time)
+                (
+                    r["job_id"],
+                    r["run_id"],
+                    r["schedule_time"],
+                    e.retry_due_time,
+                    e.end_time,
+                    _first_start(e, r),
+                )
                 for e, r in retries
             ],
             # The next attempt starts from scratch; first_start_time and the history keep the earlier ones.
             attempt=job_runs.c.attempt + 1,
             state=RunState.SCHEDULED.value,
             due_time=FromBatch("due_time"),
+            first_start_time=FromBatch("first_start_time"),
             update_time=FromBatch("end_time"),
             **dict.fromkeys(_EXECUTION_FIELDS),
             progress=0.0,
@@ -197,6 +207,8 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
     if finals:
         columns = (
             ("state", Text()),
+            ("start_time", UtcDateTime()),
+            ("first_start_time", UtcDateTime()),
             ("end_time", UtcDateTime()),
             ("exit_code", Integer()),
             ("error_type", Text()),
@@ -229,7 +241,14 @@ _EXECUTION_FIELDS = (
 
 def _final_row(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
-    return (*key, end.run_state.value, end.end_time, end.exit_code, end.error_type, end.error_message)
+    values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
+    return (*key, *values, end.exit_code, end.error_type, end.error_message)
+
+
+def _first_start(end: AttemptEnd, row: RowMapping) -> Any:
+    """The executor's report says when the first attempt's process really started; the claim only said when
+    it would."""
+    return end.start_time if end.ref.attempt == 1 and end.start_time else row["first_start_time"]
 
 
 def _check(end: AttemptEnd) -> None:

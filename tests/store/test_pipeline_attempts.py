@@ -202,7 +202,7 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
         record,
         attempt=2,
         due_time=at(90),
-        first_start_time=at(10),
+        first_start_time=at(11),  # the executor's reported start
         update_time=at(25),
         previous_attempts=(first,),
     )
@@ -214,7 +214,7 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
     ]
     final = store.get_run("alpha", record.run_id)
     assert (final.state, final.attempt, final.end_time, final.exit_code) == (RunState.SUCCEEDED, 2, at(95), 0)
-    assert (final.executor, final.start_time, final.first_start_time) == ("ex2", at(91), at(10))
+    assert (final.executor, final.start_time, final.first_start_time) == ("ex2", at(91), at(11))
     assert (final.heartbeat_deadline, final.previous_attempts) == (None, (first,))
 
 
@@ -245,7 +245,7 @@ def test_a_final_end_records_the_outcome(
         "E",
         "m",
         "ex1",
-        at(10),
+        at(60),  # claimed at 10, ahead of its due time: it starts at 60, never before
     )
 
 
