@@ -1,0 +1,122 @@
+"""Overlap policies, applied by the releaser when a cron occurrence is about to start while an earlier run of
+its job is still going. Real store (SQLite) and in-process queue and signals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jobmesh.queue.memory import MemoryRunQueue
+from jobmesh.server.config import SchedulingPolicy
+from jobmesh.server.dispatch import Dispatcher
+from jobmesh.server.job_definitions import build_job, new_run
+from jobmesh.server.records import RunState, RunTrigger
+from jobmesh.server.store.factory import open_store
+from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable
+from jobmesh.server.store.port import NewJob
+from jobmesh.server.store.sql import SqlStore
+from jobmesh.signals.memory import MemorySignalBus
+from jobmesh.v1 import job_pb2
+from jobmesh.watcher.releaser import Releaser
+from jobmesh.watcher.timer import Timer
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    store = open_store(f"sqlite:///{tmp_path / 'overlap.sqlite3'}")
+    yield store
+    store.close()
+
+
+def _job(store: SqlStore, policy: int) -> tuple[Dispatchable, Dispatchable]:
+    """A cron job with one run RUNNING on an executor and the next occurrence due now."""
+    spec = job_pb2.Job(
+        schedule=job_pb2.Schedule(
+            cron=job_pb2.Schedule.Cron(expression="* * * * * *", overlap_policy=policy)
+        ),  # type: ignore[arg-type]
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])),
+    )
+    record, _ = build_job(f"job-{policy}", spec, NOW, SchedulingPolicy(immediate_threshold=timedelta(0)))
+    store.create_jobs([NewJob(record)])
+    running = new_run(record, NOW - timedelta(seconds=5), NOW, RunTrigger.SCHEDULE)
+    due = new_run(record, NOW, NOW, RunTrigger.SCHEDULE)
+    store.materialize(
+        record.job_id,
+        expected_next_run_time=record.next_run_time or NOW,
+        runs=[running, due],
+        next_run_time=NOW + timedelta(seconds=1),
+        completed=False,
+    )
+    [claim] = store.claim([AttemptRef(record.job_id, running.run_id, 1)], "executor-1", NOW)
+    assert claim.run is not None
+    return Dispatchable(claim.run, record.spec), Dispatchable(due, record.spec)
+
+
+def _release(store: SqlStore, item: Dispatchable) -> tuple[MemoryRunQueue, Timer]:
+    queue, timer = MemoryRunQueue(), Timer()
+    releaser = Releaser(
+        store,
+        Dispatcher(store, queue, lambda: NOW),
+        MemorySignalBus(),
+        timer,
+        lambda: NOW,
+        lead=timedelta(0),
+        batch=100,
+    )
+    releaser.hold([item])
+    releaser.release_due()
+    return queue, timer
+
+
+def _published(queue: MemoryRunQueue, queue_name: str = "default") -> list[str]:
+    consumer = queue.consumer("test", [queue_name])
+    try:
+        return [delivery.run.attempt.run for delivery in consumer.poll(100, 0.1)]
+    finally:
+        consumer.close()
+
+
+def _state(store: SqlStore, item: Dispatchable) -> RunState:
+    return store.get_run(item.run.job_id, item.run.run_id).state
+
+
+def test_skip_cancels_the_new_occurrence(store: SqlStore) -> None:
+    running, due = _job(store, job_pb2.OVERLAP_POLICY_SKIP)
+    queue, _ = _release(store, due)
+    assert _published(queue) == []
+    assert _state(store, due) is RunState.CANCELLED
+    assert "skipped" in (store.get_run(due.run.job_id, due.run.run_id).error_message or "")
+    assert _state(store, running) is RunState.RUNNING
+
+
+def test_unspecified_means_skip(store: SqlStore) -> None:
+    _, due = _job(store, job_pb2.OVERLAP_POLICY_UNSPECIFIED)
+    _release(store, due)
+    assert _state(store, due) is RunState.CANCELLED
+
+
+def test_buffer_holds_the_occurrence_until_the_other_ends(store: SqlStore) -> None:
+    _, due = _job(store, job_pb2.OVERLAP_POLICY_BUFFER_ONE)
+    queue, timer = _release(store, due)
+    assert _published(queue) == []
+    assert _state(store, due) is RunState.SCHEDULED
+    assert len(timer) == 1  # held back, asked again shortly
+
+
+def test_cancel_other_stops_the_running_one_and_starts_the_new(store: SqlStore) -> None:
+    running, due = _job(store, job_pb2.OVERLAP_POLICY_CANCEL_OTHER)
+    queue, _ = _release(store, due)
+    assert _published(queue) == [f"jobs/{due.run.job_id}/runs/{due.run.run_id}"]
+    assert _state(store, running) is RunState.CANCELLING
+
+
+def test_allow_all_starts_side_by_side(store: SqlStore) -> None:
+    running, due = _job(store, job_pb2.OVERLAP_POLICY_ALLOW_ALL)
+    queue, _ = _release(store, due)
+    assert _published(queue) == [f"jobs/{due.run.job_id}/runs/{due.run.run_id}"]
+    assert _state(store, running) is RunState.RUNNING
