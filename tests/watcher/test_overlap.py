@@ -33,12 +33,12 @@ def store(tmp_path: Path) -> Iterator[SqlStore]:
     store.close()
 
 
-def _job(store: SqlStore, policy: int) -> tuple[Dispatchable, Dispatchable]:
+def _job(store: SqlStore, policy: job_pb2.OverlapPolicy.ValueType) -> tuple[Dispatchable, Dispatchable]:
     """A cron job with one run RUNNING on an executor and the next occurrence due now."""
     spec = job_pb2.Job(
         schedule=job_pb2.Schedule(
             cron=job_pb2.Schedule.Cron(expression="* * * * * *", overlap_policy=policy)
-        ),  # type: ignore[arg-type]
+        ),
         target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])),
     )
     record, _ = build_job(f"job-{policy}", spec, NOW, SchedulingPolicy(immediate_threshold=timedelta(0)))
