@@ -50,11 +50,13 @@ class RunningServer:
     health: health.aio.HealthServicer
     sessions: Sessions
     bypass: BackgroundDispatcher
+    control: ExecutorControl
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         self.sessions.close()
+        self.control.close()
         await asyncio.to_thread(self.bypass.close)
 
 
@@ -101,4 +103,4 @@ async def start_server(
     await server.start()
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, sessions, bypass)
+    return RunningServer(server, port, health_servicer, sessions, bypass, control)

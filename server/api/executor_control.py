@@ -1,7 +1,9 @@
 """`jobmesh.v1.ExecutorControl`: one bidirectional stream per executor.
 
 Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
-many runs cross in few statements. Messages of one stream are handled in order; streams run side by side.
+many runs cross in few statements. Stream work runs on threads of its own, never queued behind the API's
+creates, and several messages of a stream are handled at once: a claim does not wait for the result batch
+before it, nor a heartbeat for either (each write is fenced by attempt, so their order does not matter).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -24,9 +27,12 @@ from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
 DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=3)
+IN_FLIGHT_PER_STREAM = 4
+STREAM_THREADS = 8
 
 
 class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
@@ -42,6 +48,13 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._sessions = sessions
         self._server_id = server_id
         self._heartbeat_interval = heartbeat_interval
+        self._threads = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="jobmesh-stream")
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def _in_thread(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, work)
 
     async def Connect(  # type: ignore[override]
         self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
@@ -60,7 +73,8 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         )
         try:
             await context.write(self._welcome())
-            for answer in await asyncio.to_thread(self._reports.heartbeats, hello.executor_id, hello.running):
+            running = hello.running
+            for answer in await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running)):
                 outbox.put(answer)
             reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, outbox))
             await self._write(context, outbox, reader)
@@ -94,9 +108,29 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                 await reader
 
     async def _read(self, executor: str, requests: AsyncIterator[pb.ConnectRequest], outbox: Outbox) -> None:
-        async for request in requests:
-            for answer in await asyncio.to_thread(self._handle, executor, request):
-                outbox.put(answer)
+        slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
+        pending: set[asyncio.Task[None]] = set()
+
+        async def handle(request: pb.ConnectRequest) -> None:
+            try:
+                for answer in await self._in_thread(lambda: self._handle(executor, request)):
+                    outbox.put(answer)
+            finally:
+                slots.release()
+
+        try:
+            async for request in requests:
+                await slots.acquire()
+                task = asyncio.create_task(handle(request))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                for done in [t for t in pending if t.done()]:
+                    done.result()  # a store failure ends the stream; the executor reconnects
+            if pending:
+                await asyncio.gather(*pending)
+        finally:
+            for task in pending:
+                task.cancel()
 
     def _handle(self, executor: str, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:
         kind = request.WhichOneof("message")
