@@ -17,7 +17,7 @@ from typing import TypeVar
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import within
 from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.reports import ref_of
+from jobmesh.executor.reports import Outbox, ref_of
 from jobmesh.executor.stream import ControlStream, StreamDown
 from jobmesh.signals.port import AttemptKey, SignalBus, SignalsUnavailable
 from jobmesh.v1 import executor_control_pb2 as pb
@@ -27,13 +27,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-async def heartbeat_over_stream(stream: ControlStream, attempts: Attempts) -> None:
+async def heartbeat_over_stream(stream: ControlStream, attempts: Attempts, outbox: Outbox) -> None:
     """One message naming every attempt held (even none: an empty one still says the executor is alive) at
-    once on connecting, then every heartbeat interval (the server's, from its welcome)."""
+    once on connecting, then every heartbeat interval (the server's, from its welcome). An attempt whose
+    result the server has not acknowledged yet is still held: under load a result may wait longer than the
+    heartbeat timeout, and the attempt must not be declared lost meanwhile."""
     while True:
         await stream.wait_connected()
         with contextlib.suppress(StreamDown):
-            refs = [ref_of(key) for key in attempts]
+            refs = [ref_of(key) for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
             stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
         await within(stream.wait_disconnected(), stream.heartbeat_interval)  # a reconnect beats at once
 

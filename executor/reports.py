@@ -122,6 +122,10 @@ class Outbox:
         if self._results:
             self.due.set()
 
+    def awaiting_ack(self) -> list[AttemptKey]:
+        """Attempts whose result the server has not acknowledged: still ours to keep alive."""
+        return list(self._results)
+
     @property
     def unacknowledged(self) -> int:
         return len(self._results)

@@ -96,7 +96,7 @@ class Executor:
                 asyncio.create_task(self.stream.run(), name="jobmesh-stream"),  # first: shut down last
                 claims,
                 asyncio.create_task(
-                    heartbeat_over_stream(self.stream, self.attempts), name="jobmesh-heartbeats"
+                    heartbeat_over_stream(self.stream, self.attempts, self.outbox), name="jobmesh-heartbeats"
                 ),
                 asyncio.create_task(self._flush_loop(), name="jobmesh-flush"),
                 asyncio.create_task(Fallback(self.config, signals, self.stream, self.attempts).run()),
