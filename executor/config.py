@@ -28,7 +28,9 @@ class ExecutorConfig:
     concurrency: int = 16  # attempts held at once, those waiting for their start time included
     executor_id: str = field(default_factory=new_executor_id)
     hostname: str = field(default_factory=socket.gethostname)
-    consumer_group: str = CONSUMER_GROUP
+    # Empty: one group per set of queues (`jobmesh-executors.QUEUE+QUEUE`), so executors serving other queues
+    # never rebalance the group of these.
+    consumer_group: str = ""
     cancel_grace: float = 5.0  # SIGTERM to the process group, SIGKILL this much later
     drain_grace: float = 30.0  # on SIGTERM, running work may finish within this; the rest ends `Drained`
     heartbeat_interval: float = 3.0  # until the server's welcome says otherwise
@@ -45,6 +47,10 @@ class ExecutorConfig:
     report_timeout: float = 5.0  # at exit: how long to wait for the last results to be acknowledged
     http_timeout: float = 30.0  # webhook timeout when the job has no execution timeout
     poll_timeout: float = 0.2  # longest wait in one queue poll (bounds how fast a drain is noticed)
+
+    @property
+    def group(self) -> str:
+        return self.consumer_group or f"{CONSUMER_GROUP}.{'+'.join(sorted(self.queues))}"
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

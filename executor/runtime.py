@@ -87,9 +87,7 @@ class Executor:
         consumer: RunConsumer | None = None
         tasks: list[asyncio.Task[None]] = []
         try:
-            consumer = await self._in(
-                consumer_thread, queue.consumer, self.config.consumer_group, self.config.queues
-            )
+            consumer = await self._in(consumer_thread, queue.consumer, self.config.group, self.config.queues)
             log.info("executor %s taking runs from %s", self.executor_id, ", ".join(self.config.queues))
             claims = asyncio.create_task(self._claim_loop(consumer, consumer_thread), name="jobmesh-claims")
             tasks = [

@@ -19,9 +19,12 @@ def database() -> Iterator[str]:
 
 @pytest.fixture
 def mesh(tmp_path: Path, database: str) -> Iterator[Mesh]:
+    kafka = require_service_url("JOBMESH_KAFKA_BOOTSTRAP")
     env = {
         "JOBMESH_DATABASE_URL": database,
-        "JOBMESH_KAFKA_BOOTSTRAP": require_service_url("JOBMESH_KAFKA_BOOTSTRAP"),
+        "JOBMESH_KAFKA_BOOTSTRAP": kafka,
+        # A SIGKILLed executor's partitions pass to the others after 2 s (the test broker allows it).
+        "JOBMESH_QUEUE_URL": f"kafka://{kafka}?session_timeout_ms=2000",
         "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
     }
     mesh = Mesh(tmp_path, env)

@@ -210,11 +210,11 @@ def wait_for_run(
 
 
 def pid_gone(pid: int) -> bool:
+    """Exited (a zombie waiting for its parent counts: it runs no more)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
         return True
-    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
 def running_sleep(

@@ -395,6 +395,8 @@ transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# lets failover tests use 2 s consumer sessions (a stock broker's floor is 6 s)
+group.min.session.timeout.ms=1000
 log.segment.bytes=16777216
 EOF
 	# shellcheck disable=SC2206 # KAFKA_HEAP_OPTS is a list of JVM options

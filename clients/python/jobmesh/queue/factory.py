@@ -2,7 +2,8 @@
 
 - `memory://NAME` (NAME may be empty): the in-process queue. The same NAME gives the same queue within one
   process, so the server, watcher and executors of `jobmesh dev` meet on it.
-- `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID]`, or a bare `HOST:PORT[,...]` list: Kafka.
+- `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`, or a bare
+  `HOST:PORT[,...]` list: Kafka.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from jobmesh.queue.port import RunQueue
 
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
 _MEMORY_NAME = re.compile(r"^[A-Za-z0-9._-]*$")
-_KAFKA_OPTIONS = {"partitions", "client_id"}
+_KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms"}
 # The one shared registry the brief allows: in-process components can only meet through process state.
 _memory_queues: dict[str, MemoryRunQueue] = {}
 _memory_lock = threading.Lock()
@@ -55,6 +56,12 @@ def _kafka(hosts: str, query: str) -> KafkaRunQueue:
     partitions = options.get("partitions", "3")
     if not partitions.isdigit() or int(partitions) < 1:
         raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
+    session = options.get("session_timeout_ms", "")
+    if session and (not session.isdigit() or int(session) < 100):
+        raise ValueError(f"session_timeout_ms must be a number of milliseconds, not {session!r}")
     return KafkaRunQueue(
-        ",".join(bootstrap), client_id=options.get("client_id") or "jobmesh", partitions=int(partitions)
+        ",".join(bootstrap),
+        client_id=options.get("client_id") or "jobmesh",
+        partitions=int(partitions),
+        session_timeout_ms=int(session) if session else None,
     )

@@ -116,8 +116,12 @@ class KafkaRunQueue:
         client_id: str = "jobmesh",
         partitions: int = 3,
         admin_timeout: float = 10.0,
+        session_timeout_ms: int | None = None,
     ) -> None:
+        """`session_timeout_ms`: how soon a consumer that died stops holding its partitions (the broker's
+        `group.min.session.timeout.ms` bounds it; 6 s by default, the floor of a stock broker)."""
         self._base: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id, "logger": log}
+        self._consumer_settings = {"session.timeout.ms": session_timeout_ms} if session_timeout_ms else {}
         self._admin_timeout = admin_timeout
         self._topics = _Topics(AdminClient(dict(self._base)), partitions)
         self._lock = threading.Lock()
@@ -139,7 +143,9 @@ class KafkaRunQueue:
             raise ValueError("a consumer needs at least one executor queue")
         topics = {lane: [topic_of(queue, lane) for queue in queues] for lane in LANES}
         self._topics.ensure((topic for lane in LANES for topic in topics[lane]), self._admin_timeout)
-        consumer = KafkaRunConsumer(open_lane_consumers(self._base, group, topics), self._forget)
+        consumer = KafkaRunConsumer(
+            open_lane_consumers({**self._base, **self._consumer_settings}, group, topics), self._forget
+        )
         with self._lock:
             self._consumers.append(consumer)
         return consumer

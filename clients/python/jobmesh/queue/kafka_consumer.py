@@ -89,7 +89,7 @@ def open_lane_consumers(
         for lane, lane_topics in topics.items():
             client_id = f"{base['client.id']}-{lane}"
             consumer = Consumer(
-                {**base, **CONSUMER_SETTINGS, "group.id": f"{group}.{lane}", "client.id": client_id}
+                {**CONSUMER_SETTINGS, **base, "group.id": f"{group}.{lane}", "client.id": client_id}
             )
             consumers[lane] = consumer
             consumer.subscribe(list(lane_topics))
