@@ -70,10 +70,6 @@ class Sessions:
             if self._outboxes.get(executor_id) is outbox:
                 del self._outboxes[executor_id]
 
-    def count(self) -> int:
-        with self._lock:
-            return len(self._outboxes)
-
     def _push(self, notice: CancelNotice) -> bool:
         with self._lock:
             outbox = self._outboxes.get(notice.executor_id)

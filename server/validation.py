@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -269,7 +269,3 @@ def check_page_size(found: Violations, page_size: int, field: str = "page_size")
 
 def clamp_page_size(page_size: int, default: int = 50, maximum: int = 1000) -> int:
     return default if page_size == 0 else min(page_size, maximum)
-
-
-def all_texts_clean(values: Iterable[str]) -> bool:
-    return all("\x00" not in value for value in values)
