@@ -15,10 +15,9 @@ import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any
 
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
-from jobmesh.executor.threads import in_daemon_thread
+from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
 log = logging.getLogger(__name__)
@@ -115,12 +114,7 @@ async def run_handler(
         call: asyncio.Future[object] = asyncio.ensure_future(_call_async(function, context))
     else:
         call = in_daemon_thread(lambda: function(context), name=f"jobmesh-handler:{target.name}")
-    stopper = asyncio.create_task(stop.wait())
-    racing: set[asyncio.Future[Any]] = {call, stopper}
-    try:
-        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
+    await until_done_or(call, stop.wait())
     if not call.done():
         return await _stop(call, context, stop, target.name)
     try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -41,3 +41,12 @@ def in_daemon_thread(call: Callable[[], T], name: str) -> asyncio.Future[T]:
 
     threading.Thread(target=target, name=name, daemon=True).start()
     return future
+
+
+async def until_done_or(call: asyncio.Future[Any], stopped: Awaitable[object]) -> None:
+    """Waits until `call` is done or `stopped` completes, whichever comes first (the call keeps going)."""
+    stopper = asyncio.ensure_future(stopped)
+    try:
+        await asyncio.wait({call, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()

@@ -6,15 +6,13 @@ itself at the call's timeout at the latest.
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
 
 from jobmesh.executor.outcomes import AttemptIO, Outcome, Stop, failed
-from jobmesh.executor.threads import in_daemon_thread
+from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
 MAX_LOGGED_BODY = 64 * 1024
@@ -41,12 +39,7 @@ async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeo
     except ValueError as exc:
         return failed("HttpError", f"bad request: {exc}")
     call = in_daemon_thread(lambda: _send(request, timeout), name=f"jobmesh-http:{method}")
-    stopper = asyncio.create_task(stop.wait())
-    racing: set[asyncio.Future[Any]] = {call, stopper}
-    try:
-        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
+    await until_done_or(call, stop.wait())
     if not call.done():
         call.cancel()
         return failed("HttpError", "the call was abandoned")
