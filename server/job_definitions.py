@@ -97,8 +97,15 @@ def build_job(
     )
     first_run = None
     if plan.first_run_time is not None:
-        first_run = new_run(record, plan.first_run_time, now, RunTrigger.SCHEDULE)
+        first_run = new_run(
+            record, plan.first_run_time, now, RunTrigger.SCHEDULE, heartbeat_timeout=heartbeat_timeout_of(job)
+        )
     return record, first_run
+
+
+def heartbeat_timeout_of(job: job_pb2.Job) -> timedelta:
+    timeout = job.heartbeat_timeout
+    return to_timedelta(timeout) if timeout.seconds or timeout.nanos else DEFAULT_HEARTBEAT_TIMEOUT
 
 
 def new_run(
@@ -110,11 +117,11 @@ def new_run(
     replay_of: str | None = None,
     request_id: str = "",
     request_digest: str = "",
+    heartbeat_timeout: timedelta | None = None,
 ) -> RunRecord:
-    timeout = job_pb2.Job.FromString(job.spec).heartbeat_timeout
-    heartbeat_timeout = (
-        to_timedelta(timeout) if timeout.seconds or timeout.nanos else DEFAULT_HEARTBEAT_TIMEOUT
-    )
+    """`heartbeat_timeout` saves decoding the job's spec when the caller has it (create, cron occurrences)."""
+    if heartbeat_timeout is None:
+        heartbeat_timeout = heartbeat_timeout_of(job_pb2.Job.FromString(job.spec))
     return RunRecord(
         job_id=job.job_id,
         run_id=new_run_id(schedule_time),

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from jobmesh.server.job_definitions import new_run
+from jobmesh.server.job_definitions import heartbeat_timeout_of, new_run
 from jobmesh.server.records import JobRecord, RunTrigger
 from jobmesh.server.store.pipeline_port import Dispatchable, SchedulerStore
 from jobmesh.v1 import job_pb2
@@ -38,7 +38,11 @@ class Materializer:
             log.warning(
                 "jobs/%s: occurrences since %s missed the catch-up window", job.job_id, plan.skipped_since
             )
-        runs = [new_run(job, time, now, RunTrigger.SCHEDULE) for time in plan.schedule_times]
+        timeout = heartbeat_timeout_of(spec)
+        runs = [
+            new_run(job, time, now, RunTrigger.SCHEDULE, heartbeat_timeout=timeout)
+            for time in plan.schedule_times
+        ]
         made = self._store.materialize(
             job.job_id,
             expected_next_run_time=job.next_run_time,
