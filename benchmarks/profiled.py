@@ -18,7 +18,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from jobmesh import cli
+from jobmesh.processes import command as cli
 
 _profiles: list[cProfile.Profile] = []
 _lock = threading.Lock()

@@ -16,8 +16,8 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from jobmesh.queue.factory import open_queue
-from jobmesh.queue.port import RunQueue
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.core.ports.queue import RunQueue
 from jobmesh.v1 import dispatch_pb2, job_pb2
 
 

@@ -25,8 +25,12 @@ from typing import TypeVar
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from jobmesh.server.ids import new_run_id
-from jobmesh.server.records import (
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef, ClaimStatus, Heartbeat
+from jobmesh.core.ports.store import NewJob
+from jobmesh.core.records import (
     JobRecord,
     JobState,
     Priority,
@@ -35,10 +39,6 @@ from jobmesh.server.records import (
     RunTrigger,
     ScheduleKind,
 )
-from jobmesh.server.store.migrate import upgrade
-from jobmesh.server.store.pipeline_port import AttemptEnd, AttemptRef, ClaimStatus, Heartbeat
-from jobmesh.server.store.port import NewJob
-from jobmesh.server.store.sql import SqlStore
 
 T = TypeVar("T")
 JOBS = 40

@@ -16,11 +16,11 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from jobmesh.core.ports.signals import AttemptKey
 from jobmesh.executor.clock import now_ns, sleep_until, to_timestamp, within
+from jobmesh.executor.outbox import Outbox, ref_of
 from jobmesh.executor.outcomes import Outcome, Stop, StopReason, failed
-from jobmesh.executor.reports import Outbox, ref_of
 from jobmesh.executor.runners import RunnerSettings, execute
-from jobmesh.signals.port import AttemptKey
 from jobmesh.v1 import dispatch_pb2, run_pb2
 from jobmesh.v1 import executor_control_pb2 as pb
 

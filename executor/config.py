@@ -22,8 +22,8 @@ class ExecutorConfig:
     """Durations are in seconds."""
 
     server: str = DEFAULT_SERVER  # host:port of an ExecutorControl server (or the Envoy in front of many)
-    queue_url: str = "memory://"  # see jobmesh.queue.factory
-    signals_url: str = "memory://"  # see jobmesh.signals.factory
+    queue_url: str = "memory://"  # see jobmesh.adapters.queue.factory
+    signals_url: str = "memory://"  # see jobmesh.adapters.signals.factory
     queues: tuple[str, ...] = ("default",)
     concurrency: int = 16  # attempts held at once, those waiting for their start time included
     executor_id: str = field(default_factory=new_executor_id)

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from jobmesh.core.ports.signals import AttemptKey, SignalBus, SignalsUnavailable
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import within
 from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.reports import Outbox, ref_of
+from jobmesh.executor.outbox import Outbox, ref_of
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.signals.port import AttemptKey, SignalBus, SignalsUnavailable
 from jobmesh.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,11 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler, HandlerRegistry
 from jobmesh.executor.runtime import Executor
-from jobmesh.queue.port import RunQueue
-from jobmesh.signals.port import SignalBus
 
 log = logging.getLogger(__name__)
 

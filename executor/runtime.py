@@ -16,19 +16,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
+from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import from_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler, HandlerRegistry
 from jobmesh.executor.liveness import Fallback, heartbeat_over_stream
+from jobmesh.executor.outbox import Outbox, key_of, ref_of
 from jobmesh.executor.outcomes import StopReason
-from jobmesh.executor.reports import Outbox, key_of, ref_of
 from jobmesh.executor.runners import RunnerSettings
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.queue.factory import open_queue
-from jobmesh.queue.port import Delivery, QueueUnavailable, RunConsumer, RunQueue
-from jobmesh.signals.factory import open_signals
-from jobmesh.signals.port import SignalBus
 from jobmesh.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)

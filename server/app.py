@@ -10,20 +10,20 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from jobmesh.queue.port import RunQueue
+from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus
+from jobmesh.core.records import RunRecord
+from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.config import ServerConfig
-from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
-from jobmesh.server.records import RunRecord
 from jobmesh.server.sessions import Sessions
-from jobmesh.server.store.pipeline_port import SchedulerStore
-from jobmesh.server.timestamps import utcnow
-from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus
 from jobmesh.v1 import (
     executor_control_pb2,
     executor_control_pb2_grpc,

@@ -10,12 +10,8 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
-from jobmesh.queue.port import RunQueue
-from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher, retried, send_dead_letters
-from jobmesh.server.records import LogRecord, RunState
-from jobmesh.server.retries import Outcome, decide
-from jobmesh.server.sessions import cancel_message
-from jobmesh.server.store.pipeline_port import (
+from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher, retried, send_dead_letters
+from jobmesh.core.ports.pipeline_store import (
     AttemptEnd,
     AttemptRef,
     ClaimStatus,
@@ -24,9 +20,13 @@ from jobmesh.server.store.pipeline_port import (
     PipelineStore,
     ProgressReport,
 )
-from jobmesh.server.timestamps import to_datetime, to_timestamp
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.records import LogRecord, RunState
+from jobmesh.core.retries import Outcome, decide
+from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.server.sessions import cancel_message
 from jobmesh.server.validation import parse_run_name
-from jobmesh.signals.port import AttemptKey
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import job_pb2, run_pb2
 

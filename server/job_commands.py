@@ -10,8 +10,29 @@ from datetime import datetime
 
 from google.protobuf import field_mask_pb2
 
-from jobmesh.server.config import SchedulingPolicy
-from jobmesh.server.convert import (
+from jobmesh.core.definitions import build_job, new_run, plan_schedule, request_hash
+from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher
+from jobmesh.core.errors import (
+    AlreadyExists,
+    EtagMismatch,
+    FailedPrecondition,
+    InvalidArgument,
+    JobmeshError,
+    RequestIdReused,
+)
+from jobmesh.core.filters import Comparison, ListQuery
+from jobmesh.core.ids import new_job_id
+from jobmesh.core.ports.pipeline_store import Dispatchable
+from jobmesh.core.ports.store import CreateStatus, NewJob, Store
+from jobmesh.core.records import (
+    REPLAYABLE_RUN_STATES,
+    JobRecord,
+    JobState,
+    RunRecord,
+    RunState,
+    RunTrigger,
+)
+from jobmesh.server.api.resources import (
     OUTPUT_ONLY_JOB_FIELDS,
     etag_of,
     priority_of,
@@ -20,28 +41,7 @@ from jobmesh.server.convert import (
     spec_of,
     version_of_etag,
 )
-from jobmesh.server.dispatch import BackgroundDispatcher, Dispatcher
-from jobmesh.server.errors import (
-    AlreadyExists,
-    EtagMismatch,
-    FailedPrecondition,
-    InvalidArgument,
-    JobmeshError,
-    RequestIdReused,
-)
-from jobmesh.server.filtering import Comparison, ListQuery
-from jobmesh.server.ids import new_job_id
-from jobmesh.server.job_definitions import build_job, new_run, plan_schedule, request_hash
-from jobmesh.server.records import (
-    REPLAYABLE_RUN_STATES,
-    JobRecord,
-    JobState,
-    RunRecord,
-    RunState,
-    RunTrigger,
-)
-from jobmesh.server.store.pipeline_port import Dispatchable
-from jobmesh.server.store.port import CreateStatus, NewJob, Store
+from jobmesh.server.config import SchedulingPolicy
 from jobmesh.server.validation import (
     Violations,
     check_job,

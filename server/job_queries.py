@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jobmesh.server.errors import InvalidArgument
-from jobmesh.server.filtering import (
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.filters import (
     DEFAULT_JOB_ORDER,
     DEFAULT_RUN_ORDER,
     JOB_FIELDS,
@@ -12,8 +12,8 @@ from jobmesh.server.filtering import (
     parse_filter,
     parse_order_by,
 )
-from jobmesh.server.records import JobRecord, LogRecord, RunRecord
-from jobmesh.server.store.port import Page, Store
+from jobmesh.core.ports.store import Page, Store
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 from jobmesh.server.validation import (
     Violations,
     check_page_size,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
-from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable, Subscription
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable, Subscription
 from jobmesh.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from jobmesh.server.errors import FieldViolation, InvalidArgument
-from jobmesh.server.schedules import CronError, parse_cron, parse_time_zone
+from jobmesh.core.errors import FieldViolation, InvalidArgument
+from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.v1 import job_pb2
 
 MAX_JOB_BYTES = 256 * 1024

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from jobmesh.server.job_definitions import heartbeat_timeout_of, new_run
-from jobmesh.server.records import JobRecord, RunTrigger
-from jobmesh.server.store.pipeline_port import Dispatchable, SchedulerStore
+from jobmesh.core.definitions import heartbeat_timeout_of, new_run
+from jobmesh.core.occurrences import plan_occurrences
+from jobmesh.core.ports.pipeline_store import Dispatchable, SchedulerStore
+from jobmesh.core.records import JobRecord, RunTrigger
 from jobmesh.v1 import job_pb2
-from jobmesh.watcher.occurrences import plan_occurrences
 
 log = logging.getLogger(__name__)
 BATCH = 500

@@ -12,11 +12,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from jobmesh.server.dispatch import Dispatcher
-from jobmesh.server.errors import StoreUnavailable
-from jobmesh.server.records import RunRecord, RunTrigger
-from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable, SchedulerStore
-from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable
+from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable, SchedulerStore
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable
+from jobmesh.core.records import RunRecord, RunTrigger
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.timer import Timer
 

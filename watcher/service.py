@@ -11,12 +11,12 @@ import random
 from collections.abc import Callable
 from datetime import datetime
 
-from jobmesh.queue.port import RunQueue
-from jobmesh.server.dispatch import Dispatcher
-from jobmesh.server.errors import JobmeshError, StoreUnavailable
-from jobmesh.server.store.pipeline_port import SchedulerStore
-from jobmesh.server.timestamps import utcnow
-from jobmesh.signals.port import SignalBus
+from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import JobmeshError, StoreUnavailable
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.timestamps import utcnow
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.materializer import Materializer
 from jobmesh.watcher.releaser import Releaser

@@ -12,12 +12,12 @@ import random
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from jobmesh.queue.port import RunQueue
-from jobmesh.server.dispatch import Dispatcher, ref_of, retried, send_dead_letters
-from jobmesh.server.records import RunState
-from jobmesh.server.retries import Outcome, decide
-from jobmesh.server.store.pipeline_port import AttemptEnd, Dispatchable, Heartbeat, SchedulerStore
-from jobmesh.signals.port import AttemptKey, SignalBus, SignalsUnavailable
+from jobmesh.core.dispatch import Dispatcher, ref_of, retried, send_dead_letters
+from jobmesh.core.ports.pipeline_store import AttemptEnd, Dispatchable, Heartbeat, SchedulerStore
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import AttemptKey, SignalBus, SignalsUnavailable
+from jobmesh.core.records import RunState
+from jobmesh.core.retries import Outcome, decide
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 
 import grpc
 
+from jobmesh.core.errors import JobmeshError
+from jobmesh.core.timestamps import to_duration
 from jobmesh.server.attempt_reports import AttemptReports
-from jobmesh.server.errors import JobmeshError
 from jobmesh.server.sessions import Outbox, Sessions
-from jobmesh.server.timestamps import to_duration
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import grpc
 
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.server.api.resources import job_to_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
-from jobmesh.server.convert import job_to_proto, run_to_proto
-from jobmesh.server.errors import InvalidArgument
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.v1 import job_service_pb2 as pb
 from jobmesh.v1 import job_service_pb2_grpc

@@ -9,12 +9,12 @@ from typing import Any
 
 import grpc
 
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.records import RunRecord
+from jobmesh.core.timestamps import to_timestamp
+from jobmesh.server.api.resources import job_to_proto, log_to_proto, run_to_proto
 from jobmesh.server.api.status import server_streaming, unary
-from jobmesh.server.convert import job_to_proto, log_to_proto, run_to_proto
-from jobmesh.server.errors import InvalidArgument
 from jobmesh.server.job_queries import JobQueries
-from jobmesh.server.records import RunRecord
-from jobmesh.server.timestamps import to_timestamp
 from jobmesh.v1 import search_service_pb2 as pb
 from jobmesh.v1 import search_service_pb2_grpc
 

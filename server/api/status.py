@@ -12,7 +12,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from jobmesh.server.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError
+from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from jobmesh.queue.factory import open_queue
-from jobmesh.queue.port import DEAD_LETTER_TOPIC
-from jobmesh.server.dispatch import message_of
-from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.pipeline_port import Dispatchable
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.core.dispatch import message_of
+from jobmesh.core.ports.pipeline_store import Dispatchable
+from jobmesh.core.ports.queue import DEAD_LETTER_TOPIC
 from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
 from tests.acceptance.mesh import (
     STAMP,

@@ -11,12 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from jobmesh.queue.factory import open_queue
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
-from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.pipeline_port import SchedulerStore
-from jobmesh.signals.factory import open_signals
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.support import fresh_postgres_database, require_service_url
 

@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from jobmesh.signals.port import AttemptKey
+from jobmesh.core.ports.signals import AttemptKey
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc, run_pb2
 

@@ -10,13 +10,13 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.ports.signals import AttemptKey, SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler
 from jobmesh.executor.runtime import Executor
-from jobmesh.queue.factory import open_queue
-from jobmesh.queue.port import RunQueue
-from jobmesh.signals.factory import open_signals
-from jobmesh.signals.port import AttemptKey, SignalBus
 from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
 from tests.executor.fake_control import FakeControl
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from jobmesh import cli
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.main import add_arguments, handlers_from_args, load_handlers
+from jobmesh.processes import command as cli
 from tests.executor.fake_control import FakeControl
 
 MODULE = """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from jobmesh.executor.reports import MAX_LINE_CHARS, Outbox, key_of, ref_of
-from jobmesh.signals.port import AttemptKey
+from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.executor.outbox import MAX_LINE_CHARS, Outbox, key_of, ref_of
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 

@@ -8,8 +8,8 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
+from jobmesh.core.ports.signals import AttemptKey
 from jobmesh.executor.handlers import HandlerContext
-from jobmesh.signals.port import AttemptKey
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 from tests.executor.fake_control import FakeControl, key_of

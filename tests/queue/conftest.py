@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobmesh.queue.kafka import KafkaRunQueue
-from jobmesh.queue.memory import MemoryRunQueue
+from jobmesh.adapters.queue.kafka import KafkaRunQueue
+from jobmesh.adapters.queue.memory import MemoryRunQueue
 from tests.queue.support import Backend, KafkaSideDoor, unique_name
 from tests.support import require_service_url
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobmesh.queue import codec
-from jobmesh.queue.kafka_consumer import _Ledger
+from jobmesh.adapters.queue import codec
+from jobmesh.adapters.queue.kafka_consumer import _Ledger
 from tests.queue.support import make_run
 
 

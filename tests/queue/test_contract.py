@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from jobmesh.queue.port import LANES, lane_of, topic_of
+from jobmesh.core.ports.queue import LANES, lane_of, topic_of
 from jobmesh.v1 import dispatch_pb2
 from tests.queue.support import Backend, drain, drain_until, names
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from jobmesh.queue.factory import open_queue
-from jobmesh.queue.kafka import KafkaRunQueue
-from jobmesh.queue.memory import MemoryRunQueue
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.queue.kafka import KafkaRunQueue
+from jobmesh.adapters.queue.memory import MemoryRunQueue
 
 
 def test_memory_urls_with_one_name_share_one_queue() -> None:

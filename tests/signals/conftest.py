@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 import pytest
 import redis
 
-from jobmesh.signals.factory import open_signals
-from jobmesh.signals.port import SignalBus
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.ports.signals import SignalBus
 from tests.support import require_service_url
 
 OpenBus = Callable[[], SignalBus]

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from jobmesh.signals.port import AttemptKey, CancelNotice
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice
 
 
 class Inbox:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobmesh.signals.port import AttemptKey, CancelNotice, SignalBus, Subscription
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus, Subscription
 from tests.signals.conftest import OpenBus
 from tests.signals.helpers import Inbox, eventually, notice
 
@@ -87,7 +87,7 @@ def test_a_failing_handler_keeps_its_subscription(
             raise RuntimeError("handler bug")
 
     subscriber.subscribe_cancels(handler)
-    with caplog.at_level(logging.ERROR, logger="jobmesh.signals"):
+    with caplog.at_level(logging.ERROR, logger="jobmesh.adapters.signals"):
         publisher.publish_cancel(notice(1))
         publisher.publish_cancel(notice(2))
         assert inbox.wait_for(2) == [notice(1), notice(2)]

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from jobmesh.signals.factory import open_signals
-from jobmesh.signals.memory import MemorySignalBus
-from jobmesh.signals.port import AttemptKey
-from jobmesh.signals.redis import RedisSignalBus
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.adapters.signals.memory import MemorySignalBus
+from jobmesh.adapters.signals.redis import RedisSignalBus
+from jobmesh.core.ports.signals import AttemptKey
 from tests.signals.helpers import Inbox, notice
 
 KEY = AttemptKey("jobs/a/runs/1", 1)

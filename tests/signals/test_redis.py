@@ -20,10 +20,10 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from jobmesh.signals import redis as signals_redis
-from jobmesh.signals.port import AttemptKey, CancelNotice, SignalsUnavailable
-from jobmesh.signals.redis import RedisSignalBus
-from jobmesh.signals.wire import encode_notice
+from jobmesh.adapters.signals import redis as signals_redis
+from jobmesh.adapters.signals.redis import RedisSignalBus
+from jobmesh.adapters.signals.wire import encode_notice
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalsUnavailable
 from tests.signals.helpers import Inbox, eventually, notice
 from tests.support import require_service_url
 
@@ -207,7 +207,7 @@ def test_a_quiet_subscription_pings_and_stays_connected(
     bus = RedisSignalBus(redis_url, prefix=prefix)
     inbox = Inbox()
     try:
-        with caplog.at_level(logging.DEBUG, logger="jobmesh.signals"):
+        with caplog.at_level(logging.DEBUG, logger="jobmesh.adapters.signals"):
             bus.subscribe_cancels(inbox)
             time.sleep(0.6)  # many pings, each answered within the silence limit
             bus.publish_cancel(notice(1))

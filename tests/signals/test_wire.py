@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobmesh.signals import wire
-from jobmesh.signals.port import AttemptKey, CancelNotice
+from jobmesh.adapters.signals import wire
+from jobmesh.core.ports.signals import AttemptKey, CancelNotice
 
 
 def test_a_notice_round_trips_compactly() -> None:

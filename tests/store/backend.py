@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
 
 
 @dataclass

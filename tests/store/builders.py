@@ -6,7 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobmesh.server.records import (
+from jobmesh.core.ports.store import NewJob
+from jobmesh.core.records import (
     JobRecord,
     JobState,
     LogRecord,
@@ -16,7 +17,6 @@ from jobmesh.server.records import (
     RunTrigger,
     ScheduleKind,
 )
-from jobmesh.server.store.port import NewJob
 
 # Noon today (UTC): runs land in real daily partitions on PostgreSQL, times stay deterministic within a test.
 BASE = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)

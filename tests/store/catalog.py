@@ -9,7 +9,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from jobmesh.server.filtering import (
+from jobmesh.adapters.store.schema import FAR_FUTURE
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.filters import (
     DEFAULT_JOB_ORDER,
     DEFAULT_RUN_ORDER,
     JOB_FIELDS,
@@ -19,7 +21,8 @@ from jobmesh.server.filtering import (
     parse_filter,
     parse_order_by,
 )
-from jobmesh.server.records import (
+from jobmesh.core.ports.store import NewJob, Page
+from jobmesh.core.records import (
     JobRecord,
     JobState,
     Priority,
@@ -28,9 +31,6 @@ from jobmesh.server.records import (
     RunTrigger,
     ScheduleKind,
 )
-from jobmesh.server.store.port import NewJob, Page
-from jobmesh.server.store.schema import FAR_FUTURE
-from jobmesh.server.store.sql import SqlStore
 from tests.store.builders import at, job, run
 
 SIZE = 120

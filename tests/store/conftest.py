@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.migrate import upgrade
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
 from tests.store.backend import Backend, pg_schema
 from tests.support import require_service_url
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobmesh.server.ids import new_run_id
-from jobmesh.server.records import RunRecord, RunState
-from jobmesh.server.store.pipeline_port import AttemptEnd, AttemptRef
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef
+from jobmesh.core.records import RunRecord, RunState
 from tests.store.builders import at, new_job, run
 
 TIMEOUT = timedelta(seconds=42)

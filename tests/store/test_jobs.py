@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobmesh.server.errors import EtagMismatch, NotFound
-from jobmesh.server.records import JobState, Priority, RunState, ScheduleKind
-from jobmesh.server.store.port import CreateStatus, NewJob
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import EtagMismatch, NotFound
+from jobmesh.core.ports.store import CreateStatus, NewJob
+from jobmesh.core.records import JobState, Priority, RunState, ScheduleKind
 from tests.store.builders import BASE, at, job, new_job, run
 
 

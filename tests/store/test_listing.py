@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobmesh.server.errors import InvalidArgument
-from jobmesh.server.filtering import JOB_FIELDS, RUN_FIELDS
-from jobmesh.server.records import JobRecord, JobState, RunRecord, RunState
-from jobmesh.server.store.schema import FAR_FUTURE
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.schema import FAR_FUTURE
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.filters import JOB_FIELDS, RUN_FIELDS
+from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState
 from tests.store.builders import at
 from tests.store.catalog import (
     TEAMS,

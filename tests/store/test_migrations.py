@@ -14,11 +14,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from jobmesh.server.errors import StoreUnavailable
-from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.migrate import alembic_config, upgrade
-from jobmesh.server.store.schema import RUN_PARTITION_PREFIX, metadata
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.migrate import alembic_config, upgrade
+from jobmesh.adapters.store.schema import RUN_PARTITION_PREFIX, metadata
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import StoreUnavailable
 from tests.store.backend import Backend
 from tests.store.builders import new_job
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from jobmesh.server.errors import NotFound
-from jobmesh.server.records import RunState
-from jobmesh.server.store.migrate import upgrade
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import NotFound
+from jobmesh.core.records import RunState
 from tests.store.backend import Backend
 from tests.store.builders import new_job, run
 

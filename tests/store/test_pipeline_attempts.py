@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from jobmesh.server.records import AttemptRecord, RunState
-from jobmesh.server.store.pipeline_port import AttemptRef, ClaimStatus, Heartbeat, ProgressReport
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.ports.pipeline_store import AttemptRef, ClaimStatus, Heartbeat, ProgressReport
+from jobmesh.core.records import AttemptRecord, RunState
 from tests.store.builders import at, run
 from tests.store.pipeline_support import TIMEOUT, add_job, add_run, end, ref
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from jobmesh.server.store.migrate import upgrade
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
 from tests.store.builders import at, log
 from tests.store.pipeline_support import add_job, add_run
 

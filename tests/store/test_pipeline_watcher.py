@@ -9,10 +9,10 @@ from datetime import timedelta
 
 import pytest
 
-from jobmesh.server.ids import new_run_id
-from jobmesh.server.records import JobState, RunRecord, RunState, RunTrigger, ScheduleKind
-from jobmesh.server.store.pipeline_port import AttemptRef, Heartbeat
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.ports.pipeline_store import AttemptRef, Heartbeat
+from jobmesh.core.records import JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 from tests.store.backend import Backend
 from tests.store.builders import at, run
 from tests.store.pipeline_support import TIMEOUT, add_job, add_run, ref

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, event, text
 
-from jobmesh.server.filtering import DEFAULT_JOB_ORDER, DEFAULT_RUN_ORDER, Comparison, ListQuery
-from jobmesh.server.ids import new_run_id
-from jobmesh.server.records import RunState
-from jobmesh.server.store.migrate import upgrade
-from jobmesh.server.store.pipeline_port import AttemptRef, Heartbeat
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.filters import DEFAULT_JOB_ORDER, DEFAULT_RUN_ORDER, Comparison, ListQuery
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.ports.pipeline_store import AttemptRef, Heartbeat
+from jobmesh.core.records import RunState
 from tests.store.builders import run
 
 pytestmark = pytest.mark.postgres

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from jobmesh.server.errors import NotFound
-from jobmesh.server.records import AttemptRecord, RunState, RunTrigger
-from jobmesh.server.store.port import CreateStatus
-from jobmesh.server.store.sql import SqlStore
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import NotFound
+from jobmesh.core.ports.store import CreateStatus
+from jobmesh.core.records import AttemptRecord, RunState, RunTrigger
 from tests.store.backend import Backend
 from tests.store.builders import at, log, new_job, run
 

@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jobmesh.server.errors import InvalidArgument
-from jobmesh.server.filtering import (
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.filters import (
     DEFAULT_JOB_ORDER,
     JOB_FIELDS,
     RUN_FIELDS,

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobmesh.server.ids import new_job_id, new_run_id, schedule_window
+from jobmesh.core.ids import new_job_id, new_run_id, schedule_window
 from jobmesh.server.validation import JOB_ID, RUN_ID
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from jobmesh.server.records import RunState
-from jobmesh.server.retries import Outcome, backoff, decide
-from jobmesh.server.store.pipeline_port import AttemptEnd, AttemptRef
+from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef
+from jobmesh.core.records import RunState
+from jobmesh.core.retries import Outcome, backoff, decide
 from jobmesh.v1 import job_pb2
 
 END = datetime(2026, 1, 1, tzinfo=UTC)

@@ -4,10 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobmesh.core.definitions import plan_schedule
+from jobmesh.core.records import JobState
+from jobmesh.core.schedules import CronError, next_occurrence, parse_cron
 from jobmesh.server.config import SchedulingPolicy
-from jobmesh.server.job_definitions import plan_schedule
-from jobmesh.server.records import JobState
-from jobmesh.server.schedules import CronError, next_occurrence, parse_cron
 from jobmesh.v1 import job_pb2
 
 NOW = datetime(2026, 3, 28, 12, 0, 0, 500_000, tzinfo=UTC)

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from jobmesh.server.records import Priority, RunRecord, RunState, RunTrigger
-from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable
+from jobmesh.core.occurrences import jitter_of, plan_occurrences
+from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
+from jobmesh.core.records import Priority, RunRecord, RunState, RunTrigger
 from jobmesh.v1 import job_pb2
-from jobmesh.watcher.occurrences import jitter_of, plan_occurrences
 from jobmesh.watcher.timer import Timer
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from jobmesh.queue.memory import MemoryRunQueue
+from jobmesh.adapters.queue.memory import MemoryRunQueue
+from jobmesh.adapters.signals.memory import MemorySignalBus
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.definitions import build_job, new_run
+from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
+from jobmesh.core.ports.store import NewJob
+from jobmesh.core.records import RunState, RunTrigger
 from jobmesh.server.config import SchedulingPolicy
-from jobmesh.server.dispatch import Dispatcher
-from jobmesh.server.job_definitions import build_job, new_run
-from jobmesh.server.records import RunState, RunTrigger
-from jobmesh.server.store.factory import open_store
-from jobmesh.server.store.pipeline_port import AttemptRef, Dispatchable
-from jobmesh.server.store.port import NewJob
-from jobmesh.server.store.sql import SqlStore
-from jobmesh.signals.memory import MemorySignalBus
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.releaser import Releaser
 from jobmesh.watcher.timer import Timer

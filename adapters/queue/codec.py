@@ -1,0 +1,71 @@
+"""What both adapters agree on: a run's bytes, key and headers, and the order in which lanes are polled."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from google.protobuf.message import DecodeError
+from opentelemetry import propagate
+
+from jobmesh.core.ports.queue import LANES
+from jobmesh.v1 import dispatch_pb2
+
+CONTENT_TYPE_HEADER = "content-type"
+CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"
+# Every LOW_FIRST_EVERY-th poll takes the low lane first, so a busy high lane cannot starve it.
+LOW_FIRST_EVERY = 4
+
+
+class MalformedMessage(ValueError):
+    """A message on a lane that is not a usable DispatchedRun."""
+
+
+def job_key(run: dispatch_pb2.DispatchedRun) -> str:
+    """The job id in `jobs/{job}/runs/{run}`: the Kafka key, so a job's runs stay in order on a partition."""
+    parts = run.attempt.run.split("/")
+    if len(parts) >= 2 and parts[0] == "jobs" and parts[1]:
+        return parts[1]
+    return run.attempt.run  # not a run name: still a stable key
+
+
+def encode(run: dispatch_pb2.DispatchedRun) -> bytes:
+    return run.SerializeToString()
+
+
+def decode(value: bytes | None, content_type: str | None) -> dispatch_pb2.DispatchedRun:
+    """The run in a message; MalformedMessage when it is something else (another producer, garbage)."""
+    if content_type is not None and content_type != CONTENT_TYPE:
+        raise MalformedMessage(f"content type {content_type!r}")
+    try:
+        run = dispatch_pb2.DispatchedRun.FromString(value or b"")
+    except DecodeError as exc:
+        raise MalformedMessage(f"not a DispatchedRun: {exc}") from exc
+    # Protobuf parses many byte strings (and the empty one) as a valid message: a run must name its attempt.
+    if not run.attempt.run:
+        raise MalformedMessage("no attempt.run")
+    return run
+
+
+def current_trace_context() -> dict[str, str]:
+    """The caller's W3C trace context (traceparent, tracestate, baggage); empty outside a span."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier
+
+
+def trace_context_of(headers: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in headers.items() if name != CONTENT_TYPE_HEADER}
+
+
+class LaneOrder:
+    """The lane order of successive polls: high, normal, low, except every Nth poll, which takes low first."""
+
+    def __init__(self, low_first_every: int = LOW_FIRST_EVERY) -> None:
+        self._every = low_first_every
+        self._polls = 0
+
+    def next(self) -> tuple[str, ...]:
+        self._polls += 1
+        if self._polls % self._every == 0:
+            return ("low", *(lane for lane in LANES if lane != "low"))
+        return LANES

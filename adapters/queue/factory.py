@@ -1,0 +1,67 @@
+"""Chooses the queue adapter from a URL (`--queue-url`, `JOBMESH_QUEUE_URL`).
+
+- `memory://NAME` (NAME may be empty): the in-process queue. The same NAME gives the same queue within one
+  process, so the server, watcher and executors of `jobmesh dev` meet on it.
+- `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`, or a bare
+  `HOST:PORT[,...]` list: Kafka.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import urllib.parse
+
+from jobmesh.adapters.queue.kafka import KafkaRunQueue
+from jobmesh.adapters.queue.memory import MemoryRunQueue
+from jobmesh.core.ports.queue import RunQueue
+
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
+_MEMORY_NAME = re.compile(r"^[A-Za-z0-9._-]*$")
+_KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms"}
+# The one shared registry the brief allows: in-process components can only meet through process state.
+_memory_queues: dict[str, MemoryRunQueue] = {}
+_memory_lock = threading.Lock()
+
+
+def open_queue(url: str) -> RunQueue:
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _kafka(url, "")
+    if scheme == "memory":
+        return _memory(rest)
+    if scheme == "kafka":
+        hosts, _, query = rest.partition("?")
+        return _kafka(hosts, query)
+    raise ValueError(f"unsupported queue URL {url!r}: use memory://NAME or kafka://HOST:PORT[,HOST:PORT]")
+
+
+def _memory(name: str) -> MemoryRunQueue:
+    if not _MEMORY_NAME.match(name):
+        raise ValueError(f"bad in-process queue name {name!r} in memory://NAME (letters, digits, . _ -)")
+    with _memory_lock:
+        return _memory_queues.setdefault(name, MemoryRunQueue())
+
+
+def _kafka(hosts: str, query: str) -> KafkaRunQueue:
+    bootstrap = [host.strip() for host in hosts.split(",")]
+    if not all(_HOST_PORT.match(host) for host in bootstrap):
+        raise ValueError(f"bad Kafka bootstrap {hosts!r}: expected HOST:PORT[,HOST:PORT...]")
+    options = dict(urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    if unknown := set(options) - _KAFKA_OPTIONS:
+        raise ValueError(
+            f"unknown Kafka queue URL options {sorted(unknown)}: known are {sorted(_KAFKA_OPTIONS)}"
+        )
+    partitions = options.get("partitions", "3")
+    if not partitions.isdigit() or int(partitions) < 1:
+        raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
+    session = options.get("session_timeout_ms", "")
+    if session and (not session.isdigit() or int(session) < 100):
+        raise ValueError(f"session_timeout_ms must be a number of milliseconds, not {session!r}")
+    return KafkaRunQueue(
+        ",".join(bootstrap),
+        client_id=options.get("client_id") or "jobmesh",
+        partitions=int(partitions),
+        session_timeout_ms=int(session) if session else None,
+    )

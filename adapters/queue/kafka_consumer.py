@@ -1,0 +1,241 @@
+"""The Kafka consumer side: one confluent Consumer per lane, in one group, polled in lane priority order."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from jobmesh.adapters.queue import codec
+from jobmesh.core.ports.queue import Delivery, QueueUnavailable
+
+log = logging.getLogger(__name__)
+
+CONSUMER_SETTINGS: dict[str, Any] = {
+    "enable.auto.commit": False,  # committed only once the claim is recorded
+    "enable.auto.offset.store": False,
+    "auto.offset.reset": "earliest",  # runs published before the group first joined are still owed
+    # Short session and heartbeat: a group (re)joins in ~3 s instead of ~20 s.
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 500,
+    "max.poll.interval.ms": 300000,  # an executor busy with long runs polls rarely
+    "partition.assignment.strategy": "cooperative-sticky",
+}
+# While idle, poll() blocks on one lane at a time for this long: a message on any lane waits ~2 slices.
+WAIT_SLICE = 0.01
+
+# How long commit() retries while the group rebalances before it gives up (the runs then come again).
+COMMIT_REBALANCE_WAIT = 5.0
+_REBALANCING = {KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS, KafkaError.UNKNOWN_MEMBER_ID}
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaPosition:
+    """The commit handle of one Kafka delivery (`Delivery.token`)."""
+
+    lane: str
+    topic: str
+    partition: int
+    offset: int
+
+
+class _Ledger:
+    """Per partition of one lane: the last offset handed out and the committed position, so that a skipped
+    malformed message is committed only once every delivery before it is. A Kafka commit is a position:
+    committing past a delivery the caller has not committed yet would lose it in a crash."""
+
+    def __init__(self) -> None:
+        self._handed: dict[TopicPartitionKey, int] = {}
+        self._committed: dict[TopicPartitionKey, int] = {}
+        self._skipped: dict[TopicPartitionKey, list[tuple[int, int]]] = {}
+
+    def handed(self, tp: TopicPartitionKey, offset: int) -> None:
+        self._handed[tp] = offset
+
+    def skip(self, tp: TopicPartitionKey, offset: int) -> int | None:
+        """The position to commit now for a skipped message, or None when it must wait for earlier ones."""
+        last = self._handed.get(tp)
+        if last is None or self._committed.get(tp, -1) > last:
+            return offset + 1
+        self._skipped.setdefault(tp, []).append((offset, last))
+        return None
+
+    def position(self, tp: TopicPartitionKey, offset: int) -> int:
+        """The position to commit for a delivery, including skipped messages it has caught up with."""
+        position = offset + 1
+        pending = self._skipped.get(tp, [])
+        while pending and position > pending[0][1]:
+            position = max(position, pending.pop(0)[0] + 1)
+        return position
+
+    def committed(self, tp: TopicPartitionKey, position: int) -> None:
+        self._committed[tp] = max(position, self._committed.get(tp, -1))
+
+
+def open_lane_consumers(
+    base: Mapping[str, Any], group: str, topics: Mapping[str, Sequence[str]]
+) -> dict[str, Consumer]:
+    """One subscribed Consumer per lane, each in its own group (`{group}.{lane}`): the lanes' members never
+    rebalance against each other. All are closed again if any fails."""
+    consumers: dict[str, Consumer] = {}
+    try:
+        for lane, lane_topics in topics.items():
+            client_id = f"{base['client.id']}-{lane}"
+            consumer = Consumer(
+                {**CONSUMER_SETTINGS, **base, "group.id": f"{group}.{lane}", "client.id": client_id}
+            )
+            consumers[lane] = consumer
+            consumer.subscribe(list(lane_topics))
+    except KafkaException as exc:
+        for consumer in consumers.values():
+            consumer.close()
+        raise QueueUnavailable(f"cannot open Kafka consumers: {exc}") from exc
+    return consumers
+
+
+class KafkaRunConsumer:
+    """A RunConsumer over one Consumer per lane. Not thread-safe: one executor thread polls and commits."""
+
+    def __init__(
+        self, consumers: Mapping[str, Consumer], on_close: Callable[[KafkaRunConsumer], None]
+    ) -> None:
+        self._consumers = dict(consumers)
+        self._ledgers = {lane: _Ledger() for lane in consumers}
+        self._order = codec.LaneOrder()
+        self._on_close = on_close
+        self._closed = False
+
+    def poll(self, max_items: int, timeout: float) -> list[Delivery]:
+        if self._closed:
+            raise RuntimeError("the consumer is closed")
+        deadline = time.monotonic() + timeout
+        order = self._order.next()
+        batch = self._sweep(order, max_items)
+        turn = 0
+        # No cross-consumer wait exists in confluent-kafka: block on each lane in turn for a short slice.
+        while not batch and max_items > 0 and (remaining := deadline - time.monotonic()) > 0:
+            lane = order[turn % len(order)]
+            turn += 1
+            batch = self._take(lane, 1, min(WAIT_SLICE, remaining))
+            if batch:
+                batch += self._sweep(order, max_items - len(batch))
+        return batch
+
+    def commit(self, deliveries: Sequence[Delivery]) -> None:
+        highest: dict[str, dict[TopicPartitionKey, int]] = {}
+        for delivery in deliveries:
+            token = delivery.token
+            if not isinstance(token, KafkaPosition):
+                raise TypeError(f"not a Kafka delivery: {token!r}")
+            lane_highest = highest.setdefault(token.lane, {})
+            tp = (token.topic, token.partition)
+            lane_highest[tp] = max(token.offset, lane_highest.get(tp, -1))
+        for lane, offsets in highest.items():
+            ledger = self._ledgers[lane]
+            self._commit(lane, {tp: ledger.position(tp, offset) for tp, offset in offsets.items()})
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # In parallel: a lane consumer closing in the middle of a group join waits for the join, which waits
+        # for the group's other members, the other lanes, to answer; they answer only while being served.
+        closers = [
+            threading.Thread(target=_close_lane, args=(lane, consumer), name=f"close-{lane}")
+            for lane, consumer in self._consumers.items()
+        ]
+        for closer in closers:
+            closer.start()
+        for closer in closers:
+            closer.join()
+        self._on_close(self)
+
+    def _sweep(self, order: Sequence[str], max_items: int) -> list[Delivery]:
+        """What is already fetched, in lane order, without waiting."""
+        batch: list[Delivery] = []
+        for lane in order:
+            if len(batch) >= max_items:
+                break
+            batch += self._take(lane, max_items - len(batch), 0)
+        return batch
+
+    def _take(self, lane: str, max_items: int, timeout: float) -> list[Delivery]:
+        try:
+            messages = self._consumers[lane].consume(num_messages=max_items, timeout=timeout)
+        except KafkaException as exc:
+            raise QueueUnavailable(f"Kafka consume failed: {exc}") from exc
+        deliveries = []
+        for message in messages:
+            delivery = self._delivery(lane, message)
+            if delivery is not None:
+                deliveries.append(delivery)
+        return deliveries
+
+    def _delivery(self, lane: str, message: Message) -> Delivery | None:
+        error = message.error()
+        if error is not None:
+            if error.fatal():
+                raise QueueUnavailable(f"Kafka consumer failed: {error}")
+            if error.code() != KafkaError._PARTITION_EOF:
+                log.warning("Kafka consumer (%s lane): %s", lane, error)
+            return None
+        headers = _headers(message)
+        topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
+        tp = (topic, partition)
+        try:
+            run = codec.decode(message.value(), headers.get(codec.CONTENT_TYPE_HEADER))
+        except codec.MalformedMessage as exc:
+            log.warning("skipping malformed message %s[%d]@%d: %s", topic, partition, offset, exc)
+            position = self._ledgers[lane].skip(tp, offset)
+            if position is not None:
+                self._commit(lane, {tp: position})
+            return None
+        self._ledgers[lane].handed(tp, offset)
+        token = KafkaPosition(lane, topic, partition, offset)
+        return Delivery(run=run, lane=lane, token=token, trace_context=codec.trace_context_of(headers))
+
+    def _commit(self, lane: str, positions: Mapping[TopicPartitionKey, int]) -> None:
+        # Explicit offsets (never "the current ones"): a commit with nothing new would raise _NO_OFFSET.
+        offsets = [TopicPartition(topic, partition, pos) for (topic, partition), pos in positions.items()]
+        results = _commit_through_rebalance(self._consumers[lane], offsets)
+        for result in results:
+            if result.error is not None:
+                where = f"{result.topic}[{result.partition}]"
+                raise QueueUnavailable(f"Kafka commit failed for {where}: {result.error}")
+            self._ledgers[lane].committed((result.topic, result.partition), result.offset)
+
+
+def _commit_through_rebalance(consumer: Consumer, offsets: list[TopicPartition]) -> list[TopicPartition]:
+    """A synchronous commit, retried while the group rebalances (any member joining or leaving, including
+    this consumer's other lanes at start-up, makes the broker refuse commits of the old generation)."""
+    deadline = time.monotonic() + COMMIT_REBALANCE_WAIT
+    while True:
+        try:
+            return consumer.commit(offsets=offsets, asynchronous=False) or []
+        except KafkaException as exc:
+            if exc.args[0].code() not in _REBALANCING or time.monotonic() >= deadline:
+                raise QueueUnavailable(f"Kafka commit failed (the runs will come again): {exc}") from exc
+        time.sleep(0.1)  # librdkafka rejoins in the background; the retry carries the new generation
+
+
+def _close_lane(lane: str, consumer: Consumer) -> None:
+    try:
+        consumer.close()  # leaves the group at once, so its partitions move without a session timeout
+    except (KafkaException, RuntimeError) as exc:
+        log.warning("closing the %s lane consumer: %s", lane, exc)
+
+
+def _headers(message: Message) -> dict[str, str]:
+    raw = message.headers() or []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return {
+        name: value.decode(errors="replace") if isinstance(value, bytes) else value or ""
+        for name, value in pairs
+    }

@@ -1,0 +1,271 @@
+"""`SqlStore`: the store ports (`Store`, `PipelineStore`) over SQLAlchemy Core, for PostgreSQL and SQLite.
+
+Statements live in `sql_jobs`, `sql_runs`, `sql_query`, `sql_partitions`, and for the pipeline in
+`sql_pipeline`, `sql_attempts` and `sql_leases`; this class owns the engine, the transaction around each call
+and the translation of driver errors (`sql_engine.translate_errors`). Pipeline writes go through
+`run_write`, which repeats a transaction PostgreSQL aborted for a deadlock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+
+from jobmesh.adapters.store import sql_attempts, sql_jobs, sql_leases, sql_partitions, sql_pipeline, sql_runs
+from jobmesh.adapters.store.sql_engine import (
+    make_engine,
+    read_connection,
+    run_write,
+    translate_errors,
+    write_transaction,
+)
+from jobmesh.core.filters import ListQuery
+from jobmesh.core.ports.pipeline_store import (
+    AttemptEnd,
+    AttemptRef,
+    Claim,
+    Dispatchable,
+    Heartbeat,
+    PipelineStore,
+    ProgressReport,
+)
+from jobmesh.core.ports.store import CreateJobOutcome, CreateRunOutcome, NewJob, Page, Store
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+
+DEFAULT_RETENTION_DAYS = 30
+DEFAULT_PARTITION_AHEAD_DAYS = 7
+
+
+class SqlStore:
+    """Implements `Store` and `PipelineStore`. Thread-safe: each call takes a pooled connection."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        retention_days: int = DEFAULT_RETENTION_DAYS,
+        partition_ahead_days: int = DEFAULT_PARTITION_AHEAD_DAYS,
+    ) -> None:
+        if retention_days < 1 or partition_ahead_days < 0:
+            raise ValueError("retention_days must be >= 1 and partition_ahead_days >= 0")
+        self._engine = make_engine(url)
+        self._retention_days = retention_days
+        self._partition_ahead_days = partition_ahead_days
+
+    @property
+    def dialect(self) -> str:
+        return self._engine.dialect.name
+
+    @property
+    def engine(self) -> Engine:
+        """The underlying engine, for tests and tools that look beneath the port."""
+        return self._engine
+
+    # Jobs ------------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
+        if not items:
+            return []
+        with write_transaction(self._engine) as connection:
+            return sql_jobs.create_jobs(connection, items)
+
+    @translate_errors
+    def get_job(self, job_id: str, *, include_deleted: bool = False) -> JobRecord:
+        with read_connection(self._engine) as connection:
+            return sql_jobs.get_job(connection, job_id, include_deleted=include_deleted)
+
+    @translate_errors
+    def update_job(self, job: JobRecord, *, expected_version: int | None) -> JobRecord:
+        with write_transaction(self._engine) as connection:
+            return sql_jobs.update_job(connection, job, expected_version=expected_version)
+
+    @translate_errors
+    def delete_job(
+        self, job_id: str, *, expected_version: int | None, now: datetime
+    ) -> tuple[JobRecord, int]:
+        with write_transaction(self._engine) as connection:
+            return sql_jobs.delete_job(connection, job_id, expected_version=expected_version, now=now)
+
+    @translate_errors
+    def list_jobs(self, query: ListQuery, *, show_deleted: bool) -> Page[JobRecord]:
+        with read_connection(self._engine) as connection:
+            return sql_jobs.list_jobs(connection, query, show_deleted=show_deleted)
+
+    # Runs ------------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def create_run(self, run: RunRecord) -> CreateRunOutcome:
+        with write_transaction(self._engine) as connection:
+            return sql_runs.create_run(connection, run)
+
+    @translate_errors
+    def get_run(self, job_id: str, run_id: str) -> RunRecord:
+        with read_connection(self._engine) as connection:
+            return sql_runs.get_run(connection, job_id, run_id)
+
+    @translate_errors
+    def list_runs(self, job_id: str | None, query: ListQuery) -> Page[RunRecord]:
+        with read_connection(self._engine) as connection:
+            return sql_runs.list_runs(connection, job_id, query)
+
+    @translate_errors
+    def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+        with write_transaction(self._engine) as connection:
+            return sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now)
+
+    # Logs ------------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def append_logs(self, records: Sequence[LogRecord]) -> None:
+        if not records:
+            return
+        with write_transaction(self._engine) as connection:
+            sql_runs.append_logs(connection, records)
+
+    @translate_errors
+    def list_logs(self, job_id: str, run_id: str, *, after_sequence: int, limit: int) -> list[LogRecord]:
+        with read_connection(self._engine) as connection:
+            return sql_runs.list_logs(connection, job_id, run_id, after_sequence=after_sequence, limit=limit)
+
+    # The pipeline: the watcher ---------------------------------------------------------------------------
+
+    @translate_errors
+    def due_runs(self, until: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.due_runs(connection, until, limit=limit)
+
+    @translate_errors
+    def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
+        if not refs:
+            return []
+        return run_write(self._engine, lambda connection: sql_pipeline.mark_queued(connection, refs, now))
+
+    @translate_errors
+    def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.stale_queued(connection, dispatched_before, limit=limit)
+
+    @translate_errors
+    def cron_jobs_due(self, until: datetime, *, limit: int) -> list[JobRecord]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.cron_jobs_due(connection, until, limit=limit)
+
+    @translate_errors
+    def materialize(
+        self,
+        job_id: str,
+        *,
+        expected_next_run_time: datetime,
+        runs: Sequence[RunRecord],
+        next_run_time: datetime | None,
+        completed: bool,
+    ) -> list[RunRecord]:
+        return run_write(
+            self._engine,
+            lambda connection: sql_pipeline.materialize(
+                connection,
+                job_id,
+                expected_next_run_time=expected_next_run_time,
+                runs=runs,
+                next_run_time=next_run_time,
+                completed=completed,
+            ),
+        )
+
+    @translate_errors
+    def active_runs(self, job_ids: Sequence[str]) -> Mapping[str, list[RunRecord]]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.active_runs(connection, job_ids)
+
+    @translate_errors
+    def lost_attempts(self, now: datetime, *, limit: int) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.lost_attempts(connection, now, limit=limit)
+
+    # The pipeline: the executors' streams -----------------------------------------------------------------
+
+    @translate_errors
+    def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+        if not refs:
+            return []
+        return run_write(self._engine, lambda connection: sql_attempts.claim(connection, refs, executor, now))
+
+    @translate_errors
+    def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:
+        if not beats:
+            return []
+        return run_write(
+            self._engine, lambda connection: sql_attempts.heartbeat(connection, executor, beats, now)
+        )
+
+    @translate_errors
+    def attempts(self, refs: Sequence[AttemptRef]) -> Mapping[AttemptRef, Dispatchable]:
+        if not refs:
+            return {}
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.attempts(connection, refs)
+
+    @translate_errors
+    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        if not ends:
+            return []
+        return run_write(self._engine, lambda connection: sql_attempts.finish_attempts(connection, ends))
+
+    @translate_errors
+    def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
+        if reports:
+            run_write(self._engine, lambda connection: sql_attempts.report_progress(connection, reports, now))
+
+    @translate_errors
+    def append_attempt_logs(self, lines: Sequence[LogRecord]) -> list[LogRecord]:
+        if not lines:
+            return []
+        return run_write(self._engine, lambda connection: sql_runs.append_attempt_logs(connection, lines))
+
+    # Leadership --------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def try_lease(self, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
+        return run_write(
+            self._engine, lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now)
+        )
+
+    @translate_errors
+    def release_lease(self, name: str, holder: str) -> None:
+        with write_transaction(self._engine) as connection:
+            sql_leases.release_lease(connection, name, holder)
+
+    # Maintenance -------------------------------------------------------------------------------------------
+
+    @translate_errors
+    def maintain_partitions(self, now: datetime) -> None:
+        if self.dialect != "postgresql":
+            return  # SQLite keeps one plain table
+        sql_partitions.maintain(
+            self._engine, now, retention_days=self._retention_days, ahead_days=self._partition_ahead_days
+        )
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+if TYPE_CHECKING:
+    # mypy proves SqlStore implements both ports
+    _conforms: type[Store] = SqlStore
+    _conforms_pipeline: type[PipelineStore] = SqlStore

@@ -1,0 +1,281 @@
+"""What executors report about attempts: claims, heartbeats, progress and ends; a batch in a few statements.
+
+Every write is fenced: it applies only while the run is on the reported attempt, in the state the report
+expects (and, for an executor's report, held by that executor). Each batch locks its runs with one ordered
+`SELECT ... FOR NO KEY UPDATE` by key, checks the fence on what it read, and writes the passing runs with
+one UPDATE by primary key (`sql_batch` says why in two steps). Each function runs inside the caller's
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Float, Integer, RowMapping, Text
+
+from jobmesh.adapters.store.schema import UtcDateTime, job_runs, run_attempts
+from jobmesh.adapters.store.sql_batch import (
+    FENCE_COLUMNS,
+    HELD,
+    FromBatch,
+    insert_rows,
+    lock_runs,
+    update_by_key,
+)
+from jobmesh.adapters.store.sql_rows import run_from_row
+from jobmesh.core.ports.pipeline_store import (
+    AttemptEnd,
+    AttemptRef,
+    Claim,
+    ClaimStatus,
+    Heartbeat,
+    ProgressReport,
+)
+from jobmesh.core.records import RunState
+
+_CLAIMABLE = (RunState.SCHEDULED, RunState.QUEUED)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+# Claims ----------------------------------------------------------------------------------------------------
+
+
+def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+    rows = lock_runs(connection, refs)
+    claims: list[Claim] = []
+    granted: set[AttemptRef] = set()
+    for ref in refs:
+        row = rows.get((ref.job_id, ref.run_id))
+        status = _classify(ref, row, granted)
+        if status is not ClaimStatus.GRANTED or row is None:
+            claims.append(Claim(ref, status))
+            continue
+        granted.add(ref)
+        # An executor may claim ahead of the run's instant; it starts it then, never before.
+        start = max(now, row["due_time"])
+        run = run_from_row(
+            row,
+            changes={
+                "state": RunState.RUNNING,
+                "executor": executor,
+                "start_time": start,
+                "last_heartbeat_time": now,
+                "first_start_time": row["first_start_time"] or start,
+                "heartbeat_deadline": now + row["heartbeat_timeout_ms"] * _MILLISECOND,
+                "update_time": now,
+            },
+        )
+        claims.append(Claim(ref, status, run))
+    started = [claim.run for claim in claims if claim.run is not None]
+    if started:
+        update_by_key(
+            connection,
+            "grants",
+            (("start", UtcDateTime()), ("first_start_time", UtcDateTime()), ("deadline", UtcDateTime())),
+            [
+                (r.job_id, r.run_id, r.schedule_time, r.start_time, r.first_start_time, r.heartbeat_deadline)
+                for r in started
+            ],
+            state=RunState.RUNNING.value,
+            executor=executor,
+            start_time=FromBatch("start"),
+            last_heartbeat_time=now,
+            first_start_time=FromBatch("first_start_time"),
+            heartbeat_deadline=FromBatch("deadline"),
+            update_time=now,
+        )
+    return claims
+
+
+def _classify(ref: AttemptRef, row: RowMapping | None, granted: set[AttemptRef]) -> ClaimStatus:
+    if row is None:
+        return ClaimStatus.NOT_FOUND
+    if row["attempt"] != ref.attempt:
+        return ClaimStatus.STALE
+    if RunState(row["state"]) in _CLAIMABLE and ref not in granted:
+        return ClaimStatus.GRANTED
+    if row["state"] == RunState.CANCELLED and row["start_time"] is None:
+        return ClaimStatus.CANCELLED  # cancelled before this attempt started
+    # Running, stopping or ended on this attempt (or granted earlier in this batch): a duplicate delivery.
+    return ClaimStatus.DUPLICATE
+
+
+# Heartbeats and progress -----------------------------------------------------------------------------------
+
+
+def _held(row: RowMapping | None, ref: AttemptRef, executor: str | None) -> bool:
+    """The fence of reports about a running attempt: that attempt, still running or stopping (and held by
+    `executor` when given)."""
+    return (
+        row is not None
+        and row["attempt"] == ref.attempt
+        and RunState(row["state"]) in HELD
+        and executor in (None, row["executor"])
+    )
+
+
+def heartbeat(
+    connection: Connection, executor: str, beats: Sequence[Heartbeat], now: datetime
+) -> list[AttemptRef]:
+    latest = {beat.ref: beat.deadline for beat in beats}  # a repeated ref: its last beat counts
+    rows = lock_runs(connection, list(latest), FENCE_COLUMNS)
+    found = {ref: rows.get((ref.job_id, ref.run_id)) for ref in latest}
+    held = {ref: row for ref, row in found.items() if row is not None and _held(row, ref, executor)}
+    if held:
+        update_by_key(
+            connection,
+            "beats",
+            (("deadline", UtcDateTime()),),
+            [(row["job_id"], row["run_id"], row["schedule_time"], latest[ref]) for ref, row in held.items()],
+            # update_time is left alone: it marks changes a reader can see, and beats are not one.
+            last_heartbeat_time=now,
+            heartbeat_deadline=FromBatch("deadline"),
+        )
+    return [ref for ref in latest if ref not in held]
+
+
+def report_progress(connection: Connection, reports: Sequence[ProgressReport], now: datetime) -> None:
+    rows = lock_runs(connection, [report.ref for report in reports], FENCE_COLUMNS)
+    # Only the holder's reports pass the fence, and its last one about a ref counts.
+    latest: dict[AttemptRef, tuple[RowMapping, ProgressReport]] = {}
+    for report in reports:
+        row = rows.get((report.ref.job_id, report.ref.run_id))
+        if row is not None and _held(row, report.ref, report.executor):
+            latest[report.ref] = (row, report)
+    if latest:
+        update_by_key(
+            connection,
+            "progress",
+            (("progress", Float()), ("message", Text())),
+            [
+                (row["job_id"], row["run_id"], row["schedule_time"], report.progress, report.message)
+                for row, report in latest.values()
+            ],
+            progress=FromBatch("progress"),
+            progress_message=FromBatch("message"),
+            update_time=now,
+        )
+
+
+# Ends ------------------------------------------------------------------------------------------------------
+
+
+def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+    for end in ends:
+        _check(end)
+    rows = lock_runs(connection, [end.ref for end in ends])
+    applied: dict[AttemptRef, tuple[AttemptEnd, RowMapping]] = {}
+    for end in ends:
+        row = rows.get((end.ref.job_id, end.ref.run_id))
+        if row is not None and end.ref not in applied and _held(row, end.ref, end.executor):
+            applied[end.ref] = (end, row)
+    if not applied:
+        return []
+    history = [_attempt_values(end, row) for end, row in applied.values()]
+    # The key (job, run, attempt) cannot be taken while the fence held; skipping is for safety only.
+    insert_rows(connection, run_attempts, _HISTORY_COLUMNS, history, skip_taken=True)
+    retries = [(e, r) for e, r in applied.values() if e.run_state is RunState.SCHEDULED]
+    finals = [(e, r) for e, r in applied.values() if e.run_state is not RunState.SCHEDULED]
+    if retries:
+        update_by_key(
+            connection,
+            "retries",
+            (("due_time", UtcDateTime()), ("end_time", UtcDateTime()), ("first_start_time", UtcDateTime())),
+            [
+                (
+                    r["job_id"],
+                    r["run_id"],
+                    r["schedule_time"],
+                    e.retry_due_time,
+                    e.end_time,
+                    _first_start(e, r),
+                )
+                for e, r in retries
+            ],
+            # The next attempt starts from scratch; first_start_time and the history keep the earlier ones.
+            attempt=job_runs.c.attempt + 1,
+            state=RunState.SCHEDULED.value,
+            due_time=FromBatch("due_time"),
+            first_start_time=FromBatch("first_start_time"),
+            update_time=FromBatch("end_time"),
+            **dict.fromkeys(_EXECUTION_FIELDS),
+            progress=0.0,
+            progress_message="",
+        )
+    if finals:
+        columns = (
+            ("state", Text()),
+            ("start_time", UtcDateTime()),
+            ("first_start_time", UtcDateTime()),
+            ("end_time", UtcDateTime()),
+            ("exit_code", Integer()),
+            ("error_type", Text()),
+            ("error_message", Text()),
+        )
+        update_by_key(
+            connection,
+            "finals",
+            columns,
+            [_final_row(e, r) for e, r in finals],
+            **{name: FromBatch(name) for name, _ in columns},
+            update_time=FromBatch("end_time"),
+            heartbeat_deadline=None,  # not running any more: out of the sweeper's index
+        )
+    return [end.ref for end in ends if end.ref in applied and applied[end.ref][0] is end]
+
+
+_EXECUTION_FIELDS = (
+    "executor",
+    "dispatch_time",
+    "start_time",
+    "last_heartbeat_time",
+    "heartbeat_deadline",
+    "end_time",
+    "exit_code",
+    "error_type",
+    "error_message",
+)
+
+
+def _final_row(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
+    key = (row["job_id"], row["run_id"], row["schedule_time"])
+    values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
+    return (*key, *values, end.exit_code, end.error_type, end.error_message)
+
+
+def _first_start(end: AttemptEnd, row: RowMapping) -> Any:
+    """The executor's report says when the first attempt's process really started; the claim only said when
+    it would."""
+    return end.start_time if end.ref.attempt == 1 and end.start_time else row["first_start_time"]
+
+
+def _check(end: AttemptEnd) -> None:
+    if not end.attempt_state.is_terminal:
+        raise ValueError(f"{end.ref}: an attempt ends in a terminal state, not {end.attempt_state}")
+    if end.run_state is RunState.SCHEDULED:
+        if end.retry_due_time is None:
+            raise ValueError(f"{end.ref}: a retry needs its retry_due_time")
+    elif not end.run_state.is_terminal:
+        raise ValueError(f"{end.ref}: a run goes on to a terminal state or SCHEDULED, not {end.run_state}")
+
+
+_HISTORY_COLUMNS = tuple((column.name, column.type) for column in run_attempts.c)
+
+
+def _attempt_values(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
+    values = {
+        "job_id": end.ref.job_id,
+        "run_id": end.ref.run_id,
+        "attempt": end.ref.attempt,
+        "state": end.attempt_state.value,
+        "executor": row["executor"],
+        # The executor's own start (when its process started) is the better record; else the claim's.
+        "start_time": end.start_time or row["start_time"],
+        "end_time": end.end_time,
+        "exit_code": end.exit_code,
+        "error_type": end.error_type,
+        "error_message": end.error_message,
+    }
+    return tuple(values[name] for name, _ in _HISTORY_COLUMNS)

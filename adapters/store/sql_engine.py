@@ -1,0 +1,123 @@
+"""Engines of the SQL store: per-dialect connection settings, write transactions, driver-error translation."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from jobmesh.core.errors import JobmeshError, StoreUnavailable
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+_WRITE = "jobmesh_write"
+_TRANSIENT = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+
+
+def make_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    # pre-ping: a replica survives a database restart without handing out dead pooled connections.
+    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
+    if parsed.get_driver_name() == "psycopg":
+        event.listen(engine, "connect", _binary_arrays)
+    return engine
+
+
+def _binary_arrays(dbapi_connection: Any, _record: object) -> None:
+    """Lists (the pipeline's batch arrays, `sql_batch`) go to PostgreSQL in binary: psycopg's text format
+    escapes every element through a regular expression, a quarter of a 500-run batch's time."""
+    from psycopg.types.array import ListBinaryDumper
+
+    dbapi_connection.adapters.register_dumper(list, ListBinaryDumper)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        # Take transaction control from pysqlite so `_on_begin` decides how each transaction starts.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            f"busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+            "foreign_keys=ON",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # A writer takes the write lock up front: a deferred transaction that reads and then writes fails
+        # at once with SQLITE_BUSY (no busy wait) when another writer committed in between.
+        immediate = connection.get_execution_options().get(_WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as plain:
+        connection = plain.execution_options(**{_WRITE: True})
+        with connection.begin():
+            yield connection
+
+
+def run_write(engine: Engine, work: Callable[[Connection], R], *, attempts: int = 3) -> R:
+    """`work` in a write transaction, run again when PostgreSQL aborted it for a deadlock or a
+    serialization failure: batches over overlapping runs (a sweep and a report) can still meet in an
+    unlucky order, and the whole transaction is safe to repeat."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with write_transaction(engine) as connection:
+                return work(connection)
+        except sa_exc.OperationalError as error:
+            if attempt == attempts or getattr(error.orig, "sqlstate", None) not in _TRANSIENT:
+                raise
+    raise AssertionError("unreachable")
+
+
+@contextmanager
+def read_connection(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as connection:
+        yield connection
+
+
+def translate_errors(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], R]:
+    """Turns driver errors into the project's: unreachable or locked database → StoreUnavailable."""
+
+    @wraps(method)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError) as error:
+            raise StoreUnavailable(f"database unavailable: {_summary(error)}") from error
+        except sa_exc.DBAPIError as error:
+            if error.connection_invalidated:
+                raise StoreUnavailable(f"database connection lost: {_summary(error)}") from error
+            raise JobmeshError(f"database error: {_summary(error)}") from error
+
+    return wrapper
+
+
+def _summary(error: Any) -> str:
+    original = getattr(error, "orig", None) or error
+    return str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__

@@ -1,0 +1,185 @@
+"""The watcher's statements: due and stale runs, QUEUED marks, cron materialisation, overlap and lost-attempt
+scans, and attempt lookups. Each function runs inside the caller's transaction.
+
+Scans spell run states as literals so their partial indexes apply (INDEXES.md); batches of refs join
+`job_runs` through `sql_batch`, pruned to the partitions of their run ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, RowMapping, Select, literal_column, select, update
+
+from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.adapters.store.sql_batch import (
+    ACTIVE,
+    FENCE_COLUMNS,
+    HELD,
+    chunks,
+    lock_runs,
+    run_rows,
+    runs_of,
+    state_is,
+    update_by_key,
+)
+from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row, run_values
+from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
+from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
+
+
+def _dispatchables(connection: Connection, statement: Select[tuple[object, ...]]) -> list[Dispatchable]:
+    """The runs `statement` selects, with their jobs' specs fetched by primary key in a second statement.
+    Not a join: the planner misjudges how few runs a window scan returns (due time and partition are
+    correlated) and would hash-join a sequential scan of every job; this way each spec also travels once."""
+    runs = [run_from_row(row) for row in connection.execute(statement).mappings()]
+    specs: dict[str, bytes] = {}
+    for chunk in chunks(sorted({run.job_id for run in runs})):
+        found = connection.execute(select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(chunk)))
+        specs.update((job_id, bytes(spec)) for job_id, spec in found)
+    return [Dispatchable(run, specs[run.job_id]) for run in runs]
+
+
+def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dispatchable]:
+    statement = (
+        select(job_runs)
+        # due_time >= schedule_time always: the second bound prunes the partitions of later days.
+        .where(state_is(RunState.SCHEDULED), job_runs.c.due_time <= until, job_runs.c.schedule_time <= until)
+        .order_by(job_runs.c.due_time)
+        .limit(limit)
+    )
+    return _dispatchables(connection, statement)
+
+
+def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
+    # Locked by key and fenced in Python, then written by key (see sql_batch): a claim may have come first.
+    rows = lock_runs(connection, refs, FENCE_COLUMNS)
+    changed: dict[AttemptRef, RowMapping] = {}
+    for ref in refs:
+        row = rows.get((ref.job_id, ref.run_id))
+        if row is not None and row["attempt"] == ref.attempt and row["state"] == RunState.SCHEDULED:
+            changed[ref] = row
+    if changed:
+        update_by_key(
+            connection,
+            "queued",
+            (),
+            [(row["job_id"], row["run_id"], row["schedule_time"]) for row in changed.values()],
+            state=RunState.QUEUED.value,
+            dispatch_time=now,
+            update_time=now,
+        )
+    return list(changed)
+
+
+def stale_queued(connection: Connection, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
+    statement = (
+        select(job_runs)
+        .where(state_is(RunState.QUEUED), job_runs.c.dispatch_time < dispatched_before)
+        .order_by(job_runs.c.dispatch_time)
+        .limit(limit)
+    )
+    return _dispatchables(connection, statement)
+
+
+def cron_jobs_due(connection: Connection, until: datetime, *, limit: int) -> list[JobRecord]:
+    statement = (
+        select(*JOB_COLUMNS)
+        .where(
+            jobs.c.state == literal_column(f"'{JobState.ACTIVE.value}'"),  # ix_jobs_next_run_time's predicate
+            jobs.c.schedule_kind == ScheduleKind.CRON.value,
+            jobs.c.next_run_time <= until,
+        )
+        .order_by(jobs.c.next_run_time)
+        .limit(limit)
+    )
+    return [job_from_row(row) for row in connection.execute(statement).mappings()]
+
+
+def materialize(
+    connection: Connection,
+    job_id: str,
+    *,
+    expected_next_run_time: datetime,
+    runs: Sequence[RunRecord],
+    next_run_time: datetime | None,
+    completed: bool,
+) -> list[RunRecord]:
+    for run in runs:
+        if run.job_id != job_id or run.trigger is not RunTrigger.SCHEDULE:
+            raise ValueError(f"jobs/{run.job_id}/runs/{run.run_id}: not a scheduled occurrence of {job_id}")
+    # The job row's lock serializes watchers over this job: partitioned job_runs cannot hold a unique
+    # (job, schedule time) constraint, so "each occurrence once" (invariant 7) is checked under it.
+    lock = (
+        select(jobs.c.state, jobs.c.next_run_time)
+        .where(jobs.c.job_id == job_id)
+        .with_for_update(key_share=True)
+    )
+    job = connection.execute(lock).first()
+    if job is None or job.state != JobState.ACTIVE or job.next_run_time != expected_next_run_time:
+        return []  # another watcher got there first, or the job changed under us
+    fresh = _first_per_time(runs)
+    if fresh:
+        existing = connection.execute(
+            select(job_runs.c.schedule_time).where(
+                job_runs.c.job_id == job_id,
+                job_runs.c.trigger == literal_column(f"'{RunTrigger.SCHEDULE.value}'"),
+                job_runs.c.schedule_time.in_([run.schedule_time for run in fresh]),
+            )
+        ).scalars()
+        taken = set(existing)
+        fresh = [run for run in fresh if run.schedule_time not in taken]
+    if fresh:
+        connection.execute(job_runs.insert(), [run_values(run) for run in fresh])
+    # Neither version nor update_time moves: they (and the etag) belong to the user's edits.
+    state = JobState.COMPLETED.value if completed else jobs.c.state
+    connection.execute(
+        update(jobs).where(jobs.c.job_id == job_id).values(next_run_time=next_run_time, state=state)
+    )
+    return fresh
+
+
+def _first_per_time(runs: Sequence[RunRecord]) -> list[RunRecord]:
+    seen: set[datetime] = set()
+    first = []
+    for run in runs:
+        if run.schedule_time not in seen:
+            seen.add(run.schedule_time)
+            first.append(run)
+    return first
+
+
+def active_runs(connection: Connection, job_ids: Sequence[str]) -> Mapping[str, list[RunRecord]]:
+    found: dict[str, list[RunRecord]] = {job_id: [] for job_id in job_ids}
+    for chunk in chunks(sorted(set(job_ids))):
+        statement = (
+            select(job_runs)
+            .where(job_runs.c.job_id.in_(chunk), state_is(*ACTIVE))
+            .order_by(job_runs.c.job_id, job_runs.c.schedule_time, job_runs.c.run_id)
+        )
+        for row in connection.execute(statement).mappings():
+            found[row["job_id"]].append(run_from_row(row))
+    return found
+
+
+def lost_attempts(connection: Connection, now: datetime, *, limit: int) -> list[Dispatchable]:
+    statement = (
+        select(job_runs)
+        .where(state_is(*HELD), job_runs.c.heartbeat_deadline < now)
+        .order_by(job_runs.c.heartbeat_deadline)
+        .limit(limit)
+    )
+    return _dispatchables(connection, statement)
+
+
+def attempts(connection: Connection, refs: Sequence[AttemptRef]) -> dict[AttemptRef, Dispatchable]:
+    wanted = set(refs)
+    found: dict[AttemptRef, Dispatchable] = {}
+    for chunk in chunks(run_rows(wanted)):
+        batch, match = runs_of(connection, chunk)
+        for item in _dispatchables(connection, select(job_runs).join(batch, match)):
+            current = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
+            if current in wanted:
+                found[current] = item
+    return found

@@ -1,0 +1,210 @@
+"""List queries: filters compiled to SQL, keyset pagination and opaque page tokens.
+
+A page token is urlsafe base64 of JSON `{"f": fingerprint, "k": [sort values of the page's last row]}`. The
+fingerprint hashes the resource, its scope, the filter and the order, so a token replayed with another query
+is refused rather than silently skipping rows. Sort values are taken from the SQL expressions themselves
+(selected as extra columns), so the next page continues exactly where the database's order left off.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    Select,
+    and_,
+    bindparam,
+    func,
+    not_,
+    or_,
+    tuple_,
+    type_coerce,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.filters import Comparison, ListQuery, OrderKey
+from jobmesh.core.ports.store import Page
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+T = TypeVar("T")
+
+_OPERATORS: Mapping[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    expr: ColumnElement[Any]
+    descending: bool
+    is_time: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """How one resource is listed: its filterable fields, sortable expressions and tie-break ids."""
+
+    kind: str
+    fields: Mapping[str, ColumnElement[Any]]
+    sortable: Mapping[str, ColumnElement[Any]]
+    tiebreak: tuple[ColumnElement[Any], ...]
+    labels: ColumnElement[Any]
+
+
+def where_clauses(
+    listing: Listing, comparisons: Sequence[Comparison], dialect: str
+) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    for comparison in comparisons:
+        if comparison.field == "labels":
+            clauses.append(_label_clause(listing.labels, comparison, dialect))
+        else:
+            expr = listing.fields[comparison.field]
+            clauses.append(_OPERATORS[comparison.operator](expr, comparison.value))
+    return clauses
+
+
+def _label_clause(labels: ColumnElement[Any], comparison: Comparison, dialect: str) -> ColumnElement[bool]:
+    """`labels.k = v`, `labels.k != v` (also true when k is absent: = and != split the rows), `labels:k`."""
+    key = comparison.label_key or ""
+    if dialect == "postgresql":
+        document = type_coerce(labels, JSONB)
+        if comparison.operator == ":":
+            has_key: ColumnElement[bool] = document.has_key(key)
+            return has_key
+        # `@>` is what the GIN index on labels answers.
+        contains = document.contains({key: comparison.value})
+        return contains if comparison.operator == "=" else not_(contains)
+    path = f'$."{key}"'  # label keys never contain a double quote (see filtering._LABEL_KEY)
+    if comparison.operator == ":":
+        return func.json_type(labels, path).is_not(None)
+    equal = func.coalesce(func.json_extract(labels, path) == comparison.value, False)
+    return equal if comparison.operator == "=" else not_(equal)
+
+
+def sort_keys(listing: Listing, order_by: Sequence[OrderKey]) -> list[SortKey]:
+    keys = [_sort_key(listing.sortable[key.field], key.descending) for key in order_by]
+    descending = keys[-1].descending if keys else False
+    used = {str(key.expr) for key in keys}
+    keys += [_sort_key(expr, descending) for expr in listing.tiebreak if str(expr) not in used]
+    return keys
+
+
+def _sort_key(expr: ColumnElement[Any], descending: bool) -> SortKey:
+    return SortKey(expr, descending, expr.type.python_type is datetime)
+
+
+def fetch_page(
+    connection: Connection,
+    statement: Select[Any],
+    *,
+    listing: Listing,
+    query: ListQuery,
+    scope: Sequence[object],
+    convert: Callable[[RowMapping], T],
+) -> Page[T]:
+    """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids."""
+    keys = sort_keys(listing, query.order_by)
+    fingerprint = _fingerprint(listing.kind, scope, query)
+    if query.page_token:
+        statement = statement.where(_after(keys, decode_token(query.page_token, fingerprint, keys)))
+    size = query.page_size if 0 < query.page_size <= MAX_PAGE_SIZE else _clamp(query.page_size)
+    statement = (
+        statement.add_columns(*(key.expr.label(f"_k{i}") for i, key in enumerate(keys)))
+        .order_by(*(key.expr.desc() if key.descending else key.expr.asc() for key in keys))
+        .limit(size + 1)
+    )
+    rows = connection.execute(statement).mappings().all()
+    page = rows[:size]
+    token = ""
+    if len(rows) > size:
+        token = encode_token(fingerprint, [page[-1][f"_k{i}"] for i in range(len(keys))])
+    return Page([convert(row) for row in page], token)
+
+
+def _clamp(page_size: int) -> int:
+    return DEFAULT_PAGE_SIZE if page_size <= 0 else MAX_PAGE_SIZE
+
+
+def _after(keys: Sequence[SortKey], values: Sequence[Any]) -> ColumnElement[bool]:
+    """Rows strictly after `values` in the keys' order."""
+    binds = [bindparam(None, value, type_=key.expr.type) for key, value in zip(keys, values, strict=True)]
+    if all(key.descending == keys[0].descending for key in keys):
+        # One row comparison: PostgreSQL turns it into an index range on a matching index.
+        left, right = tuple_(*(key.expr for key in keys)), tuple_(*binds)
+        return left < right if keys[0].descending else left > right
+    branches = []
+    for i, key in enumerate(keys):
+        beyond = key.expr < binds[i] if key.descending else key.expr > binds[i]
+        branches.append(and_(*(keys[j].expr == binds[j] for j in range(i)), beyond))
+    return or_(*branches)
+
+
+def _fingerprint(kind: str, scope: Sequence[object], query: ListQuery) -> str:
+    described = [
+        kind,
+        [str(part) for part in scope],
+        [[c.field, c.operator, c.label_key, _plain(c.value)] for c in query.comparisons],
+        [[key.field, key.descending] for key in query.order_by],
+    ]
+    return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:16]
+
+
+def _plain(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def encode_token(fingerprint: str, values: Sequence[Any]) -> str:
+    payload = json.dumps({"f": fingerprint, "k": [_plain(value) for value in values]}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def decode_token(token: str, fingerprint: str, keys: Sequence[SortKey]) -> list[Any]:
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        values = payload["k"]
+        matches = payload["f"] == fingerprint
+    except (binascii.Error, ValueError, TypeError, KeyError):
+        raise _bad_token("not a page token from this API") from None
+    if not matches:
+        raise _bad_token("made for another filter or order_by: start again from the first page")
+    if not isinstance(values, list) or len(values) != len(keys):
+        raise _bad_token("not a page token from this API")
+    return [_decoded(value, key) for value, key in zip(values, keys, strict=True)]
+
+
+def _decoded(value: object, key: SortKey) -> Any:
+    if not isinstance(value, str):
+        raise _bad_token("not a page token from this API")
+    if not key.is_time:
+        return value
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise _bad_token("not a page token from this API") from None
+    if moment.tzinfo is None:
+        raise _bad_token("not a page token from this API")
+    return moment
+
+
+def _bad_token(description: str) -> InvalidArgument:
+    return InvalidArgument.single("page_token", description)

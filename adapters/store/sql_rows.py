@@ -1,0 +1,139 @@
+"""Conversions between the store's records and table rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import RowMapping
+
+from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.core.records import (
+    AttemptRecord,
+    JobRecord,
+    JobState,
+    LogRecord,
+    Priority,
+    RunRecord,
+    RunState,
+    RunTrigger,
+    ScheduleKind,
+)
+
+_RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
+_RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def timeout_ms(timeout: timedelta) -> int:
+    """A heartbeat timeout as stored: whole milliseconds (the wire's precision is plenty for a timeout)."""
+    return timeout // _MILLISECOND
+
+
+def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id,
+        "spec": job.spec,
+        "display_name": job.display_name,
+        "labels": dict(job.labels),
+        "schedule_kind": job.schedule_kind.value,
+        "priority": job.priority.value,
+        "queue": job.queue,
+        "state": job.state.value,
+        "next_run_time": job.next_run_time,
+        "create_time": job.create_time,
+        "update_time": job.update_time,
+        "version": job.version,
+        "request_id": job.request_id,
+        "request_hash": job.request_hash,
+        "first_run_id": first_run_id,
+    }
+
+
+def job_from_row(row: RowMapping) -> JobRecord:
+    return JobRecord(
+        job_id=row["job_id"],
+        spec=bytes(row["spec"]),
+        display_name=row["display_name"],
+        labels=dict(row["labels"]),
+        schedule_kind=ScheduleKind(row["schedule_kind"]),
+        priority=Priority(row["priority"]),
+        queue=row["queue"],
+        state=JobState(row["state"]),
+        next_run_time=row["next_run_time"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        version=row["version"],
+        request_id=row["request_id"],
+        request_hash=row["request_hash"],
+    )
+
+
+def run_values(run: RunRecord) -> dict[str, Any]:
+    values: dict[str, Any] = {name: getattr(run, name) for name in _RUN_PLAIN_FIELDS}
+    values.update(
+        state=run.state.value,
+        trigger=run.trigger.value,
+        priority=run.priority.value,
+        progress=float(run.progress),
+        heartbeat_timeout_ms=timeout_ms(run.heartbeat_timeout),
+    )
+    return values
+
+
+def run_from_row(
+    row: RowMapping, attempts: Sequence[AttemptRecord] = (), *, changes: Mapping[str, Any] | None = None
+) -> RunRecord:
+    """The run a row holds; with `changes` (plain fields and `state`), as it is once they are written (the
+    claim builds its answer so, without a dataclasses.replace per run on its hot path)."""
+    plain = {name: row[name] for name in _RUN_PLAIN_FIELDS}
+    state = row["state"]
+    if changes:
+        plain.update(changes)
+        state = plain.pop("state", state)
+    return RunRecord(
+        **plain,
+        state=RunState(state),
+        trigger=RunTrigger(row["trigger"]),
+        priority=Priority(row["priority"]),
+        progress=float(row["progress"]),
+        heartbeat_timeout=row["heartbeat_timeout_ms"] * _MILLISECOND,
+        previous_attempts=tuple(attempts),
+    )
+
+
+def attempt_from_row(row: RowMapping) -> AttemptRecord:
+    return AttemptRecord(
+        attempt=row["attempt"],
+        state=RunState(row["state"]),
+        executor=row["executor"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        exit_code=row["exit_code"],
+        error_type=row["error_type"],
+        error_message=row["error_message"],
+    )
+
+
+def log_values(record: LogRecord) -> dict[str, Any]:
+    return {
+        "job_id": record.job_id,
+        "run_id": record.run_id,
+        "sequence": record.sequence,
+        "attempt": record.attempt,
+        "time": record.time,
+        "stream": record.stream,
+        "text": record.text,
+    }
+
+
+def log_from_row(row: RowMapping) -> LogRecord:
+    return LogRecord(**{name: row[name] for name in log_columns()})
+
+
+def log_columns() -> tuple[str, ...]:
+    return ("job_id", "run_id", "sequence", "attempt", "time", "stream", "text")
+
+
+JOB_COLUMNS = tuple(column for column in jobs.c if column.name != "first_run_id")

@@ -1,0 +1,212 @@
+"""Run and log statements of the SQL store. Each function runs inside the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from sqlalchemy import Connection, RowMapping, func, literal, select, text, tuple_, update
+
+from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
+from jobmesh.adapters.store.sql_batch import chunks, insert_rows
+from jobmesh.adapters.store.sql_jobs import upsert_ignoring_conflicts
+from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
+from jobmesh.adapters.store.sql_rows import (
+    attempt_from_row,
+    log_from_row,
+    log_values,
+    run_from_row,
+    run_values,
+)
+from jobmesh.core.errors import NotFound
+from jobmesh.core.filters import ListQuery
+from jobmesh.core.ids import schedule_window
+from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
+from jobmesh.core.records import JobState, LogRecord, RunRecord, RunState
+
+
+def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
+    far_future = literal(FAR_FUTURE, UtcDateTime())
+    return Listing(
+        kind="runs",
+        fields={
+            "state": job_runs.c.state,
+            "job": job_runs.c.job_id,
+            "attempt": job_runs.c.attempt,
+            "trigger": job_runs.c.trigger,
+            # Unassigned reads as "" (the proto default), so `executor = ""` finds runs nobody took yet.
+            "executor": func.coalesce(job_runs.c.executor, ""),
+            **{name: job_runs.c[name] for name in ("schedule_time", "due_time", "start_time", "end_time")},
+            **{name: job_runs.c[name] for name in ("create_time", "update_time")},
+        },
+        sortable={
+            **{
+                name: job_runs.c[name] for name in ("schedule_time", "due_time", "create_time", "update_time")
+            },
+            "start_time": func.coalesce(job_runs.c.start_time, far_future),
+            "end_time": func.coalesce(job_runs.c.end_time, far_future),
+        },
+        tiebreak=tuple(job_runs.c[name] for name in tiebreak),
+        labels=jobs.c.labels,
+    )
+
+
+# Within one job the job id is constant: leaving it out of the keyset lets the (job_id, schedule_time, run_id)
+# index answer the row comparison as a range.
+RUN_LISTING = _run_listing(("job_id", "run_id"))
+ONE_JOB_RUN_LISTING = _run_listing(("run_id",))
+
+
+def _not_found(job_id: str, run_id: str) -> NotFound:
+    return NotFound(f"jobs/{job_id}/runs/{run_id}")
+
+
+def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
+    # The job row's lock serializes run creation per job: partitioned job_runs cannot have a unique
+    # (job_id, run_id) or (job_id, request_id) constraint, so both are checked here. It also orders the
+    # insert against delete_job, so no run sneaks in after the job's runs were cancelled.
+    lock = select(jobs.c.state).where(jobs.c.job_id == run.job_id).with_for_update(key_share=True)
+    state = connection.execute(lock).scalar()
+    if state is None or state == JobState.DELETED:
+        raise NotFound(f"jobs/{run.job_id}")
+    if run.request_id is not None:
+        earlier = connection.execute(
+            select(job_runs.c.run_id, job_runs.c.request_hash)
+            .where(job_runs.c.job_id == run.job_id, job_runs.c.request_id == run.request_id)
+            .limit(1)
+        ).first()
+        if earlier is not None:
+            if earlier.request_hash != run.request_hash:
+                return CreateRunOutcome(CreateStatus.REQUEST_ID_REUSED)
+            return CreateRunOutcome(CreateStatus.REPLAYED, get_run(connection, run.job_id, earlier.run_id))
+    if _find(connection, run.job_id, run.run_id) is not None:
+        return CreateRunOutcome(CreateStatus.ID_TAKEN)
+    connection.execute(job_runs.insert(), run_values(run))
+    return CreateRunOutcome(CreateStatus.CREATED, run)
+
+
+def _find(connection: Connection, job_id: str, run_id: str, *, lock: bool = False) -> RowMapping | None:
+    statement = select(job_runs).where(job_runs.c.job_id == job_id, job_runs.c.run_id == run_id)
+    window = schedule_window(run_id)
+    if window is not None:
+        # Our run ids carry their schedule time's millisecond: the lookup prunes to one partition.
+        statement = statement.where(
+            job_runs.c.schedule_time >= window[0], job_runs.c.schedule_time < window[1]
+        )
+    # Otherwise each partition answers through the (job_id, run_id, ...) primary key prefix.
+    if lock:
+        statement = statement.with_for_update()
+    return connection.execute(statement).mappings().first()
+
+
+def get_run(connection: Connection, job_id: str, run_id: str) -> RunRecord:
+    row = _find(connection, job_id, run_id)
+    if row is None:
+        raise _not_found(job_id, run_id)
+    attempts = connection.execute(
+        select(run_attempts)
+        .where(
+            run_attempts.c.job_id == job_id,
+            run_attempts.c.run_id == run_id,
+            run_attempts.c.attempt < row["attempt"],
+        )
+        .order_by(run_attempts.c.attempt)
+    )
+    return run_from_row(row, [attempt_from_row(attempt) for attempt in attempts.mappings()])
+
+
+def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> Page[RunRecord]:
+    listing = RUN_LISTING if job_id is None else ONE_JOB_RUN_LISTING
+    statement = select(job_runs).where(*where_clauses(listing, query.comparisons, connection.dialect.name))
+    if job_id is not None:
+        statement = statement.where(job_runs.c.job_id == job_id)
+    if any(comparison.field == "labels" for comparison in query.comparisons):
+        statement = statement.join_from(job_runs, jobs, jobs.c.job_id == job_runs.c.job_id)
+    return fetch_page(
+        connection, statement, listing=listing, query=query, scope=("job", job_id), convert=run_from_row
+    )
+
+
+def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+    row = _find(connection, job_id, run_id, lock=True)
+    if row is None:
+        raise _not_found(job_id, run_id)
+    state = RunState(row["state"])
+    this_run = update(job_runs).where(
+        job_runs.c.job_id == job_id,
+        job_runs.c.run_id == run_id,
+        job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
+    )
+    if state.is_pending:
+        connection.execute(
+            this_run.values(
+                state=RunState.CANCELLED.value,
+                end_time=now,
+                update_time=now,
+                error_type="Cancelled",
+                error_message=reason,
+            )
+        )
+    elif state is RunState.RUNNING:
+        connection.execute(this_run.values(state=RunState.CANCELLING.value, update_time=now))
+    return get_run(connection, job_id, run_id)
+
+
+def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:
+    if records:
+        connection.execute(upsert_ignoring_conflicts(connection, run_logs), [log_values(r) for r in records])
+
+
+def list_logs(
+    connection: Connection, job_id: str, run_id: str, *, after_sequence: int, limit: int
+) -> list[LogRecord]:
+    if limit <= 0:
+        return []
+    rows = connection.execute(
+        select(run_logs)
+        .where(run_logs.c.job_id == job_id, run_logs.c.run_id == run_id, run_logs.c.sequence > after_sequence)
+        .order_by(run_logs.c.sequence)
+        .limit(limit)
+    )
+    return [log_from_row(row) for row in rows.mappings()]
+
+
+# Separate from the maintenance lock keys (0x6A6D_0001, 0x6A6D_0002): those use the one-bigint key space,
+# this the two-int one, and PostgreSQL keeps the two apart.
+_LOG_LOCK_CLASS = 0x6A6D_0003
+
+
+def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> list[LogRecord]:
+    """Numbers each run's lines after its last stored one, in the given order, and stores them."""
+    runs = sorted({(line.job_id, line.run_id) for line in lines})
+    if not runs:
+        return []
+    if connection.dialect.name == "postgresql":
+        # Two replicas appending to one run (a reconnected stream) would read the same maximum: a per-run
+        # advisory lock, taken in key order, serializes them without touching the run's row.
+        connection.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(:class, hashtext(job_id || '/' || run_id)) "
+                "FROM unnest(CAST(:jobs AS text[]), CAST(:runs AS text[])) AS r(job_id, run_id) "
+                "ORDER BY job_id, run_id"
+            ),
+            {"class": _LOG_LOCK_CLASS, "jobs": [j for j, _ in runs], "runs": [r for _, r in runs]},
+        )
+    last: dict[tuple[str, str], int] = dict.fromkeys(runs, 0)
+    for chunk in chunks(runs):
+        found = connection.execute(
+            select(run_logs.c.job_id, run_logs.c.run_id, func.max(run_logs.c.sequence))
+            .where(tuple_(run_logs.c.job_id, run_logs.c.run_id).in_(chunk))
+            .group_by(run_logs.c.job_id, run_logs.c.run_id)
+        )
+        last.update({(job_id, run_id): top for job_id, run_id, top in found})
+    stored = []
+    for line in lines:
+        key = (line.job_id, line.run_id)
+        last[key] += 1
+        stored.append(replace(line, sequence=last[key]))
+    columns = [(column.name, column.type) for column in run_logs.c]
+    rows = [tuple(log_values(line)[name] for name, _ in columns) for line in stored]
+    insert_rows(connection, run_logs, columns, rows, skip_taken=False)
+    return stored

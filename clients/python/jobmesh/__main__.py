@@ -1,5 +1,0 @@
-import sys
-
-from jobmesh.cli import main
-
-sys.exit(main())

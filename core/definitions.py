@@ -1,0 +1,140 @@
+"""From a validated job definition to the records to store: its columns, next run time and first run."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from google.protobuf.message import Message
+
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.records import (
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    JobRecord,
+    JobState,
+    RunRecord,
+    RunState,
+    RunTrigger,
+)
+from jobmesh.core.schedules import next_occurrence, parse_cron
+from jobmesh.core.timestamps import to_datetime, to_timedelta
+from jobmesh.server.api.resources import priority_of, schedule_kind_of, spec_of
+from jobmesh.server.config import SchedulingPolicy
+from jobmesh.v1 import job_pb2
+
+
+def request_hash(request: Message) -> str:
+    return hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """What a schedule asks for now: the run to create at once, the next occurrence left, the job's state."""
+
+    first_run_time: datetime | None
+    next_run_time: datetime | None
+    state: JobState
+
+
+def plan_schedule(job: job_pb2.Job, now: datetime, policy: SchedulingPolicy) -> Planned:
+    """One-shot schedules create their run at once. A cron job creates its first occurrence at once when it
+    is due within the threshold; `next_run_time` is always the next occurrence not yet made into a run."""
+    kind = job.schedule.WhichOneof("kind")
+    if kind == "run_at":
+        return Planned(to_datetime(job.schedule.run_at), None, JobState.COMPLETED)
+    if kind == "cron":
+        occurrence = first_cron_occurrence(job.schedule.cron, now)
+        if occurrence is None:
+            return Planned(None, None, JobState.COMPLETED)
+        if occurrence - now > policy.immediate_threshold:
+            return Planned(None, occurrence, JobState.ACTIVE)
+        following = next_cron_occurrence(job.schedule.cron, occurrence)
+        return Planned(occurrence, following, JobState.ACTIVE if following else JobState.COMPLETED)
+    return Planned(now, None, JobState.COMPLETED)
+
+
+def first_cron_occurrence(cron: job_pb2.Schedule.Cron, now: datetime) -> datetime | None:
+    after = now
+    if cron.HasField("start_time"):
+        start = to_datetime(cron.start_time)
+        if start > now:
+            after = start - timedelta(microseconds=1)  # an occurrence exactly at start_time counts
+    return next_cron_occurrence(cron, after)
+
+
+def next_cron_occurrence(cron: job_pb2.Schedule.Cron, after: datetime) -> datetime | None:
+    occurrence = next_occurrence(parse_cron(cron.expression, cron.time_zone), after)
+    if cron.HasField("end_time") and occurrence > to_datetime(cron.end_time):
+        return None
+    return occurrence
+
+
+def build_job(
+    job_id: str,
+    job: job_pb2.Job,
+    now: datetime,
+    policy: SchedulingPolicy,
+    *,
+    request_id: str = "",
+    request_digest: str = "",
+) -> tuple[JobRecord, RunRecord | None]:
+    plan = plan_schedule(job, now, policy)
+    record = JobRecord(
+        job_id=job_id,
+        spec=spec_of(job),
+        display_name=job.display_name,
+        labels=dict(job.labels),
+        schedule_kind=schedule_kind_of(job),
+        priority=priority_of(job),
+        queue=job.queue or "default",
+        state=plan.state,
+        next_run_time=plan.next_run_time,
+        create_time=now,
+        update_time=now,
+        request_id=request_id or None,
+        request_hash=request_digest or None,
+    )
+    first_run = None
+    if plan.first_run_time is not None:
+        first_run = new_run(
+            record, plan.first_run_time, now, RunTrigger.SCHEDULE, heartbeat_timeout=heartbeat_timeout_of(job)
+        )
+    return record, first_run
+
+
+def heartbeat_timeout_of(job: job_pb2.Job) -> timedelta:
+    timeout = job.heartbeat_timeout
+    return to_timedelta(timeout) if timeout.seconds or timeout.nanos else DEFAULT_HEARTBEAT_TIMEOUT
+
+
+def new_run(
+    job: JobRecord,
+    schedule_time: datetime,
+    now: datetime,
+    trigger: RunTrigger,
+    *,
+    replay_of: str | None = None,
+    request_id: str = "",
+    request_digest: str = "",
+    heartbeat_timeout: timedelta | None = None,
+) -> RunRecord:
+    """`heartbeat_timeout` saves decoding the job's spec when the caller has it (create, cron occurrences)."""
+    if heartbeat_timeout is None:
+        heartbeat_timeout = heartbeat_timeout_of(job_pb2.Job.FromString(job.spec))
+    return RunRecord(
+        job_id=job.job_id,
+        run_id=new_run_id(schedule_time),
+        schedule_time=schedule_time,
+        due_time=schedule_time,
+        state=RunState.SCHEDULED,
+        trigger=trigger,
+        priority=job.priority,
+        queue=job.queue,
+        create_time=now,
+        update_time=now,
+        replay_of=replay_of,
+        request_id=request_id or None,
+        request_hash=request_digest or None,
+        heartbeat_timeout=heartbeat_timeout,
+    )

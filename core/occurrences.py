@@ -1,0 +1,60 @@
+"""Cron occurrences to make into runs: between a job's next run time and the end of the watcher's window.
+
+Occurrences missed by more than the catch-up window (the watcher or the job was down, or paused) are skipped.
+Jitter delays an occurrence by a fraction of the job's jitter that is derived from the job and the occurrence,
+so that every watcher computes the same schedule time for it (one run per occurrence, invariant 7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from jobmesh.core.schedules import next_occurrence, parse_cron
+from jobmesh.core.timestamps import to_datetime, to_timedelta
+from jobmesh.v1 import job_pb2
+
+DEFAULT_CATCHUP_WINDOW = timedelta(minutes=5)
+MAX_PER_PASS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Schedule times of the runs to make, the next occurrence left (None: the schedule has ended), and the
+    first occurrence skipped as too old to catch up (None when nothing was skipped)."""
+
+    schedule_times: list[datetime] = field(default_factory=list)
+    next_run_time: datetime | None = None
+    skipped_since: datetime | None = None
+
+
+def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta:
+    if jitter <= timedelta(0):
+        return timedelta(0)
+    digest = hashlib.blake2b(f"{job_id}@{occurrence.isoformat()}".encode(), digest_size=8).digest()
+    fraction = int.from_bytes(digest) / 2**64
+    return timedelta(microseconds=int(jitter / timedelta(microseconds=1) * fraction))
+
+
+def plan_occurrences(
+    job_id: str, cron: job_pb2.Schedule.Cron, next_run_time: datetime, until: datetime, now: datetime
+) -> Plan:
+    spec = parse_cron(cron.expression, cron.time_zone)
+    end = to_datetime(cron.end_time) if cron.HasField("end_time") else None
+    catchup = to_timedelta(cron.catchup_window) if cron.HasField("catchup_window") else DEFAULT_CATCHUP_WINDOW
+    jitter = to_timedelta(cron.jitter)
+    times: list[datetime] = []
+    skipped_since = None
+    occurrence: datetime | None = next_run_time
+    if next_run_time < now - catchup:
+        skipped_since = next_run_time
+        occurrence = next_occurrence(spec, now - catchup - timedelta(microseconds=1))
+    while occurrence is not None and occurrence <= until and len(times) < MAX_PER_PASS:
+        if end is not None and occurrence > end:
+            break
+        times.append(occurrence + jitter_of(job_id, occurrence, jitter))
+        occurrence = next_occurrence(spec, occurrence)
+    if occurrence is not None and end is not None and occurrence > end:
+        occurrence = None
+    return Plan(times, occurrence, skipped_since)

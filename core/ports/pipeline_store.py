@@ -1,0 +1,180 @@
+"""The pipeline's store port: what the watcher and the executors' streams need from the database.
+
+Every method is one transaction and batches its rows: 10,000 runs a second pass through `claim`,
+`heartbeat` and `finish_attempts`. An attempt is named by `AttemptRef`; a write about an attempt applies only
+while the run is still on that attempt and in the expected state (the fence), so a late report from an
+executor declared lost, or a duplicate message, changes nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from jobmesh.core.ports.store import Store
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class AttemptRef:
+    job_id: str
+    run_id: str
+    attempt: int
+
+    @property
+    def run_name(self) -> str:
+        return f"jobs/{self.job_id}/runs/{self.run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatchable:
+    """A run ready to hand to the queue, with its job's definition (the serialized `jobmesh.v1.Job`)."""
+
+    run: RunRecord
+    spec: bytes
+
+
+class ClaimStatus(enum.Enum):
+    GRANTED = "granted"  # SCHEDULED or QUEUED on this attempt: now RUNNING on this executor
+    DUPLICATE = "duplicate"  # already RUNNING (or ended) on this attempt: a duplicate delivery
+    CANCELLED = "cancelled"  # cancelled before it started
+    STALE = "stale"  # the run is on another attempt
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    ref: AttemptRef
+    status: ClaimStatus
+    # For GRANTED: the run as it is now (RUNNING), whose due_time the executor must not start before.
+    run: RunRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    ref: AttemptRef
+    # The attempt is declared lost when no heartbeat comes before this.
+    deadline: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """How an attempt ended and what becomes of its run.
+
+    `run_state` is the run's new state: terminal, or SCHEDULED for a retry (then the run moves to attempt + 1,
+    due at `retry_due_time`). `attempt_state` is how this attempt ended, kept in the attempt history.
+    """
+
+    ref: AttemptRef
+    attempt_state: RunState
+    run_state: RunState
+    end_time: datetime
+    start_time: datetime | None = None
+    exit_code: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    retry_due_time: datetime | None = None
+    # Only this executor's report applies; None for the sweeper (it fences on the heartbeat deadline instead).
+    executor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressReport:
+    ref: AttemptRef
+    executor: str
+    progress: float
+    message: str
+
+
+class PipelineStore(Protocol):
+    # The watcher ------------------------------------------------------------------------------------------
+
+    def due_runs(self, until: datetime, *, limit: int) -> list[Dispatchable]:
+        """SCHEDULED runs with `due_time <= until`, earliest first."""
+        ...
+
+    def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
+        """SCHEDULED → QUEUED with `dispatch_time = now`, for those still SCHEDULED on that attempt.
+        Returns the ones changed."""
+        ...
+
+    def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
+        """QUEUED runs dispatched before the given time and never claimed: their message may be lost (Kafka
+        wiped), so the watcher sends them again (a duplicate is refused at claim)."""
+        ...
+
+    def cron_jobs_due(self, until: datetime, *, limit: int) -> list[JobRecord]:
+        """ACTIVE cron jobs whose `next_run_time <= until`, earliest first."""
+        ...
+
+    def materialize(
+        self,
+        job_id: str,
+        *,
+        expected_next_run_time: datetime,
+        runs: Sequence[RunRecord],
+        next_run_time: datetime | None,
+        completed: bool,
+    ) -> list[RunRecord]:
+        """Under the job row's lock: when the job is still ACTIVE with `next_run_time ==
+        expected_next_run_time`, inserts the runs whose (job, SCHEDULE trigger, schedule_time) does not exist
+        yet, and sets `next_run_time` (and COMPLETED when `completed`) without bumping the version (the etag
+        is the user's, not the scheduler's). Returns the runs inserted; [] when another watcher got there
+        first. Invariant 7: an occurrence exists once per (job, schedule time)."""
+        ...
+
+    def active_runs(self, job_ids: Sequence[str]) -> Mapping[str, list[RunRecord]]:
+        """The QUEUED, RUNNING and CANCELLING runs of each job (for overlap policies)."""
+        ...
+
+    def lost_attempts(self, now: datetime, *, limit: int) -> list[Dispatchable]:
+        """RUNNING or CANCELLING runs whose heartbeat deadline has passed."""
+        ...
+
+    # The executors' streams -------------------------------------------------------------------------------
+
+    def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+        """One claim per ref, in order. GRANTED sets RUNNING, executor, start_time = last_heartbeat_time =
+        now, first_start_time when unset, and the heartbeat deadline = now + the run's heartbeat timeout. A
+        claim succeeds once per attempt."""
+        ...
+
+    def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:
+        """Sets last_heartbeat_time = now and the deadline for attempts this executor still holds (RUNNING
+        or CANCELLING on that attempt). Returns the refs that are NOT held any more (fenced)."""
+        ...
+
+    def attempts(self, refs: Sequence[AttemptRef]) -> Mapping[AttemptRef, Dispatchable]:
+        """The runs currently on these attempts (whatever their state), with their jobs' definitions."""
+        ...
+
+    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        """Applies each end whose run is still RUNNING or CANCELLING on that attempt (and held by `executor`
+        when given): records the attempt in the history, then sets the run's new state (a retry: attempt + 1,
+        SCHEDULED, due at `retry_due_time`, execution fields cleared). Returns the refs applied."""
+        ...
+
+    def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
+        """Sets progress and its message on attempts the executor holds; others are ignored."""
+        ...
+
+    def append_attempt_logs(self, lines: Sequence[LogRecord]) -> list[LogRecord]:
+        """Stores log lines, assigning each run's next sequence numbers in the given order (the `sequence`
+        given is ignored). Returns the stored lines."""
+        ...
+
+    # Leadership -------------------------------------------------------------------------------------------
+
+    def try_lease(self, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
+        """Takes or renews the lease `name` for `holder` until now + ttl, unless another holder's lease is
+        still valid. True when `holder` holds it."""
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None: ...
+
+
+class SchedulerStore(Store, PipelineStore, Protocol):
+    """Both ports: what the SQL store implements and the watcher and server use."""

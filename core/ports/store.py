@@ -1,0 +1,145 @@
+"""The store port: what the business logic needs from a database, and nothing about which one.
+
+Adapters (SQL over PostgreSQL or SQLite) implement `Store` and raise only the project's errors
+(`jobmesh.core.errors`): `NotFound`, `EtagMismatch`, `StoreUnavailable`, `InvalidArgument` for a bad page
+token. Every method is synchronous and safe to call from several threads.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, Protocol, TypeVar
+
+from jobmesh.core.filters import ListQuery
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_page_token: str
+
+
+class CreateStatus(enum.Enum):
+    CREATED = "created"
+    # The same request_id was seen before with the same request hash: `job`/`run` is the earlier result.
+    REPLAYED = "replayed"
+    # The same request_id was seen before with a different request hash.
+    REQUEST_ID_REUSED = "request_id_reused"
+    # The job id is taken (by another request).
+    ID_TAKEN = "id_taken"
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job to insert, with the run that is due at once (immediate or within the threshold), if any."""
+
+    job: JobRecord
+    first_run: RunRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateJobOutcome:
+    status: CreateStatus
+    job: JobRecord | None = None
+    first_run: RunRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRunOutcome:
+    status: CreateStatus
+    run: RunRecord | None = None
+
+
+class Store(Protocol):
+    # Jobs ------------------------------------------------------------------------------------------------
+
+    def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
+        """Inserts jobs (and their first runs) in one transaction; one outcome per item, in order.
+
+        An item whose `request_id` was used before is not inserted: REPLAYED when its `request_hash` matches
+        (the earlier job and its first run are returned), REQUEST_ID_REUSED otherwise. An item whose job id is
+        taken is ID_TAKEN. Other items are CREATED whatever happens to their neighbours.
+        """
+        ...
+
+    def get_job(self, job_id: str, *, include_deleted: bool = False) -> JobRecord:
+        """Raises NotFound (`jobs/{job_id}`) when missing, or deleted and not `include_deleted`."""
+        ...
+
+    def update_job(self, job: JobRecord, *, expected_version: int | None) -> JobRecord:
+        """Replaces the job's writable columns (spec, display_name, labels, schedule_kind, priority, queue,
+        state, next_run_time) and sets update_time; bumps version by one.
+
+        Raises NotFound when missing or deleted; EtagMismatch when `expected_version` is given and differs.
+        Returns the stored record.
+        """
+        ...
+
+    def delete_job(
+        self, job_id: str, *, expected_version: int | None, now: datetime
+    ) -> tuple[JobRecord, int]:
+        """Marks the job DELETED (next_run_time cleared, version bumped) and, in the same transaction,
+        cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING.
+
+        Returns the deleted job and how many runs were cancelled or set cancelling. NotFound / EtagMismatch as
+        in update_job.
+        """
+        ...
+
+    def list_jobs(self, query: ListQuery, *, show_deleted: bool) -> Page[JobRecord]:
+        """A page of jobs matching `query.comparisons`, in `query.order_by` order (ties broken by job id).
+
+        `page_token` is the previous page's `next_page_token`; a token that does not decode, or was made for
+        another filter or order, raises InvalidArgument on field `page_token`.
+        """
+        ...
+
+    # Runs ------------------------------------------------------------------------------------------------
+
+    def create_run(self, run: RunRecord) -> CreateRunOutcome:
+        """Inserts a run (RunJobNow, ReplayRun), idempotent on (job_id, request_id) like create_jobs.
+
+        Raises NotFound when the job is missing or deleted.
+        """
+        ...
+
+    def get_run(self, job_id: str, run_id: str) -> RunRecord:
+        """The run with its previous attempts. Raises NotFound (`jobs/{job_id}/runs/{run_id}`)."""
+        ...
+
+    def list_runs(self, job_id: str | None, query: ListQuery) -> Page[RunRecord]:
+        """A page of runs of one job (or of every job when `job_id` is None), filtered and ordered as in
+        list_jobs (ties broken by run id). The `labels` comparisons apply to the run's job's labels.
+        `previous_attempts` may be left empty in list results."""
+        ...
+
+    def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+        """SCHEDULED or QUEUED becomes CANCELLED (end_time = now, error type `Cancelled`, message = reason);
+        RUNNING becomes CANCELLING. A run already CANCELLING or terminal is returned unchanged.
+        Raises NotFound."""
+        ...
+
+    # Logs ------------------------------------------------------------------------------------------------
+
+    def append_logs(self, records: Sequence[LogRecord]) -> None:
+        """Stores log lines; each (job_id, run_id, sequence) once (a repeated one is ignored)."""
+        ...
+
+    def list_logs(self, job_id: str, run_id: str, *, after_sequence: int, limit: int) -> list[LogRecord]:
+        """Lines of a run with sequence > after_sequence, in sequence order, at most `limit`."""
+        ...
+
+    # Maintenance -------------------------------------------------------------------------------------------
+
+    def maintain_partitions(self, now: datetime) -> None:
+        """Creates the run partitions the coming days need and drops those past retention. A no-op on
+        stores without partitions."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,77 @@
+"""What becomes of a run when an attempt ends: done, retried after a backoff, failed, or dead-lettered."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef
+from jobmesh.core.records import RunState
+from jobmesh.core.timestamps import to_timedelta
+from jobmesh.v1 import job_pb2
+
+DEFAULT_INITIAL_BACKOFF = timedelta(seconds=1)
+DEFAULT_MULTIPLIER = 2.0
+DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
+JITTER = 0.1  # each delay is stretched by up to 10%: retries of many runs failing together spread out
+RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an attempt ended, as reported by its executor or decided by the sweeper."""
+
+    state: RunState
+    end_time: datetime
+    start_time: datetime | None = None
+    exit_code: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+
+def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> timedelta:
+    """The delay before attempt `attempt + 1`: initial * multiplier^(attempt - 1), capped, plus jitter."""
+    initial = (
+        to_timedelta(policy.initial_backoff)
+        if policy.HasField("initial_backoff")
+        else DEFAULT_INITIAL_BACKOFF
+    )
+    multiplier = policy.backoff_multiplier or DEFAULT_MULTIPLIER
+    cap = to_timedelta(policy.max_backoff) if policy.HasField("max_backoff") else DEFAULT_MAX_BACKOFF
+    exponent = min(attempt - 1, 64)  # beyond this the cap applies anyway; keeps the float finite
+    delay = min(initial.total_seconds() * multiplier**exponent, cap.total_seconds())
+    return timedelta(seconds=delay * (1 + JITTER * rng.random()))
+
+
+def decide(
+    ref: AttemptRef,
+    outcome: Outcome,
+    policy: job_pb2.RetryPolicy,
+    *,
+    rng: random.Random,
+    executor: str | None,
+) -> AttemptEnd:
+    """The run's next state: a retry while the policy allows one, else the outcome itself, or DEAD_LETTERED
+    when a retry policy (more than one attempt) was spent."""
+    retry_due = None
+    run_state = outcome.state
+    if outcome.state in RETRYABLE_OUTCOMES:
+        retryable = outcome.error_type not in set(policy.non_retryable_error_types)
+        if retryable and ref.attempt < policy.max_attempts:
+            run_state = RunState.SCHEDULED
+            retry_due = outcome.end_time + backoff(policy, ref.attempt, rng)
+        elif policy.max_attempts > 1:
+            run_state = RunState.DEAD_LETTERED
+    return AttemptEnd(
+        ref=ref,
+        attempt_state=outcome.state,
+        run_state=run_state,
+        end_time=outcome.end_time,
+        start_time=outcome.start_time,
+        exit_code=outcome.exit_code,
+        error_type=outcome.error_type,
+        error_message=outcome.error_message,
+        retry_due_time=retry_due,
+        executor=executor,
+    )

@@ -1,0 +1,5 @@
+import sys
+
+from jobmesh.processes.command import main
+
+sys.exit(main())

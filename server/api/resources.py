@@ -1,0 +1,144 @@
+"""Records to API messages and back."""
+
+from __future__ import annotations
+
+from jobmesh.core.records import (
+    AttemptRecord,
+    JobRecord,
+    JobState,
+    LogRecord,
+    Priority,
+    RunRecord,
+    RunState,
+    RunTrigger,
+    ScheduleKind,
+)
+from jobmesh.core.timestamps import to_duration, to_timestamp
+from jobmesh.v1 import job_pb2, run_pb2
+
+OUTPUT_ONLY_JOB_FIELDS = ("name", "state", "next_run_time", "create_time", "update_time", "etag")
+
+_PRIORITIES = {
+    job_pb2.PRIORITY_HIGH: Priority.HIGH,
+    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
+    job_pb2.PRIORITY_LOW: Priority.LOW,
+    job_pb2.PRIORITY_UNSPECIFIED: Priority.NORMAL,
+}
+_JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
+_RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
+_RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
+_LOG_STREAMS = {
+    name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
+}
+_SCHEDULE_KINDS = {
+    "immediate": ScheduleKind.IMMEDIATE,
+    "run_at": ScheduleKind.RUN_AT,
+    "cron": ScheduleKind.CRON,
+}
+
+
+def job_name(job_id: str) -> str:
+    return f"jobs/{job_id}"
+
+
+def run_name(job_id: str, run_id: str) -> str:
+    return f"jobs/{job_id}/runs/{run_id}"
+
+
+def etag_of(version: int) -> str:
+    return str(version)
+
+
+def version_of_etag(etag: str) -> int | None:
+    """The version an etag names; None for a string no etag of ours looks like (it can never match)."""
+    return int(etag) if etag.isdigit() and len(etag) < 19 else None
+
+
+def priority_of(job: job_pb2.Job) -> Priority:
+    return _PRIORITIES[job.priority]
+
+
+def schedule_kind_of(job: job_pb2.Job) -> ScheduleKind:
+    return _SCHEDULE_KINDS[job.schedule.WhichOneof("kind") or "immediate"]
+
+
+def spec_of(job: job_pb2.Job) -> bytes:
+    """The writable part of a job, serialized deterministically (output-only fields cleared)."""
+    spec = job_pb2.Job()
+    spec.CopyFrom(job)
+    for field in OUTPUT_ONLY_JOB_FIELDS:
+        spec.ClearField(field)  # type: ignore[arg-type]
+    return spec.SerializeToString(deterministic=True)
+
+
+def job_to_proto(record: JobRecord) -> job_pb2.Job:
+    job = job_pb2.Job.FromString(record.spec)
+    job.name = job_name(record.job_id)
+    job.state = _JOB_STATES[record.state]
+    if record.next_run_time is not None:
+        job.next_run_time.CopyFrom(to_timestamp(record.next_run_time))
+    job.create_time.CopyFrom(to_timestamp(record.create_time))
+    job.update_time.CopyFrom(to_timestamp(record.update_time))
+    job.etag = etag_of(record.version)
+    return job
+
+
+def run_to_proto(record: RunRecord) -> run_pb2.Run:
+    run = run_pb2.Run(
+        name=run_name(record.job_id, record.run_id),
+        attempt=record.attempt,
+        state=_RUN_STATES[record.state],
+        executor=record.executor or "",
+        progress=record.progress,
+        progress_message=record.progress_message,
+        trigger=_RUN_TRIGGERS[record.trigger],
+        replay_of=record.replay_of or "",
+    )
+    _set_times(run, record)
+    if record.exit_code is not None:
+        run.exit_code = record.exit_code
+    if record.error_type or record.error_message:
+        run.error.type = record.error_type or ""
+        run.error.message = record.error_message or ""
+    if record.first_start_time is not None:
+        run.lateness.CopyFrom(to_duration(record.first_start_time - record.schedule_time))
+    run.previous_attempts.extend(attempt_to_proto(attempt) for attempt in record.previous_attempts)
+    return run
+
+
+def _set_times(run: run_pb2.Run, record: RunRecord) -> None:
+    for field in ("schedule_time", "due_time", "create_time", "update_time"):
+        getattr(run, field).CopyFrom(to_timestamp(getattr(record, field)))
+    for field in ("dispatch_time", "start_time", "last_heartbeat_time", "end_time"):
+        value = getattr(record, field)
+        if value is not None:
+            getattr(run, field).CopyFrom(to_timestamp(value))
+
+
+def attempt_to_proto(record: AttemptRecord) -> run_pb2.RunAttempt:
+    attempt = run_pb2.RunAttempt(
+        attempt=record.attempt,
+        state=_RUN_STATES[record.state],
+        executor=record.executor or "",
+    )
+    if record.start_time is not None:
+        attempt.start_time.CopyFrom(to_timestamp(record.start_time))
+    if record.end_time is not None:
+        attempt.end_time.CopyFrom(to_timestamp(record.end_time))
+    if record.exit_code is not None:
+        attempt.exit_code = record.exit_code
+    if record.error_type or record.error_message:
+        attempt.error.type = record.error_type or ""
+        attempt.error.message = record.error_message or ""
+    return attempt
+
+
+def log_to_proto(record: LogRecord) -> run_pb2.LogLine:
+    line = run_pb2.LogLine(
+        sequence=record.sequence,
+        attempt=record.attempt,
+        stream=_LOG_STREAMS[record.stream],
+        text=record.text,
+    )
+    line.time.CopyFrom(to_timestamp(record.time))
+    return line
