@@ -27,8 +27,9 @@ from sqlalchemy.engine import make_url
 
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.attempts import AttemptEnd, AttemptRef
 from jobmesh.core.ids import new_run_id
-from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef, ClaimStatus, Heartbeat
+from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import (
     JobRecord,

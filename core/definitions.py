@@ -9,19 +9,57 @@ from datetime import datetime, timedelta
 from google.protobuf.message import Message
 
 from jobmesh.core.ids import new_run_id
+from jobmesh.core.occurrences import first_cron_occurrence, next_cron_occurrence
 from jobmesh.core.records import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     JobRecord,
     JobState,
+    Priority,
     RunRecord,
     RunState,
     RunTrigger,
+    ScheduleKind,
 )
-from jobmesh.core.schedules import next_occurrence, parse_cron
 from jobmesh.core.timestamps import to_datetime, to_timedelta
-from jobmesh.server.api.resources import priority_of, schedule_kind_of, spec_of
-from jobmesh.server.config import SchedulingPolicy
 from jobmesh.v1 import job_pb2
+
+OUTPUT_ONLY_JOB_FIELDS = ("name", "state", "next_run_time", "create_time", "update_time", "etag")
+_PRIORITIES = {
+    job_pb2.PRIORITY_HIGH: Priority.HIGH,
+    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
+    job_pb2.PRIORITY_LOW: Priority.LOW,
+    job_pb2.PRIORITY_UNSPECIFIED: Priority.NORMAL,
+}
+_SCHEDULE_KINDS = {
+    "immediate": ScheduleKind.IMMEDIATE,
+    "run_at": ScheduleKind.RUN_AT,
+    "cron": ScheduleKind.CRON,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingPolicy:
+    """Rules the write path applies when it creates runs."""
+
+    # A run due within this is created and handed to the queue at once (the immediate bypass).
+    immediate_threshold: timedelta = timedelta(minutes=1)
+
+
+def priority_of(job: job_pb2.Job) -> Priority:
+    return _PRIORITIES[job.priority]
+
+
+def schedule_kind_of(job: job_pb2.Job) -> ScheduleKind:
+    return _SCHEDULE_KINDS[job.schedule.WhichOneof("kind") or "immediate"]
+
+
+def spec_of(job: job_pb2.Job) -> bytes:
+    """The writable part of a job, serialized deterministically (output-only fields cleared)."""
+    spec = job_pb2.Job()
+    spec.CopyFrom(job)
+    for field in OUTPUT_ONLY_JOB_FIELDS:
+        spec.ClearField(field)  # type: ignore[arg-type]
+    return spec.SerializeToString(deterministic=True)
 
 
 def request_hash(request: Message) -> str:
@@ -52,22 +90,6 @@ def plan_schedule(job: job_pb2.Job, now: datetime, policy: SchedulingPolicy) -> 
         following = next_cron_occurrence(job.schedule.cron, occurrence)
         return Planned(occurrence, following, JobState.ACTIVE if following else JobState.COMPLETED)
     return Planned(now, None, JobState.COMPLETED)
-
-
-def first_cron_occurrence(cron: job_pb2.Schedule.Cron, now: datetime) -> datetime | None:
-    after = now
-    if cron.HasField("start_time"):
-        start = to_datetime(cron.start_time)
-        if start > now:
-            after = start - timedelta(microseconds=1)  # an occurrence exactly at start_time counts
-    return next_cron_occurrence(cron, after)
-
-
-def next_cron_occurrence(cron: job_pb2.Schedule.Cron, after: datetime) -> datetime | None:
-    occurrence = next_occurrence(parse_cron(cron.expression, cron.time_zone), after)
-    if cron.HasField("end_time") and occurrence > to_datetime(cron.end_time):
-        return None
-    return occurrence
 
 
 def build_job(

@@ -7,19 +7,17 @@ which the claim refuses. Nothing is lost either way (invariants 1 and 4).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import queue as queue_module
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
-from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef, Dispatchable, PipelineStore
+from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
-from jobmesh.core.records import Priority, RunRecord, RunState
+from jobmesh.core.records import Priority
 from jobmesh.core.timestamps import to_duration, to_timestamp
-from jobmesh.server.api.resources import run_name
-from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
+from jobmesh.v1 import dispatch_pb2, job_pb2
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +28,11 @@ _PRIORITIES = {
 }
 
 
-def ref_of(run: RunRecord) -> AttemptRef:
-    return AttemptRef(run.job_id, run.run_id, run.attempt)
-
-
 def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
     job = job_pb2.Job.FromString(item.spec)
     run = item.run
     message = dispatch_pb2.DispatchedRun(
-        attempt=executor_control_pb2.AttemptRef(run=run_name(run.job_id, run.run_id), attempt=run.attempt),
+        attempt=AttemptRef.of(run).to_proto(),
         target=job.target,
         priority=_PRIORITIES[run.priority],
         queue=run.queue,
@@ -67,7 +61,7 @@ class Dispatcher:
         except QueueUnavailable as error:
             log.warning("queue unavailable, %d runs left for the watcher: %s", len(items), error)
             return False
-        self._store.mark_queued([ref_of(item.run) for item in items], now)
+        self._store.mark_queued([AttemptRef.of(item.run) for item in items], now)
         return True
 
 
@@ -82,63 +76,7 @@ def send_dead_letters(queue: RunQueue, items: Sequence[Dispatchable], now: datet
         log.warning("dead-letter topic unavailable for %d runs: %s", len(items), error)
 
 
-class BackgroundDispatcher:
-    """The server's immediate bypass, off the request path: creates return once the database has the runs,
-    and one thread publishes whatever accumulated meanwhile in one batch (a group commit for the queue).
+class Handoff(Protocol):
+    """What hands runs to the queue: a `Dispatcher`, or the server's batching bypass in front of one."""
 
-    A batch the queue refuses is dropped: its runs are SCHEDULED in the database and the watcher sends them.
-    """
-
-    def __init__(self, dispatcher: Dispatcher, max_batch: int = 5000) -> None:
-        self._dispatcher = dispatcher
-        self._max_batch = max_batch
-        self._pending: queue_module.SimpleQueue[Dispatchable | None] = queue_module.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="jobmesh-dispatch", daemon=True)
-        self._thread.start()
-
-    def dispatch(self, items: Sequence[Dispatchable]) -> bool:
-        for item in items:
-            self._pending.put(item)
-        return True
-
-    def close(self, timeout: float = 10.0) -> None:
-        self._pending.put(None)
-        self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            first = self._pending.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self._max_batch:
-                try:
-                    item = self._pending.get_nowait()
-                except queue_module.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-            try:
-                self._dispatcher.dispatch(batch)
-            except Exception:  # the watcher covers these runs; the thread must live on
-                log.exception("immediate dispatch of %d runs failed; the watcher will send them", len(batch))
-            if stop:
-                return
-
-
-def retried(
-    ends: Sequence[AttemptEnd], applied: set[AttemptRef], current: Mapping[AttemptRef, Dispatchable]
-) -> list[Dispatchable]:
-    """The runs that applied ends scheduled for another attempt, as they are now (for the timer or queue)."""
-    out = []
-    for end in ends:
-        if end.ref in applied and end.run_state is RunState.SCHEDULED and end.retry_due_time is not None:
-            item = current[end.ref]
-            run = dataclasses.replace(
-                item.run, attempt=end.ref.attempt + 1, state=RunState.SCHEDULED, due_time=end.retry_due_time
-            )
-            out.append(Dispatchable(run, item.spec))
-    return out
+    def dispatch(self, items: Sequence[Dispatchable]) -> bool: ...

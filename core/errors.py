@@ -96,3 +96,12 @@ class StoreUnavailable(JobmeshError):
 
     code = grpc.StatusCode.UNAVAILABLE
     reason = "STORE_UNAVAILABLE"
+
+
+class InvalidConfig(ValueError):
+    """A component refused a configuration value; `field` names the config field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

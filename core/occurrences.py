@@ -1,4 +1,5 @@
-"""Cron occurrences to make into runs: between a job's next run time and the end of the watcher's window.
+"""Occurrences of a cron schedule: its first and next ones, and those to make into runs between a job's next
+run time and the end of the watcher's window.
 
 Occurrences missed by more than the catch-up window (the watcher or the job was down, or paused) are skipped.
 Jitter delays an occurrence by a fraction of the job's jitter that is derived from the job and the occurrence,
@@ -27,6 +28,22 @@ class Plan:
     schedule_times: list[datetime] = field(default_factory=list)
     next_run_time: datetime | None = None
     skipped_since: datetime | None = None
+
+
+def first_cron_occurrence(cron: job_pb2.Schedule.Cron, now: datetime) -> datetime | None:
+    after = now
+    if cron.HasField("start_time"):
+        start = to_datetime(cron.start_time)
+        if start > now:
+            after = start - timedelta(microseconds=1)  # an occurrence exactly at start_time counts
+    return next_cron_occurrence(cron, after)
+
+
+def next_cron_occurrence(cron: job_pb2.Schedule.Cron, after: datetime) -> datetime | None:
+    occurrence = next_occurrence(parse_cron(cron.expression, cron.time_zone), after)
+    if cron.HasField("end_time") and occurrence > to_datetime(cron.end_time):
+        return None
+    return occurrence
 
 
 def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta:

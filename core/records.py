@@ -86,6 +86,16 @@ class JobRecord:
     request_hash: str | None = None
 
 
+def etag_of(version: int) -> str:
+    """A job's etag (AIP-154): its version, which grows by one on every change."""
+    return str(version)
+
+
+def version_of_etag(etag: str) -> int | None:
+    """The version an etag names; None for a string no etag of ours looks like (it can never match)."""
+    return int(etag) if etag.isdigit() and len(etag) < 19 else None
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """One run of a job. Its current attempt is `attempt`; earlier ones are in `previous_attempts`."""

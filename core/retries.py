@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from jobmesh.core.ports.pipeline_store import AttemptEnd, AttemptRef
+from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.records import RunState
 from jobmesh.core.timestamps import to_timedelta
 from jobmesh.v1 import job_pb2
@@ -16,18 +15,6 @@ DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
 JITTER = 0.1  # each delay is stretched by up to 10%: retries of many runs failing together spread out
 RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How an attempt ended, as reported by its executor or decided by the sweeper."""
-
-    state: RunState
-    end_time: datetime
-    start_time: datetime | None = None
-    exit_code: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
 
 
 def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> timedelta:
@@ -46,7 +33,7 @@ def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> ti
 
 def decide(
     ref: AttemptRef,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     policy: job_pb2.RetryPolicy,
     *,
     rng: random.Random,

@@ -16,10 +16,10 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.executor.clock import now_ns, sleep_until, to_timestamp, within
-from jobmesh.executor.outbox import Outbox, ref_of
-from jobmesh.executor.outcomes import Outcome, Stop, StopReason, failed
+from jobmesh.executor.outbox import Outbox
+from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.runners import RunnerSettings, execute
 from jobmesh.v1 import dispatch_pb2, run_pb2
 from jobmesh.v1 import executor_control_pb2 as pb
@@ -32,7 +32,7 @@ REMEMBER_EARLY_STOP = 300.0  # seconds a cancel or fence for an attempt not (yet
 
 @dataclass(slots=True)
 class Attempt:
-    key: AttemptKey
+    key: AttemptRef
     run: dispatch_pb2.DispatchedRun
     start_ns: int  # not before this
     stop: Stop = field(default_factory=Stop)
@@ -61,30 +61,30 @@ class Attempts:
         self._settings = settings
         self._outbox = outbox
         self._capacity = capacity
-        self._held: dict[AttemptKey, Attempt] = {}
-        self._ran: OrderedDict[AttemptKey, None] = OrderedDict()
-        self._early_stops: dict[AttemptKey, tuple[StopReason, str, float]] = {}
+        self._held: dict[AttemptRef, Attempt] = {}
+        self._ran: OrderedDict[AttemptRef, None] = OrderedDict()
+        self._early_stops: dict[AttemptRef, tuple[StopReason, str, float]] = {}
         self._freed = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._held)
 
-    def __iter__(self) -> Iterator[AttemptKey]:
+    def __iter__(self) -> Iterator[AttemptRef]:
         return iter(list(self._held))
 
-    def keys(self) -> list[AttemptKey]:
+    def keys(self) -> list[AttemptRef]:
         return list(self._held)
 
     def free(self) -> int:
         return max(self._capacity - len(self._held), 0)
 
-    def holds(self, key: AttemptKey) -> bool:
+    def holds(self, key: AttemptRef) -> bool:
         return key in self._held
 
     def start(self, run: dispatch_pb2.DispatchedRun, start_ns: int) -> bool:
         """Holds a granted attempt: it starts at `start_ns` or at once if that has passed. False when it
         is already held or ran here, or was cancelled or fenced before its grant arrived."""
-        key = AttemptKey(run.attempt.run, run.attempt.attempt)
+        key = AttemptRef.from_proto(run.attempt)  # the queue's codec refuses a malformed one
         if key in self._held or key in self._ran:
             log.warning("attempt %s is already held or ran here: not started again", key)
             return False
@@ -96,15 +96,13 @@ class Attempts:
             self._report_unstarted(attempt)
             return False
         self._held[key] = attempt
-        attempt.task = asyncio.create_task(
-            self._run(attempt), name=f"jobmesh-attempt:{key.run}#{key.attempt}"
-        )
+        attempt.task = asyncio.create_task(self._run(attempt), name=f"jobmesh-attempt:{key}")
         return True
 
-    def cancel(self, key: AttemptKey, message: str) -> None:
+    def cancel(self, key: AttemptRef, message: str) -> None:
         self._stop(key, StopReason.CANCEL, self._settings.cancel_grace, message)
 
-    def fence(self, key: AttemptKey) -> None:
+    def fence(self, key: AttemptRef) -> None:
         """Kill at once and report nothing more: the server has given the attempt up."""
         self._stop(key, StopReason.FENCE, 0.0, "fenced by the server")
         self._outbox.forget(key)
@@ -133,7 +131,7 @@ class Attempts:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _stop(self, key: AttemptKey, reason: StopReason, grace: float, message: str) -> None:
+    def _stop(self, key: AttemptRef, reason: StopReason, grace: float, message: str) -> None:
         attempt = self._held.get(key)
         if attempt is not None:
             log.info("stopping %s: %s", key, message or reason.value)
@@ -145,7 +143,7 @@ class Attempts:
         self._early_stops = {k: v for k, v in self._early_stops.items() if v[2] > now}
         self._early_stops[key] = (reason, message, now + REMEMBER_EARLY_STOP)
 
-    def _remember_ran(self, key: AttemptKey) -> None:
+    def _remember_ran(self, key: AttemptRef) -> None:
         self._ran[key] = None
         while len(self._ran) > REMEMBER_RUN:
             self._ran.popitem(last=False)
@@ -184,16 +182,16 @@ class Attempts:
         reason = attempt.stop.reason
         if reason is StopReason.CANCEL:
             self._report(
-                attempt, Outcome(run_pb2.RUN_STATE_CANCELLED, None, "Cancelled", attempt.stop.message)
+                attempt, TargetOutcome(run_pb2.RUN_STATE_CANCELLED, None, "Cancelled", attempt.stop.message)
             )
         elif reason is StopReason.DRAIN:
             self._report(attempt, failed("Drained", attempt.stop.message))
 
-    def _report(self, attempt: Attempt, outcome: Outcome) -> None:
+    def _report(self, attempt: Attempt, outcome: TargetOutcome) -> None:
         if attempt.stop.reason is StopReason.FENCE:
             return
         result = pb.AttemptResult(
-            attempt=ref_of(attempt.key), state=outcome.state, end_time=to_timestamp(now_ns())
+            attempt=attempt.key.to_proto(), state=outcome.state, end_time=to_timestamp(now_ns())
         )
         if outcome.exit_code is not None:
             result.exit_code = outcome.exit_code
@@ -202,4 +200,4 @@ class Attempts:
             result.error.message = outcome.error_message
         if attempt.started_ns is not None:
             result.start_time.CopyFrom(to_timestamp(attempt.started_ns))
-        self._outbox.result(result)
+        self._outbox.result(attempt.key, result)

@@ -13,14 +13,14 @@ import os
 import signal
 import time
 
-from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
+from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.v1 import job_pb2, run_pb2
 
-MAX_LINE = 16 * 1024  # longer lines are split: a log line is a message field, not a file
 READERS_GRACE = 1.0  # after the group is gone, how long a pipe held by an escaped process may stay open
 
 
-async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop) -> Outcome:
+async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop) -> TargetOutcome:
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
     # Our own pipes rather than asyncio's: with those, Python 3.11's `Process.wait()` returns only once the
@@ -72,8 +72,8 @@ async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop
 
 
 class _LineReader(asyncio.Protocol):
-    """Turns one pipe's bytes into log lines. Splits lines longer than MAX_LINE (a log line is a message
-    field, not a file) and decodes leniently."""
+    """Turns one pipe's bytes into log lines. Splits lines longer than MAX_LOG_LINE_CHARS (a log line is a
+    message field, not a file) and decodes leniently."""
 
     def __init__(self, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> None:
         self._stream = stream
@@ -100,9 +100,9 @@ class _LineReader(asyncio.Protocol):
         *lines, self._pending = (self._pending + data).split(b"\n")
         for line in lines:
             self._emit(line)
-        while len(self._pending) > MAX_LINE:
-            self._emit(self._pending[:MAX_LINE])
-            self._pending = self._pending[MAX_LINE:]
+        while len(self._pending) > MAX_LOG_LINE_CHARS:
+            self._emit(self._pending[:MAX_LOG_LINE_CHARS])
+            self._pending = self._pending[MAX_LOG_LINE_CHARS:]
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._pending:
@@ -117,13 +117,15 @@ class _LineReader(asyncio.Protocol):
 
     def _emit(self, line: bytes) -> None:
         line = line.removesuffix(b"\r")
-        for start in range(0, max(len(line), 1), MAX_LINE):
-            self._io.log(self._stream, line[start : start + MAX_LINE].decode("utf-8", errors="replace"))
+        for start in range(0, max(len(line), 1), MAX_LOG_LINE_CHARS):
+            self._io.log(
+                self._stream, line[start : start + MAX_LOG_LINE_CHARS].decode("utf-8", errors="replace")
+            )
 
 
-def _outcome_of(returncode: int) -> Outcome:
+def _outcome_of(returncode: int) -> TargetOutcome:
     if returncode == 0:
-        return Outcome(SUCCEEDED.state, exit_code=0)
+        return TargetOutcome(SUCCEEDED.state, exit_code=0)
     if returncode < 0:
         name = _signal_name(-returncode)
         return failed("Signal", f"killed by signal {name}")

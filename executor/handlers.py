@@ -8,6 +8,7 @@ attempt with the exception's class name as the error type, so that retry policie
 from __future__ import annotations
 
 import asyncio
+import importlib
 import inspect
 import logging
 import math
@@ -16,7 +17,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 
-from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Outcome, Stop, failed
+from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
@@ -80,6 +81,37 @@ class HandlerRegistry:
 
         return decorate
 
+    @classmethod
+    def load(cls, spec: str) -> HandlerRegistry:
+        """The handlers that `MODULE:ATTR` names (ATTR may be dotted): a mapping of handler name to callable
+        (a dict, or a `HandlerRegistry`) in an importable MODULE. ValueError says what is wrong with it."""
+        module_name, _, attribute = spec.strip().partition(":")
+        if not module_name or not attribute:
+            raise ValueError(f"handlers {spec!r}: expected MODULE:ATTR, such as myapp.tasks:handlers")
+        try:
+            found: object = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(
+                f"handlers {spec!r}: cannot import {module_name!r} ({exc}; on PYTHONPATH?)"
+            ) from None
+        for part in attribute.split("."):
+            try:
+                found = getattr(found, part)
+            except AttributeError:
+                raise ValueError(
+                    f"handlers {spec!r}: {module_name!r} has no attribute {attribute!r}"
+                ) from None
+        if isinstance(found, HandlerRegistry):
+            return found
+        if not isinstance(found, Mapping):
+            raise ValueError(
+                f"handlers {spec!r}: a {type(found).__name__}, not a mapping of handler names to callables"
+            )
+        try:
+            return cls(found)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"handlers {spec!r}: {exc}") from None
+
     def get(self, name: str) -> Handler | None:
         return self._handlers.get(name)
 
@@ -104,7 +136,7 @@ async def run_handler(
     attempt: int,
     io: AttemptIO,
     stop: Stop,
-) -> Outcome:
+) -> TargetOutcome:
     function = registry.get(target.name)
     if function is None:
         known = ", ".join(registry.names()) or "none"
@@ -132,7 +164,9 @@ async def run_handler(
     return SUCCEEDED
 
 
-async def _stop(call: asyncio.Future[object], context: HandlerContext, stop: Stop, name: str) -> Outcome:
+async def _stop(
+    call: asyncio.Future[object], context: HandlerContext, stop: Stop, name: str
+) -> TargetOutcome:
     """Asks the handler to stop (the event; and CancelledError for an async one), waits for it until the
     stop's kill time, then abandons it."""
     context.cancelled.set()

@@ -11,14 +11,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TypeVar
 
-from jobmesh.core.ports.signals import AttemptKey, SignalBus, SignalsUnavailable
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import within
 from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.outbox import Outbox, ref_of
+from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.stream import ControlStream, StreamDown
 from jobmesh.v1 import executor_control_pb2 as pb
 
@@ -35,7 +36,7 @@ async def heartbeat_over_stream(stream: ControlStream, attempts: Attempts, outbo
     while True:
         await stream.wait_connected()
         with contextlib.suppress(StreamDown):
-            refs = [ref_of(key) for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
+            refs = [key.to_proto() for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
             stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
         await within(stream.wait_disconnected(), stream.heartbeat_interval)  # a reconnect beats at once
 
@@ -69,14 +70,14 @@ class Fallback:
                 for key in await self._cancelled(keys):
                     if self._attempts.holds(key):
                         self._attempts.cancel(key, "cancelled (found on the signal bus)")
-            await within(self._stream.wait_connected(), self._config.fallback_poll_interval)
+            await within(self._stream.wait_connected(), self._config.fallback_poll_interval.total_seconds())
 
-    async def _put_heartbeats(self, keys: list[AttemptKey]) -> None:
-        ttl = timedelta(seconds=self._config.fallback_heartbeat_ttl)
+    async def _put_heartbeats(self, keys: list[AttemptRef]) -> None:
+        ttl = self._config.fallback_heartbeat_ttl
         at = datetime.now(UTC)
         await self._call(self._bus.put_heartbeats, self._config.executor_id, keys, at, ttl)
 
-    async def _cancelled(self, keys: list[AttemptKey]) -> set[AttemptKey]:
+    async def _cancelled(self, keys: list[AttemptRef]) -> set[AttemptRef]:
         return await self._call(self._bus.cancelled, keys) or set()
 
     async def _call(self, function: Callable[..., T], *args: object) -> T | None:

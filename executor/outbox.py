@@ -15,30 +15,22 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.executor.clock import now_ns, to_timestamp, within
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 1024 * 1024  # well under gRPC's default 4 MiB receive limit
+BATCH_BYTES = 1024 * 1024  # a log batch stays well under the gRPC message limit
 MAX_RESULTS_PER_MESSAGE = 1000
 LINE_OVERHEAD = 48  # what a LogLine costs beyond its text, roughly
-MAX_LINE_CHARS = 16 * 1024  # longer lines (from handlers) are split, so that no message grows past the limit
-
-
-def ref_of(key: AttemptKey) -> pb.AttemptRef:
-    return pb.AttemptRef(run=key.run, attempt=key.attempt)
-
-
-def key_of(ref: pb.AttemptRef) -> AttemptKey:
-    return AttemptKey(ref.run, ref.attempt)
 
 
 @dataclass(slots=True)
 class _Line:
-    key: AttemptKey
+    key: AttemptRef
     line: run_pb2.LogLine
     size: int
 
@@ -61,16 +53,16 @@ class Outbox:
         self._max_results = max_results
         self._lines: deque[_Line] = deque()
         self._log_bytes = 0
-        self._dropped: dict[AttemptKey, int] = {}
-        self._progress: dict[AttemptKey, pb.ProgressUpdate] = {}
-        self._results: dict[AttemptKey, _Result] = {}
+        self._dropped: dict[AttemptRef, int] = {}
+        self._progress: dict[AttemptRef, pb.ProgressUpdate] = {}
+        self._results: dict[AttemptRef, _Result] = {}
         self._acked = asyncio.Event()
         self._acked.set()
 
-    def log(self, key: AttemptKey, stream: run_pb2.LogStream.ValueType, text: str) -> None:
+    def log(self, key: AttemptRef, stream: run_pb2.LogStream.ValueType, text: str) -> None:
         at = to_timestamp(now_ns())
-        for start in range(0, max(len(text), 1), MAX_LINE_CHARS):
-            piece = text[start : start + MAX_LINE_CHARS]
+        for start in range(0, max(len(text), 1), MAX_LOG_LINE_CHARS):
+            piece = text[start : start + MAX_LOG_LINE_CHARS]
             size = len(piece) + LINE_OVERHEAD
             if self._log_bytes + size > self._max_log_bytes:
                 self._dropped[key] = self._dropped.get(key, 0) + 1
@@ -81,11 +73,10 @@ class Outbox:
         if len(self._lines) >= self._flush_lines:
             self.due.set()
 
-    def progress(self, key: AttemptKey, fraction: float, message: str) -> None:
-        self._progress[key] = pb.ProgressUpdate(attempt=ref_of(key), progress=fraction, message=message)
+    def progress(self, key: AttemptRef, fraction: float, message: str) -> None:
+        self._progress[key] = pb.ProgressUpdate(attempt=key.to_proto(), progress=fraction, message=message)
 
-    def result(self, result: pb.AttemptResult) -> None:
-        key = key_of(result.attempt)
+    def result(self, key: AttemptRef, result: pb.AttemptResult) -> None:
         self._results.pop(key, None)
         if len(self._results) >= self._max_results:
             oldest = next(iter(self._results))
@@ -99,11 +90,12 @@ class Outbox:
 
     def acknowledge(self, refs: Iterable[pb.AttemptRef]) -> None:
         for ref in refs:
-            self._results.pop(key_of(ref), None)
+            if (key := AttemptRef.from_proto_or_none(ref)) is not None:
+                self._results.pop(key, None)
         if not self._results:
             self._acked.set()
 
-    def forget(self, key: AttemptKey) -> None:
+    def forget(self, key: AttemptRef) -> None:
         """A fenced attempt: nothing more of it is reported."""
         self._results.pop(key, None)
         self._progress.pop(key, None)
@@ -122,7 +114,7 @@ class Outbox:
         if self._results:
             self.due.set()
 
-    def awaiting_ack(self) -> list[AttemptKey]:
+    def awaiting_ack(self) -> list[AttemptRef]:
         """Attempts whose result the server has not acknowledged: still ours to keep alive."""
         return list(self._results)
 
@@ -158,15 +150,15 @@ class Outbox:
             kind = request.WhichOneof("message")
             if kind == "logs":
                 for chunk in request.logs.chunks:
-                    key = key_of(chunk.attempt)
+                    key = AttemptRef.from_proto(chunk.attempt)
                     lines += [_Line(key, line, len(line.text) + LINE_OVERHEAD) for line in chunk.lines]
             elif kind == "results":
                 for result in request.results.results:
-                    if (entry := self._results.get(key_of(result.attempt))) is not None:
+                    if (entry := self._results.get(AttemptRef.from_proto(result.attempt))) is not None:
                         entry.sent = False
             elif kind == "progress":
                 for update in request.progress.updates:
-                    self._progress.setdefault(key_of(update.attempt), update)
+                    self._progress.setdefault(AttemptRef.from_proto(update.attempt), update)
         self._lines.extendleft(reversed(lines))
         self._log_bytes += sum(entry.size for entry in lines)
 
@@ -181,14 +173,16 @@ class Outbox:
         self._dropped.clear()
         requests: list[pb.ConnectRequest] = []
         while self._lines:
-            chunks: dict[AttemptKey, list[run_pb2.LogLine]] = {}
+            chunks: dict[AttemptRef, list[run_pb2.LogLine]] = {}
             size = count = 0
-            while self._lines and size < MAX_MESSAGE_BYTES and count < self._flush_lines:
+            while self._lines and size < BATCH_BYTES and count < self._flush_lines:
                 entry = self._lines.popleft()
                 chunks.setdefault(entry.key, []).append(entry.line)
                 size += entry.size
                 count += 1
             self._log_bytes -= size
-            batch = pb.LogBatch(chunks=[pb.LogChunk(attempt=ref_of(k), lines=v) for k, v in chunks.items()])
+            batch = pb.LogBatch(
+                chunks=[pb.LogChunk(attempt=k.to_proto(), lines=v) for k, v in chunks.items()]
+            )
             requests.append(pb.ConnectRequest(logs=batch))
         return requests

@@ -1,5 +1,5 @@
-"""What the runners share: how an attempt ended (`Outcome`), how it is told to stop (`Stop`), and where it
-writes its logs and progress (`AttemptIO`)."""
+"""What the runners share: how a target ended (`TargetOutcome`), how it is told to stop (`Stop`), and where
+it writes its logs and progress (`AttemptIO`)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,18 @@ from jobmesh.v1 import run_pb2
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class TargetOutcome:
     state: run_pb2.RunState.ValueType
     exit_code: int | None = None
     error_type: str = ""
     error_message: str = ""
 
 
-SUCCEEDED = Outcome(run_pb2.RUN_STATE_SUCCEEDED)
+SUCCEEDED = TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED)
 
 
-def failed(error_type: str, message: str, exit_code: int | None = None) -> Outcome:
-    return Outcome(run_pb2.RUN_STATE_FAILED, exit_code, error_type, message)
+def failed(error_type: str, message: str, exit_code: int | None = None) -> TargetOutcome:
+    return TargetOutcome(run_pb2.RUN_STATE_FAILED, exit_code, error_type, message)
 
 
 class StopReason(enum.Enum):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
-from jobmesh.executor.outcomes import AttemptIO, Outcome, Stop, StopReason, failed
+from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import dispatch_pb2, run_pb2
 
@@ -23,7 +23,7 @@ class RunnerSettings:
 
 async def execute(
     run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings
-) -> Outcome:
+) -> TargetOutcome:
     timeout = seconds_of(run.execution_timeout) if run.HasField("execution_timeout") else None
     if timeout is not None and timeout <= 0:
         timeout = None  # a zero duration means no limit, as an unset one does
@@ -46,7 +46,7 @@ async def _run_target(
     stop: Stop,
     settings: RunnerSettings,
     timeout: float | None,
-) -> Outcome:
+) -> TargetOutcome:
     target = run.target
     kind = target.WhichOneof("kind")
     if kind == "command":
@@ -63,14 +63,14 @@ async def _run_target(
     return failed("InvalidTarget", "the run has no target")
 
 
-def _after_stop(stop: Stop, outcome: Outcome) -> Outcome:
+def _after_stop(stop: Stop, outcome: TargetOutcome) -> TargetOutcome:
     """A requested stop decides the state; the exit code is kept when the target exited."""
     if stop.reason is StopReason.TIMEOUT:
-        return Outcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, "Timeout", stop.message)
+        return TargetOutcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, "Timeout", stop.message)
     if stop.reason is StopReason.CANCEL:
-        return Outcome(
+        return TargetOutcome(
             run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, "Cancelled", stop.message or "cancelled"
         )
     if stop.reason is StopReason.DRAIN:
-        return Outcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
+        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
     return outcome  # no stop, or a fence: a fenced outcome is never reported

@@ -14,10 +14,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TypeVar
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.attempts import Attempts
@@ -25,7 +27,7 @@ from jobmesh.executor.clock import from_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler, HandlerRegistry
 from jobmesh.executor.liveness import Fallback, heartbeat_over_stream
-from jobmesh.executor.outbox import Outbox, key_of, ref_of
+from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
 from jobmesh.executor.stream import ControlStream, StreamDown
@@ -55,8 +57,10 @@ class Executor:
         self._signals = signals
         self._draining = asyncio.Event()
         self._hurry = asyncio.Event()
-        self._drain_grace = config.drain_grace
-        settings = RunnerSettings(self.handlers, config.cancel_grace, config.http_timeout)
+        self._drain_grace = config.drain_grace.total_seconds()
+        settings = RunnerSettings(
+            self.handlers, config.cancel_grace.total_seconds(), config.http_timeout.total_seconds()
+        )
         self.outbox = Outbox(
             flush_lines=config.flush_lines,
             max_log_bytes=config.max_buffered_log_bytes,
@@ -69,11 +73,11 @@ class Executor:
     def executor_id(self) -> str:
         return self.config.executor_id
 
-    def drain(self, grace: float | None = None) -> None:
+    def drain(self, grace: timedelta | None = None) -> None:
         """Stop taking work; running work may finish within the drain grace (or `grace`, when shorter), what
         remains ends FAILED `Drained`. A second call may only shorten the grace."""
-        if grace is not None and grace < self._drain_grace:
-            self._drain_grace = grace
+        if grace is not None and grace.total_seconds() < self._drain_grace:
+            self._drain_grace = grace.total_seconds()
             self._hurry.set()
         self._draining.set()
 
@@ -102,7 +106,7 @@ class Executor:
             await self._until_drain(tasks)
             # The claim loop ends its cycle (granted attempts start, deliveries are committed); a server that
             # never answers a claim must not hold the drain up.
-            if not await within(asyncio.shield(claims), self.config.connect_timeout):
+            if not await within(asyncio.shield(claims), self.config.connect_timeout.total_seconds()):
                 claims.cancel()
             await self._in(consumer_thread, consumer.close)  # uncommitted deliveries go back to the group
             consumer = None
@@ -144,13 +148,15 @@ class Executor:
         if len(self.attempts):
             log.warning("drain grace over: stopping %d attempts (reported `Drained`)", len(self.attempts))
             self.attempts.stop_all(StopReason.DRAIN, "the executor shut down before the attempt ended")
-            if not await self.attempts.wait_empty(self.config.cancel_grace + 2.0):
+            if not await self.attempts.wait_empty(self.config.cancel_grace.total_seconds() + 2.0):
                 await self.attempts.abort()
 
     async def _deliver_results(self) -> None:
         """The last results go out before the stream closes, waiting a little for a reconnect if need be."""
         self.outbox.due.set()
-        if self.outbox.unacknowledged and not await self.outbox.wait_acknowledged(self.config.report_timeout):
+        if self.outbox.unacknowledged and not await self.outbox.wait_acknowledged(
+            self.config.report_timeout.total_seconds()
+        ):
             log.warning(
                 "%d results unacknowledged at exit: the server's sweeper retries them",
                 self.outbox.unacknowledged,
@@ -167,7 +173,7 @@ class Executor:
         for task in tasks[1:]:
             task.cancel()
         if tasks:  # the stream's task ends by itself once closed (its channel closed cleanly)
-            await within(asyncio.shield(tasks[0]), self.config.connect_timeout + 1.0)
+            await within(asyncio.shield(tasks[0]), self.config.connect_timeout.total_seconds() + 1.0)
             tasks[0].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if consumer is not None:
@@ -183,7 +189,7 @@ class Executor:
                 return
             try:
                 deliveries = await self._in(
-                    thread, consumer.poll, self.attempts.free(), self.config.poll_timeout
+                    thread, consumer.poll, self.attempts.free(), self.config.poll_timeout.total_seconds()
                 )
             except QueueUnavailable as exc:
                 log.warning("queue unavailable: %s", exc)
@@ -207,11 +213,16 @@ class Executor:
                     return False  # not committed: the group gets them again
         if len(results) != len(refs):
             log.warning("%d answers to %d claims: the unanswered ones are skipped", len(results), len(refs))
-        granted = {key_of(r.attempt): r for r in results if r.outcome == pb.CLAIM_OUTCOME_GRANTED}
+        granted = {
+            AttemptRef.from_proto_or_none(r.attempt): r
+            for r in results
+            if r.outcome == pb.CLAIM_OUTCOME_GRANTED
+        }
         for delivery in deliveries:
-            answer = granted.pop(key_of(delivery.run.attempt), None)
+            key = AttemptRef.from_proto(delivery.run.attempt)  # the queue's codec refuses a malformed one
+            answer = granted.pop(key, None)
             if answer is None:
-                log.debug("claim of %s refused: skipped", key_of(delivery.run.attempt))
+                log.debug("claim of %s refused: skipped", key)
                 continue
             # Never before the server's start time, nor before the run's own due time.
             start_ns = max(from_timestamp(answer.start_time), from_timestamp(delivery.run.due_time))
@@ -220,12 +231,14 @@ class Executor:
 
     async def _flush_loop(self) -> None:
         while True:
-            await within(self.outbox.due.wait(), self.config.flush_interval)
+            await within(self.outbox.due.wait(), self.config.flush_interval.total_seconds())
             if not self.stream.connected:
                 await self.stream.wait_connected()
                 continue
             if self.stream.backlog() > BACKLOG_LIMIT:
-                await asyncio.sleep(self.config.flush_interval)  # the writer is behind: let it catch up
+                await asyncio.sleep(
+                    self.config.flush_interval.total_seconds()
+                )  # the writer is behind: let it catch up
                 continue
             requests = self.outbox.take()
             for index, request in enumerate(requests):
@@ -266,7 +279,7 @@ class _Listener:
             queues=config.queues,
             concurrency=config.concurrency,
             handlers=self._executor.handlers.names(),
-            running=[ref_of(key) for key in self._executor.attempts],
+            running=[key.to_proto() for key in self._executor.attempts],
         )
 
     def connected(self, welcome: pb.ExecutorWelcome) -> None:
@@ -277,9 +290,9 @@ class _Listener:
 
     def acks(self, acks: pb.AckBatch) -> None:
         self._executor.outbox.acknowledge(acks.recorded)
-        for ref in acks.fenced:
-            self._executor.attempts.fence(key_of(ref))
+        for ref in filter(None, map(AttemptRef.from_proto_or_none, acks.fenced)):
+            self._executor.attempts.fence(ref)
 
     def cancels(self, cancels: pb.CancelBatch) -> None:
-        for ref in cancels.attempts:
-            self._executor.attempts.cancel(key_of(ref), cancels.reason or "cancelled")
+        for ref in filter(None, map(AttemptRef.from_proto_or_none, cancels.attempts)):
+            self._executor.attempts.cancel(ref, cancels.reason or "cancelled")

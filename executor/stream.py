@@ -13,10 +13,12 @@ import logging
 import random
 from collections import deque
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Protocol
 
 import grpc
 
+from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, from_timestamp, now_ns, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.v1 import executor_control_pb2 as pb
@@ -24,7 +26,6 @@ from jobmesh.v1 import executor_control_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 KEEPALIVE_TIMEOUT_MS = 10_000
 DRAIN_CLAIMS_WAIT = 2.0  # after a drain notice: how long claims in flight may take before reconnecting
 
@@ -49,7 +50,7 @@ class ControlStream:
     def __init__(self, config: ExecutorConfig, listener: StreamListener) -> None:
         self._config = config
         self._listener = listener
-        self.heartbeat_interval = config.heartbeat_interval
+        self.heartbeat_interval = config.heartbeat_interval.total_seconds()
         self.server_id = ""
         self._closing = False
         self._closed = asyncio.Event()
@@ -108,7 +109,8 @@ class ControlStream:
                 self._server_draining = False
                 continue  # the server asked us to go elsewhere: at once
             failures = 1 if welcomed else failures + 1
-            delay = min(self._config.reconnect_max, self._config.reconnect_min * 2 ** (failures - 1))
+            backoff = self._config.reconnect_min * 2 ** (failures - 1)
+            delay = min(self._config.reconnect_max, backoff).total_seconds()
             await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
 
     def close(self) -> None:
@@ -126,7 +128,7 @@ class ControlStream:
         welcomed = False
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()
         try:
-            async with asyncio.timeout(self._config.connect_timeout):
+            async with asyncio.timeout(self._config.connect_timeout.total_seconds()):
                 await call.write(pb.ConnectRequest(hello=self._listener.hello()))
                 first = await call.read()
             if not isinstance(first, pb.ConnectResponse) or first.WhichOneof("message") != "welcome":
@@ -255,13 +257,15 @@ class ControlStream:
 
     def _channel_options(self) -> list[tuple[str, int]]:
         options = [
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
             ("grpc.enable_retries", 0),  # a broken stream is the executor's business: it reconnects itself
         ]
-        if self._config.keepalive > 0:  # pings find a peer that vanished without closing the connection
+        if self._config.keepalive > timedelta(
+            0
+        ):  # pings find a peer that vanished without closing the connection
             options += [
-                ("grpc.keepalive_time_ms", int(self._config.keepalive * 1000)),
+                ("grpc.keepalive_time_ms", int(self._config.keepalive.total_seconds() * 1000)),
                 ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
                 ("grpc.http2.max_pings_without_data", 0),
             ]

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from jobmesh.executor.outcomes import AttemptIO, Outcome, Stop, failed
+from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
@@ -29,7 +29,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirects)
 
 
-async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeout: float) -> Outcome:
+async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeout: float) -> TargetOutcome:
     method = (target.method or "POST").upper()
     if urllib.parse.urlsplit(target.url).scheme.lower() not in {"http", "https"}:
         return failed("HttpError", f"not an http or https URL: {target.url!r}")
@@ -52,7 +52,7 @@ async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeo
     for line in text.splitlines():
         io.log(run_pb2.LOG_STREAM_STDOUT, line)
     if 200 <= status < 300:
-        return Outcome(run_pb2.RUN_STATE_SUCCEEDED)
+        return TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED)
     return failed("HttpStatus", f"{method} {target.url} answered {status} {reason}".rstrip())
 
 

@@ -1,0 +1,1 @@
+"""The process wiring: the settings model, opening adapters, and the `jobmesh` command."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -18,19 +20,21 @@ from sqlalchemy.engine import make_url
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.main import run_executor
 from jobmesh.executor.runtime import Executor
+from jobmesh.processes.settings import Connections
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.service import Watcher
 
-log = logging.getLogger("jobmesh")
+log = logging.getLogger(__name__)
+DEV_DRAIN_GRACE = timedelta(seconds=5)
 
 
 def redacted(url: str) -> str:
@@ -43,25 +47,26 @@ def _ensure_sqlite_folder(url: str) -> None:
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
-def stop_on_signals() -> asyncio.Event:
-    stop = asyncio.Event()
+def _on_signals(handler: Callable[[], None]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, handler)
+
+
+def stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    _on_signals(stop.set)
     return stop
 
 
 @contextlib.asynccontextmanager
-async def adapters(config: ServerConfig) -> AsyncIterator[tuple[SqlStore, RunQueue, SignalBus]]:
-    _ensure_sqlite_folder(config.database_url)
+async def adapters(connections: Connections) -> AsyncIterator[tuple[SqlStore, RunQueue, SignalBus]]:
+    _ensure_sqlite_folder(connections.database_url)
     store = await asyncio.to_thread(
-        open_store,
-        config.database_url,
-        retention_days=config.retention_days,
-        partition_ahead_days=config.partition_ahead_days,
+        open_store, connections.database_url, retention_days=connections.retention.days
     )
-    queue = open_queue(config.queue_url)
-    signals = open_signals(config.signals_url)
+    queue = open_queue(connections.queue_url)
+    signals = open_signals(connections.signals_url)
     try:
         yield store, queue, signals
     finally:
@@ -70,57 +75,80 @@ async def adapters(config: ServerConfig) -> AsyncIterator[tuple[SqlStore, RunQue
         store.close()
 
 
-async def serve(config: ServerConfig, banner: str) -> None:
+def migrate(connections: Connections) -> None:
+    """`jobmesh migrate`: the schema brought to the latest version."""
+    _ensure_sqlite_folder(connections.database_url)
+    upgrade(connections.database_url)
+    print(f"schema up to date: {redacted(connections.database_url)}")
+
+
+async def serve(connections: Connections, config: ServerConfig) -> None:
     """`jobmesh server`: the gRPC server alone."""
     stop = stop_on_signals()
-    async with adapters(config) as (store, queue, signals):
+    async with adapters(connections) as (store, queue, signals):
         running = await start_server(config, store, queue, signals)
-        _announce(banner, config, running.port)
+        _announce("jobmesh server", config, connections, running.port)
         await stop.wait()
-        print(f"{banner}: stopping", flush=True)
+        print("jobmesh server: stopping", flush=True)
         await running.stop()
 
 
-async def watch(config: ServerConfig, watcher_config: WatcherConfig) -> None:
+async def watch(connections: Connections, config: WatcherConfig) -> None:
     """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
     stop = stop_on_signals()
-    async with adapters(config) as (store, queue, signals):
-        print(
-            f"jobmesh watcher {watcher_config.watcher_id}: store {redacted(config.database_url)}", flush=True
-        )
-        await Watcher(watcher_config, store, queue, signals).run(stop)
+    async with adapters(connections) as (store, queue, signals):
+        print(f"jobmesh watcher {config.watcher_id}: store {redacted(connections.database_url)}", flush=True)
+        await Watcher(config, store, queue, signals).run(stop)
 
 
-def _announce(banner: str, config: ServerConfig, port: int) -> None:
+def _announce(banner: str, config: ServerConfig, connections: Connections, port: int) -> None:
     host = config.listen.rsplit(":", 1)[0]
-    print(f"{banner}: gRPC on {host}:{port} (store: {redacted(config.database_url)})", flush=True)
+    print(f"{banner}: gRPC on {host}:{port} (store: {redacted(connections.database_url)})", flush=True)
     print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)
 
 
 async def execute(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
-    """`jobmesh executor`: a worker (SIGTERM drains it)."""
+    """`jobmesh executor`: a worker. SIGTERM or SIGINT drains it; a second signal stops running work now."""
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
     if handlers:
         print(f"  handlers: {', '.join(handlers.names())}", flush=True)
-    await run_executor(config, handlers)
+    executor = Executor(config, handlers)
+    signalled = False
+
+    def on_signal() -> None:
+        nonlocal signalled
+        if signalled:
+            log.warning("second signal: stopping running work now")
+        executor.drain(grace=timedelta(0) if signalled else None)
+        signalled = True
+
+    _on_signals(on_signal)
+    await executor.run()
 
 
-async def dev(config: ServerConfig) -> None:
+async def dev(
+    connections: Connections,
+    server_config: ServerConfig,
+    watcher_config: WatcherConfig,
+    executor_config: ExecutorConfig,
+    handlers: HandlerRegistry | None = None,
+) -> None:
     """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals."""
     stop = stop_on_signals()
-    async with adapters(config) as (store, queue, signals):
-        running = await start_server(config, store, queue, signals)
-        host = config.listen.rsplit(":", 1)[0]
+    async with adapters(connections) as (store, queue, signals):
+        running = await start_server(server_config, store, queue, signals)
+        host = server_config.listen.rsplit(":", 1)[0]
         executor = Executor(
-            ExecutorConfig(server=f"{host}:{running.port}", queue_url=config.queue_url),
+            dataclasses.replace(executor_config, server=f"{host}:{running.port}"),
+            handlers,
             queue=queue,
             signals=signals,
         )
-        watcher = Watcher(WatcherConfig(), store, queue, signals)
+        watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
-        _announce("jobmesh dev", config, running.port)
+        _announce("jobmesh dev", server_config, connections, running.port)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)
-        executor.drain(grace=5.0)
+        executor.drain(grace=min(DEV_DRAIN_GRACE, executor_config.drain_grace))
         await asyncio.gather(*tasks, return_exceptions=True)
         await running.stop()

@@ -1,94 +1,173 @@
-"""The `jobmesh` command.
+"""The `jobmesh` command: each process of the mesh, started from its settings (see `processes.settings`).
 
 - `jobmesh dev`: the whole mesh in one process on the embedded adapters (SQLite, in-process queue and
   signals).
-- `jobmesh server`, `jobmesh watcher`, `jobmesh executor`: each process alone, against the database, queue
-  and signal bus named by `JOBMESH_DATABASE_URL`, `JOBMESH_KAFKA_BOOTSTRAP` (or `JOBMESH_QUEUE_URL`) and
-  `JOBMESH_REDIS_URL` (or `JOBMESH_SIGNALS_URL`).
+- `jobmesh server`, `jobmesh watcher`, `jobmesh executor`: each process alone, on the adapters its URLs name.
 - `jobmesh migrate`: brings a database's schema up to date.
+
+Every option can also come from its `JOBMESH_*` variable (`--help` names it). A bad value stops the command
+before anything starts: exit code 2, and a message that names the option and the variable.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
-from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.main import add_handlers_argument, handlers_from_args
-from jobmesh.server.config import ServerConfig
+import click
+
+from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.processes import assembly, settings
+from jobmesh.processes.settings import Setting, SettingsError
+
+F = TypeVar("F", bound=Callable[..., Any])
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jobmesh", description="A distributed job scheduler.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in (
-        ("dev", "the whole mesh in one process on the embedded adapters (SQLite by default)"),
-        ("server", "the gRPC server (JobService, SearchService, ExecutorControl, health, reflection)"),
-        ("watcher", "the scheduling loop (any number may run: one leads, the others stand by)"),
-        ("executor", "a worker that runs jobs (connects to the server given by --server)"),
-        ("migrate", "upgrade a database's schema to the latest version"),
-    ):
-        command = commands.add_parser(name, help=text, description=text)
-        command.add_argument("--database-url", help="SQLAlchemy URL (env JOBMESH_DATABASE_URL)")
-        if name in ("dev", "server"):
-            command.add_argument("--listen", help="host:port to serve gRPC on (env JOBMESH_LISTEN)")
-        if name == "executor":
-            command.add_argument("--server", help="host:port of a server (env JOBMESH_SERVER)")
-            command.add_argument("--concurrency", type=int, help="runs at once (env JOBMESH_CONCURRENCY)")
-            command.add_argument("--queues", help="comma-separated executor queues (env JOBMESH_QUEUES)")
-            add_handlers_argument(command)
-    return parser
+class _SettingType(click.ParamType[Any, str]):
+    """A setting's parser as a click type: its ValueError becomes click's usage error."""
+
+    def __init__(self, setting: Setting) -> None:
+        self.setting = setting
+        self.name = setting.metavar
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return self.setting.parse(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+def _with_settings(command: str) -> Callable[[F], F]:
+    """The command's options, one per setting that applies to it."""
+
+    def decorate(function: F) -> F:
+        for setting in reversed(settings.settings_of(command)):
+            function = click.option(
+                setting.flag,
+                setting.name,
+                envvar=list(setting.variables),
+                show_envvar=True,
+                type=_SettingType(setting),
+                default=None,
+                metavar=setting.metavar,
+                help=f"{setting.help} (default: {setting.default})".replace("`", ""),
+            )(function)
+        return function
+
+    return decorate
+
+
+@contextlib.contextmanager
+def _blamed() -> Iterator[None]:
+    """A value that parsed but that a component refused: the same usage error, naming its setting."""
+    try:
+        yield
+    except SettingsError as error:
+        variables = ", ".join(f"'{name}'" for name in error.setting.variables)
+        raise click.BadParameter(
+            str(error), param_hint=f"'{error.setting.flag}' (env var: {variables})"
+        ) from None
+
+
+def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
+    spec = values.get("handlers")
+    if spec is None:
+        return None
+    try:
+        return HandlerRegistry.load(spec)
+    except ValueError as error:
+        raise SettingsError(settings.BY_NAME["handlers"], str(error)) from None
+
+
+@click.group(context_settings=_CONTEXT)
+def jobmesh() -> None:
+    """A distributed job scheduler: the processes of the mesh."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+@jobmesh.command(context_settings=_CONTEXT)
+@_with_settings(settings.DEV)
+def dev(**values: Any) -> None:
+    """The whole mesh in one process on the embedded adapters (SQLite by default)."""
+    with _blamed():
+        plan = (
+            settings.connections(values),
+            settings.server_config(values),
+            settings.watcher_config(values),
+            settings.executor_config(values),
+            _handlers(values),
+        )
+    asyncio.run(assembly.dev(*plan))
+
+
+@jobmesh.command(context_settings=_CONTEXT)
+@_with_settings(settings.SERVER)
+def server(**values: Any) -> None:
+    """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
+    with _blamed():
+        plan = settings.connections(values), settings.server_config(values)
+    asyncio.run(assembly.serve(*plan))
+
+
+@jobmesh.command(context_settings=_CONTEXT)
+@_with_settings(settings.WATCHER)
+def watcher(**values: Any) -> None:
+    """The scheduling loop (any number may run: one leads, the others stand by)."""
+    with _blamed():
+        plan = settings.connections(values), settings.watcher_config(values)
+    asyncio.run(assembly.watch(*plan))
+
+
+@jobmesh.command(context_settings=_CONTEXT)
+@_with_settings(settings.EXECUTOR)
+def executor(**values: Any) -> None:
+    """A worker that runs jobs; it connects to the server given by --server."""
+    with _blamed():
+        config = settings.executor_config(values)
+        handlers = _handlers(values)
+    asyncio.run(assembly.execute(config, handlers))
+
+
+@jobmesh.command(context_settings=_CONTEXT)
+@_with_settings(settings.MIGRATE)
+def migrate(**values: Any) -> None:
+    """Upgrades a database's schema to the latest version."""
+    with _blamed():
+        connections = settings.connections(values)
+    assembly.migrate(connections)
+
+
+def resolved(command: str, args: Sequence[str] = ()) -> dict[str, Any]:
+    """The values a command would run with (flags, then the environment; None where neither sets one),
+    resolved as the command itself resolves them."""
+    target = jobmesh.commands[command]
+    with target.make_context(command, list(args)) as context:
+        return dict(context.params)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    config = ServerConfig.from_env(listen=getattr(args, "listen", None), database_url=args.database_url)
+    """The console script: the exit code of the command (2 for bad usage or settings, 1 for an OS error)."""
     try:
-        return _run(args, config)
+        code = jobmesh.main(
+            args=list(argv) if argv is not None else None, prog_name="jobmesh", standalone_mode=False
+        )
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.exceptions.Abort:
+        return 130
     except OSError as error:
-        print(f"jobmesh {args.command}: {error}", file=sys.stderr)
+        print(f"jobmesh: {error}", file=sys.stderr)
         return 1
-
-
-def _run(args: argparse.Namespace, config: ServerConfig) -> int:
-    from jobmesh.processes import assembly as processes
-
-    if args.command == "migrate":
-        from jobmesh.adapters.store.migrate import upgrade
-
-        upgrade(config.database_url)
-        print(f"schema up to date: {processes.redacted(config.database_url)}")
-    elif args.command == "server":
-        asyncio.run(processes.serve(config, "jobmesh server"))
-    elif args.command == "watcher":
-        from jobmesh.watcher.config import WatcherConfig
-
-        asyncio.run(processes.watch(config, WatcherConfig.from_env()))
-    elif args.command == "executor":
-        try:
-            handlers = handlers_from_args(args)
-        except ValueError as error:
-            print(f"jobmesh executor: {error}", file=sys.stderr)
-            return 2
-        asyncio.run(processes.execute(_executor_config(args, config), handlers))
-    else:
-        asyncio.run(processes.dev(config))
-    return 0
-
-
-def _executor_config(args: argparse.Namespace, config: ServerConfig) -> ExecutorConfig:
-    return ExecutorConfig.from_env(
-        server=args.server,
-        concurrency=args.concurrency,
-        queues=args.queues,
-        queue_url=config.queue_url,
-        signals_url=config.signals_url,
-    )
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

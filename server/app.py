@@ -10,16 +10,19 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher
+from jobmesh.core.cancels import CancelRouter
+from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus
-from jobmesh.core.records import RunRecord
+from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
@@ -40,7 +43,6 @@ SERVICE_NAMES = (
     search_service_pb2.DESCRIPTOR.services_by_name["SearchService"].full_name,
     executor_control_pb2.DESCRIPTOR.services_by_name["ExecutorControl"].full_name,
 )
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -66,8 +68,8 @@ async def start_server(
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
     server = grpc.aio.server(
         options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
             # Executors ping their stream to find a dead peer; allow it even when no data flows.
             ("grpc.keepalive_permit_without_calls", 1),
@@ -77,17 +79,16 @@ async def start_server(
     )
     sessions = Sessions(signals)
     sessions.start()
-
-    def route_cancel(run: RunRecord, reason: str) -> None:
-        key = AttemptKey(f"jobs/{run.job_id}/runs/{run.run_id}", run.attempt)
-        sessions.route_cancel(CancelNotice(run.executor or "", (key,), reason))
-
+    cancels = CancelRouter(signals, push_local=sessions.push)
     bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
-    commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, route_cancel=route_cancel)
+    commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, cancels=cancels)
+    lifecycle = AttemptLifecycle(store, queue, utcnow)
     reports = AttemptReports(
-        store, queue, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
+        store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
     )
-    control = ExecutorControl(reports, sessions, server_id=new_server_id())
+    control = ExecutorControl(
+        reports, sessions, server_id=new_server_id(), heartbeat_interval=config.heartbeat_interval
+    )
     job_service_pb2_grpc.add_JobServiceServicer_to_server(JobService(commands), server)
     search_service_pb2_grpc.add_SearchServiceServicer_to_server(SearchService(JobQueries(store)), server)
     executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(control, server)

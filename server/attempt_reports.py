@@ -1,34 +1,25 @@
 """What executors report about their attempts, turned into store writes and answers.
 
-Knows the store, the retry rules and the dead-letter topic; not gRPC streams (see api/executor_control).
+Knows the store, the attempt lifecycle and the wire messages; not gRPC streams (see api/executor_control). A
+malformed attempt reference in a report is ignored, never an error to the stream.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
-from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher, retried, send_dead_letters
-from jobmesh.core.ports.pipeline_store import (
-    AttemptEnd,
-    AttemptRef,
-    ClaimStatus,
-    Dispatchable,
-    Heartbeat,
-    PipelineStore,
-    ProgressReport,
-)
-from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.attempts import AttemptOutcome, AttemptRef
+from jobmesh.core.dispatch import Handoff
+from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
+from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunState
-from jobmesh.core.retries import Outcome, decide
 from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.server.sessions import cancel_message
-from jobmesh.server.validation import parse_run_name
 from jobmesh.v1 import executor_control_pb2 as pb
-from jobmesh.v1 import job_pb2, run_pb2
+from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
 
@@ -50,47 +41,34 @@ _STREAMS = {
     run_pb2.LOG_STREAM_STDERR: "STDERR",
     run_pb2.LOG_STREAM_SYSTEM: "SYSTEM",
 }
-MAX_LOG_LINE = 16 * 1024
 
 
-def parse_ref(ref: pb.AttemptRef) -> AttemptRef | None:
-    """An AttemptRef from the wire, or None for a malformed one (ignored, never an error to the stream)."""
-    try:
-        job_id, run_id = parse_run_name(ref.run)
-    except Exception:
-        return None
-    return AttemptRef(job_id, run_id, ref.attempt)
-
-
-def wire_ref(ref: AttemptRef) -> pb.AttemptRef:
-    return pb.AttemptRef(run=ref.run_name, attempt=ref.attempt)
+_parsed = AttemptRef.from_proto_or_none
 
 
 def _refs(wire: Iterable[pb.AttemptRef]) -> list[AttemptRef]:
-    return [ref for ref in (parse_ref(item) for item in wire) if ref is not None]
+    return [ref for ref in map(_parsed, wire) if ref is not None]
 
 
 class AttemptReports:
     def __init__(
         self,
         store: PipelineStore,
-        queue: RunQueue,
+        lifecycle: AttemptLifecycle,
         clock: Callable[[], datetime],
         *,
-        dispatcher: Dispatcher | BackgroundDispatcher | None = None,
+        dispatcher: Handoff | None = None,
         immediate_threshold: timedelta = timedelta(minutes=1),
-        rng: random.Random | None = None,
     ) -> None:
         """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does)."""
         self._store = store
-        self._queue = queue
+        self._lifecycle = lifecycle
         self._clock = clock
         self._dispatcher = dispatcher
         self._threshold = immediate_threshold
-        self._rng = rng or random.Random()
 
     def claims(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
-        parsed = [parse_ref(item) for item in wire]
+        parsed = [_parsed(item) for item in wire]
         valid = [ref for ref in parsed if ref is not None]
         claims = iter(self._store.claim(valid, executor, self._clock()) if valid else [])
         results = []
@@ -116,7 +94,7 @@ class AttemptReports:
             ref for ref in refs if ref not in current
         }
         cancelling = [
-            AttemptKey(ref.run_name, ref.attempt)
+            ref
             for ref in refs
             if ref in current and current[ref].run.state is RunState.CANCELLING and ref not in fenced
         ]
@@ -125,14 +103,14 @@ class AttemptReports:
             answers.append(cancel_message(cancelling, "cancelled"))
         if fenced:
             answers.append(
-                pb.ConnectResponse(acks=pb.AckBatch(fenced=[wire_ref(ref) for ref in sorted(fenced)]))
+                pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref.to_proto() for ref in sorted(fenced)]))
             )
         return answers
 
     def progress(self, executor: str, updates: Sequence[pb.ProgressUpdate]) -> list[pb.ConnectResponse]:
         reports = []
         for update in updates:
-            ref = parse_ref(update.attempt)
+            ref = _parsed(update.attempt)
             if ref is not None and 0.0 <= update.progress <= 1.0:
                 reports.append(ProgressReport(ref, executor, update.progress, update.message[:1024]))
         if reports:
@@ -142,7 +120,7 @@ class AttemptReports:
     def logs(self, executor: str, chunks: Sequence[pb.LogChunk]) -> list[pb.ConnectResponse]:
         records = []
         for chunk in chunks:
-            ref = parse_ref(chunk.attempt)
+            ref = _parsed(chunk.attempt)
             if ref is None:
                 continue
             for line in chunk.lines:
@@ -154,7 +132,7 @@ class AttemptReports:
                         attempt=ref.attempt,
                         time=to_datetime(line.time) if line.HasField("time") else self._clock(),
                         stream=_STREAMS.get(line.stream, "STDOUT"),
-                        text=line.text[:MAX_LOG_LINE].replace("\x00", ""),
+                        text=line.text[:MAX_LOG_LINE_CHARS].replace("\x00", ""),
                     )
                 )
         if records:
@@ -164,47 +142,31 @@ class AttemptReports:
     def results(self, executor: str, results: Sequence[pb.AttemptResult]) -> list[pb.ConnectResponse]:
         outcomes = {}
         for result in results:
-            ref = parse_ref(result.attempt)
+            ref = _parsed(result.attempt)
             if ref is not None and result.state in _FINAL_STATES:
                 outcomes[ref] = _outcome(result, self._clock())
         current = self._store.attempts(list(outcomes)) if outcomes else {}
-        ends = [
-            self._decide(ref, outcome, current[ref], executor)
-            for ref, outcome in outcomes.items()
-            if ref in current
-        ]
-        applied = set(self._store.finish_attempts(ends)) if ends else set()
-        spent = [current[e.ref] for e in ends if e.ref in applied and e.run_state is RunState.DEAD_LETTERED]
-        send_dead_letters(self._queue, spent, self._clock())
+        settled = self._lifecycle.end(
+            [
+                EndReport(current[ref], outcome, executor)
+                for ref, outcome in outcomes.items()
+                if ref in current
+            ]
+        )
         soon = self._clock() + self._threshold
-        again = [item for item in retried(ends, applied, current) if item.run.due_time <= soon]
+        again = [item for item in settled.retried if item.run.due_time <= soon]
         if again and self._dispatcher is not None:
             self._dispatcher.dispatch(again)
         wire = [result.attempt for result in results]
         acks = pb.AckBatch(
-            recorded=[item for item in wire if parse_ref(item) in applied],
-            fenced=[item for item in wire if parse_ref(item) not in applied],
+            recorded=[item for item in wire if _parsed(item) in settled.applied],
+            fenced=[item for item in wire if _parsed(item) not in settled.applied],
         )
         return [pb.ConnectResponse(acks=acks)]
 
-    def _decide(
-        self, ref: AttemptRef, outcome: Outcome, current: Dispatchable, executor: str | None
-    ) -> AttemptEnd:
-        policy = job_pb2.Job.FromString(current.spec).retry_policy
-        if current.run.state is RunState.CANCELLING and outcome.state is not RunState.SUCCEEDED:
-            outcome = Outcome(
-                RunState.CANCELLED,
-                outcome.end_time,
-                outcome.start_time,
-                outcome.exit_code,
-                "Cancelled",
-                current.run.error_message or "cancelled",
-            )
-        return decide(ref, outcome, policy, rng=self._rng, executor=executor)
 
-
-def _outcome(result: pb.AttemptResult, now: datetime) -> Outcome:
-    return Outcome(
+def _outcome(result: pb.AttemptResult, now: datetime) -> AttemptOutcome:
+    return AttemptOutcome(
         state=_FINAL_STATES[result.state],
         end_time=to_datetime(result.end_time) if result.HasField("end_time") else now,
         start_time=to_datetime(result.start_time) if result.HasField("start_time") else None,

@@ -10,8 +10,20 @@ from datetime import datetime
 
 from google.protobuf import field_mask_pb2
 
-from jobmesh.core.definitions import build_job, new_run, plan_schedule, request_hash
-from jobmesh.core.dispatch import BackgroundDispatcher, Dispatcher
+from jobmesh.core.attempts import Dispatchable
+from jobmesh.core.cancels import CancelRouter
+from jobmesh.core.definitions import (
+    OUTPUT_ONLY_JOB_FIELDS,
+    SchedulingPolicy,
+    build_job,
+    new_run,
+    plan_schedule,
+    priority_of,
+    request_hash,
+    schedule_kind_of,
+    spec_of,
+)
+from jobmesh.core.dispatch import Handoff
 from jobmesh.core.errors import (
     AlreadyExists,
     EtagMismatch,
@@ -22,7 +34,7 @@ from jobmesh.core.errors import (
 )
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ids import new_job_id
-from jobmesh.core.ports.pipeline_store import Dispatchable
+from jobmesh.core.names import job_name, parse_job_name, parse_run_name, run_name
 from jobmesh.core.ports.store import CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     REPLAYABLE_RUN_STATES,
@@ -31,24 +43,14 @@ from jobmesh.core.records import (
     RunRecord,
     RunState,
     RunTrigger,
-)
-from jobmesh.server.api.resources import (
-    OUTPUT_ONLY_JOB_FIELDS,
     etag_of,
-    priority_of,
-    run_name,
-    schedule_kind_of,
-    spec_of,
     version_of_etag,
 )
-from jobmesh.server.config import SchedulingPolicy
 from jobmesh.server.validation import (
     Violations,
     check_job,
     check_job_id,
     check_request_id,
-    parse_job_name,
-    parse_run_name,
     validate_job,
 )
 from jobmesh.v1 import job_pb2, job_service_pb2
@@ -69,12 +71,9 @@ class Created:
     error: JobmeshError | None = None
 
 
-CancelRoute = Callable[[RunRecord, str], None]
-
-
 class JobCommands:
     """`dispatcher` hands runs due within the threshold to the queue at once (the immediate bypass); without
-    one they wait for the watcher. `route_cancel` pushes a persisted cancel towards the run's executor."""
+    one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor."""
 
     def __init__(
         self,
@@ -82,14 +81,14 @@ class JobCommands:
         policy: SchedulingPolicy,
         clock: Callable[[], datetime],
         *,
-        dispatcher: Dispatcher | BackgroundDispatcher | None = None,
-        route_cancel: CancelRoute | None = None,
+        dispatcher: Handoff | None = None,
+        cancels: CancelRouter | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
         self._clock = clock
         self._dispatcher = dispatcher
-        self._route_cancel = route_cancel
+        self._cancels = cancels
 
     def _hand_off(self, runs: Sequence[tuple[RunRecord, bytes]]) -> None:
         """Publishes the runs due within the threshold. The database has them already: a queue that is down
@@ -105,8 +104,8 @@ class JobCommands:
                 log.warning("immediate dispatch of %d runs left to the watcher: %s", len(due), error)
 
     def _cancelled(self, run: RunRecord, reason: str) -> RunRecord:
-        if run.state is RunState.CANCELLING and run.executor and self._route_cancel is not None:
-            self._route_cancel(run, reason)
+        if self._cancels is not None:
+            self._cancels.route_run(run, reason)
         return run
 
     # Creating -----------------------------------------------------------------------------------------
@@ -318,14 +317,14 @@ def _created(
     if status is CreateStatus.REQUEST_ID_REUSED:
         return Created(error=RequestIdReused(item.job.request_id or ""))
     if status is CreateStatus.ID_TAKEN:
-        name = f"jobs/{item.job.job_id}"
+        name = job_name(item.job.job_id)
         return Created(error=AlreadyExists(f"{name} already exists", metadata={"resource": name}))
     return Created(job=job, first_run=first_run)
 
 
 def _check_etag(current: JobRecord, etag: str) -> None:
     if etag and version_of_etag(etag) != current.version:
-        raise EtagMismatch(f"jobs/{current.job_id}", etag_of(current.version))
+        raise EtagMismatch(job_name(current.job_id), etag_of(current.version))
 
 
 def _mask_paths(job: job_pb2.Job, mask: field_mask_pb2.FieldMask) -> list[str]:

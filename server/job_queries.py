@@ -12,14 +12,13 @@ from jobmesh.core.filters import (
     parse_filter,
     parse_order_by,
 )
+from jobmesh.core.names import parse_run_name, parse_run_parent
 from jobmesh.core.ports.store import Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 from jobmesh.server.validation import (
     Violations,
     check_page_size,
     clamp_page_size,
-    parse_run_name,
-    parse_run_parent,
 )
 from jobmesh.v1 import search_service_pb2
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument
+from jobmesh.core.names import JOB_ID, QUEUE_NAME
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.v1 import job_pb2
 
@@ -36,10 +37,7 @@ MAX_PAST = timedelta(days=366)
 MIN_HEARTBEAT_TIMEOUT = timedelta(seconds=1)
 HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
-JOB_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 LABEL_KEY = re.compile(r"^[a-z0-9]([a-z0-9_.\-/]{0,61}[a-z0-9])?$")
-QUEUE = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,62}$")
 HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$")
 ENV_NAME = re.compile(r"^[^=\x00]{1,256}$")
 
@@ -115,7 +113,7 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
         found.add(f"{prefix}.heartbeat_timeout", f"must be at least {MIN_HEARTBEAT_TIMEOUT} (or unset)")
     if job.priority not in job_pb2.Priority.values():
         found.add(f"{prefix}.priority", f"unknown priority {job.priority}")
-    if job.queue and not QUEUE.match(job.queue):
+    if job.queue and not QUEUE_NAME.match(job.queue):
         found.add(
             f"{prefix}.queue", "1-63 characters of a-z, 0-9, `_`, `.`, `-`, starting with a letter or digit"
         )
@@ -235,31 +233,6 @@ def check_request_id(found: Violations, request_id: str, field: str = "request_i
 def check_job_id(found: Violations, job_id: str, field: str = "job_id") -> None:
     if job_id and not JOB_ID.match(job_id):
         found.add(field, "1-63 characters of a-z, 0-9 and `-`, starting with a letter")
-
-
-def parse_job_name(name: str, field: str = "name") -> str:
-    """`jobs/{job}` → the job id, or INVALID_ARGUMENT."""
-    job_id = name.removeprefix("jobs/")
-    if not name.startswith("jobs/") or not JOB_ID.match(job_id):
-        raise InvalidArgument.single(field, f"expected `jobs/{{job}}`, got {name[:200]!r}")
-    return job_id
-
-
-def parse_run_name(name: str, field: str = "name") -> tuple[str, str]:
-    """`jobs/{job}/runs/{run}` → (job id, run id), or INVALID_ARGUMENT."""
-    parts = name.split("/")
-    if len(parts) != 4 or parts[0] != "jobs" or parts[2] != "runs" or not JOB_ID.match(parts[1]):
-        raise InvalidArgument.single(field, f"expected `jobs/{{job}}/runs/{{run}}`, got {name[:200]!r}")
-    if not RUN_ID.match(parts[3]):
-        raise InvalidArgument.single(field, f"{parts[3][:64]!r} is not a run id")
-    return parts[1], parts[3]
-
-
-def parse_run_parent(parent: str, field: str = "parent") -> str | None:
-    """`jobs/{job}` → the job id; `jobs/-` → None (every job)."""
-    if parent == "jobs/-":
-        return None
-    return parse_job_name(parent, field)
 
 
 def check_page_size(found: Violations, page_size: int, field: str = "page_size") -> None:

@@ -1,12 +1,13 @@
-"""Watcher settings: a frozen value from flags and `JOBMESH_*` environment variables."""
+"""The watcher's configuration: a frozen value (the process wiring builds it from the settings)."""
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+
+from jobmesh.core.errors import InvalidConfig
 
 
 def default_watcher_id() -> str:
@@ -31,15 +32,28 @@ class WatcherConfig:
     maintenance_interval: timedelta = timedelta(hours=1)
     release_batch: int = 5000
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> WatcherConfig:
-        env = os.environ if env is None else env
-        values: dict[str, object] = {}
-        if env.get("JOBMESH_WATCHER_ID"):
-            values["watcher_id"] = env["JOBMESH_WATCHER_ID"]
-        for name in ("scan_interval", "window", "lead", "lease_ttl", "sweep_interval", "requeue_after"):
-            raw = env.get(f"JOBMESH_WATCHER_{name.upper()}")
-            if raw:
-                values[name] = timedelta(seconds=float(raw))
-        values.update({key: value for key, value in overrides.items() if value is not None})
-        return cls(**values)  # type: ignore[arg-type]
+    def __post_init__(self) -> None:
+        if not self.watcher_id:
+            raise InvalidConfig("watcher_id", "must not be empty")
+        for name in (
+            "scan_interval",
+            "window",
+            "cron_interval",
+            "lease_ttl",
+            "lease_renew",
+            "sweep_interval",
+            "requeue_after",
+            "maintenance_interval",
+        ):
+            if getattr(self, name) <= timedelta(0):
+                raise InvalidConfig(name, "must be longer than zero")
+        if self.lead < timedelta(0):
+            raise InvalidConfig("lead", "must not be negative")
+        if self.lease_ttl <= self.lease_renew:
+            raise InvalidConfig(
+                "lease_ttl", f"must be longer than the lease renewal interval ({self.lease_renew})"
+            )
+        if self.lead >= self.window:
+            raise InvalidConfig("lead", f"must be shorter than the window ({self.window})")
+        if self.release_batch < 1:
+            raise InvalidConfig("release_batch", "must be at least 1")

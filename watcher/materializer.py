@@ -6,9 +6,10 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.definitions import heartbeat_timeout_of, new_run
 from jobmesh.core.occurrences import plan_occurrences
-from jobmesh.core.ports.pipeline_store import Dispatchable, SchedulerStore
+from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import JobRecord, RunTrigger
 from jobmesh.v1 import job_pb2
 

@@ -12,10 +12,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
-from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable, SchedulerStore
-from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalBus, SignalsUnavailable
+from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import RunRecord, RunTrigger
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.timer import Timer
@@ -33,7 +34,7 @@ class Releaser:
         self,
         store: SchedulerStore,
         dispatcher: Dispatcher,
-        signals: SignalBus,
+        cancels: CancelRouter,
         timer: Timer,
         clock: Callable[[], datetime],
         *,
@@ -42,7 +43,7 @@ class Releaser:
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
-        self._signals = signals
+        self._cancels = cancels
         self._timer = timer
         self._clock = clock
         self._lead = lead
@@ -57,7 +58,7 @@ class Releaser:
         with self._lock:
             recent = set(self._recent)
         for item in items:
-            ref = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
+            ref = AttemptRef.of(item.run)
             if ref not in recent:
                 added += self._timer.add(ref, item, item.run.due_time - self._lead)
         return added
@@ -73,9 +74,7 @@ class Releaser:
         if not self._dispatcher.dispatch(ready):
             retry_at = self._clock() + RETRY_DELAY
             for item in ready:
-                self._timer.add(
-                    AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt), item, retry_at
-                )
+                self._timer.add(AttemptRef.of(item.run), item, retry_at)
             return 0
         return len(ready)
 
@@ -117,7 +116,7 @@ class Releaser:
         return ready
 
     def _hold_back(self, item: Dispatchable) -> None:
-        ref = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
+        ref = AttemptRef.of(item.run)
         self._timer.add(ref, item, self._clock() + HOLD_DELAY)
 
     def _skip(self, item: Dispatchable, why: str) -> None:
@@ -129,16 +128,7 @@ class Releaser:
             run = self._store.cancel_run(
                 item.run.job_id, other.run_id, reason="cancelled by a newer occurrence", now=now
             )
-            if run.executor:
-                notice = CancelNotice(
-                    run.executor,
-                    (AttemptKey(f"jobs/{run.job_id}/runs/{run.run_id}", run.attempt),),
-                    "overlap",
-                )
-                try:
-                    self._signals.publish_cancel(notice)
-                except SignalsUnavailable:
-                    log.warning("cancel of %s left to heartbeat answers", notice.attempts[0].run)
+            self._cancels.route_run(run, "overlap")
 
 
 _ALLOW = job_pb2.OVERLAP_POLICY_ALLOW_ALL

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable
 from datetime import datetime
 
+from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import JobmeshError, StoreUnavailable
+from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
@@ -43,10 +44,20 @@ class Watcher:
         self._timer = Timer()
         dispatcher = Dispatcher(store, queue, clock)
         self._releaser = Releaser(
-            store, dispatcher, signals, self._timer, clock, lead=config.lead, batch=config.release_batch
+            store,
+            dispatcher,
+            CancelRouter(signals),
+            self._timer,
+            clock,
+            lead=config.lead,
+            batch=config.release_batch,
         )
         self._sweeper = Sweeper(
-            store=store, queue=queue, signals=signals, dispatcher=dispatcher, clock=clock, rng=random.Random()
+            store=store,
+            lifecycle=AttemptLifecycle(store, queue, clock),
+            signals=signals,
+            dispatcher=dispatcher,
+            clock=clock,
         )
         self._materializer = Materializer(store, clock)
         self._leading = asyncio.Event()

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
+from jobmesh.core.attempts import AttemptRef, Dispatchable
 
 
 @dataclass(order=True)

@@ -4,6 +4,8 @@
   process, so the server, watcher and executors of `jobmesh dev` meet on it.
 - `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`, or a bare
   `HOST:PORT[,...]` list: Kafka.
+
+`parse_queue_url` checks a URL without connecting to anything; `open_queue` opens what it names.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
+from dataclasses import dataclass
 
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.memory import MemoryRunQueue
@@ -19,36 +22,61 @@ from jobmesh.core.ports.queue import RunQueue
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
 _MEMORY_NAME = re.compile(r"^[A-Za-z0-9._-]*$")
 _KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms"}
-# The one shared registry the brief allows: in-process components can only meet through process state.
+# The one shared registry the design allows: in-process components can only meet through process state.
 _memory_queues: dict[str, MemoryRunQueue] = {}
 _memory_lock = threading.Lock()
 
 
-def open_queue(url: str) -> RunQueue:
+@dataclass(frozen=True, slots=True)
+class MemoryQueueAddress:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaQueueAddress:
+    bootstrap: str
+    client_id: str = "jobmesh"
+    partitions: int = 3
+    session_timeout_ms: int | None = None
+
+
+def parse_queue_url(url: str) -> MemoryQueueAddress | KafkaQueueAddress:
+    """What a queue URL names; ValueError says what is wrong with it."""
     url = url.strip()
     scheme, sep, rest = url.partition("://")
     if not sep:
         return _kafka(url, "")
     if scheme == "memory":
-        return _memory(rest)
+        if not _MEMORY_NAME.match(rest):
+            raise ValueError(f"bad in-process queue name {rest!r} in memory://NAME (letters, digits, . _ -)")
+        return MemoryQueueAddress(rest)
     if scheme == "kafka":
         hosts, _, query = rest.partition("?")
         return _kafka(hosts, query)
     raise ValueError(f"unsupported queue URL {url!r}: use memory://NAME or kafka://HOST:PORT[,HOST:PORT]")
 
 
-def _memory(name: str) -> MemoryRunQueue:
-    if not _MEMORY_NAME.match(name):
-        raise ValueError(f"bad in-process queue name {name!r} in memory://NAME (letters, digits, . _ -)")
-    with _memory_lock:
-        return _memory_queues.setdefault(name, MemoryRunQueue())
+def open_queue(url: str) -> RunQueue:
+    address = parse_queue_url(url)
+    if isinstance(address, MemoryQueueAddress):
+        with _memory_lock:
+            return _memory_queues.setdefault(address.name, MemoryRunQueue())
+    return KafkaRunQueue(
+        address.bootstrap,
+        client_id=address.client_id,
+        partitions=address.partitions,
+        session_timeout_ms=address.session_timeout_ms,
+    )
 
 
-def _kafka(hosts: str, query: str) -> KafkaRunQueue:
+def _kafka(hosts: str, query: str) -> KafkaQueueAddress:
     bootstrap = [host.strip() for host in hosts.split(",")]
     if not all(_HOST_PORT.match(host) for host in bootstrap):
         raise ValueError(f"bad Kafka bootstrap {hosts!r}: expected HOST:PORT[,HOST:PORT...]")
-    options = dict(urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    try:
+        options = dict(urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    except ValueError:
+        raise ValueError(f"bad Kafka queue URL options {query!r}: expected NAME=VALUE&...") from None
     if unknown := set(options) - _KAFKA_OPTIONS:
         raise ValueError(
             f"unknown Kafka queue URL options {sorted(unknown)}: known are {sorted(_KAFKA_OPTIONS)}"
@@ -59,7 +87,7 @@ def _kafka(hosts: str, query: str) -> KafkaRunQueue:
     session = options.get("session_timeout_ms", "")
     if session and (not session.isdigit() or int(session) < 100):
         raise ValueError(f"session_timeout_ms must be a number of milliseconds, not {session!r}")
-    return KafkaRunQueue(
+    return KafkaQueueAddress(
         ",".join(bootstrap),
         client_id=options.get("client_id") or "jobmesh",
         partitions=int(partitions),

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from jobmesh.adapters.signals import wire
-from jobmesh.core.ports.signals import AttemptKey, CancelNotice, Subscription
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.signals import CancelNotice, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ class MemoryHub:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.lock = threading.Lock()
-        self.cancel_keys: dict[AttemptKey, float] = {}
-        self.heartbeats: dict[AttemptKey, tuple[datetime, float]] = {}
+        self.cancel_keys: dict[AttemptRef, float] = {}
+        self.heartbeats: dict[AttemptRef, tuple[datetime, float]] = {}
         self.subscribers: set[_Mailbox] = set()
         self._next_sweep = clock()
 
@@ -81,7 +82,7 @@ class MemorySignalBus:
             self._hub.subscribers.add(mailbox)
         return mailbox
 
-    def set_cancel_keys(self, attempts: Sequence[AttemptKey], ttl: timedelta) -> None:
+    def set_cancel_keys(self, attempts: Sequence[AttemptRef], ttl: timedelta) -> None:
         lifetime = wire.ttl_ms(ttl) / 1000
         with self._hub.lock:
             now = self._hub.clock()
@@ -89,13 +90,13 @@ class MemorySignalBus:
             for key in attempts:
                 self._hub.cancel_keys[key] = now + lifetime
 
-    def cancelled(self, attempts: Sequence[AttemptKey]) -> set[AttemptKey]:
+    def cancelled(self, attempts: Sequence[AttemptRef]) -> set[AttemptRef]:
         with self._hub.lock:
             now = self._hub.clock()
             return {key for key in attempts if self._hub.cancel_keys.get(key, -math.inf) > now}
 
     def put_heartbeats(
-        self, executor_id: str, attempts: Sequence[AttemptKey], at: datetime, ttl: timedelta
+        self, executor_id: str, attempts: Sequence[AttemptRef], at: datetime, ttl: timedelta
     ) -> None:
         at = wire.utc(at)  # as Redis returns it, so both adapters answer alike
         lifetime = wire.ttl_ms(ttl) / 1000
@@ -105,7 +106,7 @@ class MemorySignalBus:
             for key in attempts:
                 self._hub.heartbeats[key] = (at, now + lifetime)
 
-    def heartbeats(self, attempts: Sequence[AttemptKey]) -> dict[AttemptKey, datetime]:
+    def heartbeats(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, datetime]:
         with self._hub.lock:
             now = self._hub.clock()
             found = {key: self._hub.heartbeats.get(key) for key in attempts}

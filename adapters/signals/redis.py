@@ -25,7 +25,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from jobmesh.adapters.signals import wire
-from jobmesh.core.ports.signals import AttemptKey, CancelNotice, SignalsUnavailable, Subscription
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.signals import CancelNotice, SignalsUnavailable, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -79,26 +80,26 @@ class RedisSignalBus:
         listener.start()
         return listener
 
-    def set_cancel_keys(self, attempts: Sequence[AttemptKey], ttl: timedelta) -> None:
+    def set_cancel_keys(self, attempts: Sequence[AttemptRef], ttl: timedelta) -> None:
         ttl_ms = wire.ttl_ms(ttl)
         self._set_many({wire.cancel_key(self._prefix, key): b"1" for key in attempts}, ttl_ms)
 
-    def cancelled(self, attempts: Sequence[AttemptKey]) -> set[AttemptKey]:
+    def cancelled(self, attempts: Sequence[AttemptRef]) -> set[AttemptRef]:
         keys = wire.unique(attempts)
         values = self._get_many([wire.cancel_key(self._prefix, key) for key in keys])
         return {key for key, value in zip(keys, values, strict=True) if value is not None}
 
     def put_heartbeats(
-        self, executor_id: str, attempts: Sequence[AttemptKey], at: datetime, ttl: timedelta
+        self, executor_id: str, attempts: Sequence[AttemptRef], at: datetime, ttl: timedelta
     ) -> None:
         value = wire.encode_heartbeat(executor_id, at)
         ttl_ms = wire.ttl_ms(ttl)
         self._set_many({wire.heartbeat_key(self._prefix, key): value for key in attempts}, ttl_ms)
 
-    def heartbeats(self, attempts: Sequence[AttemptKey]) -> dict[AttemptKey, datetime]:
+    def heartbeats(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, datetime]:
         keys = wire.unique(attempts)
         values = self._get_many([wire.heartbeat_key(self._prefix, key) for key in keys])
-        found: dict[AttemptKey, datetime] = {}
+        found: dict[AttemptRef, datetime] = {}
         for key, value in zip(keys, values, strict=True):
             if value is None:
                 continue

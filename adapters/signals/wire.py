@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobmesh.core.ports.signals import AttemptKey, CancelNotice
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.errors import InvalidArgument
+from jobmesh.core.ports.signals import CancelNotice
 
 NOTICE_VERSION = 1
 _COMPACT = (",", ":")
@@ -27,19 +29,19 @@ def cancels_channel(prefix: str) -> str:
     return f"{prefix}:cancels"
 
 
-def cancel_key(prefix: str, attempt: AttemptKey) -> str:
-    return f"{prefix}:cancel:{attempt.run}:{attempt.attempt}"
+def cancel_key(prefix: str, attempt: AttemptRef) -> str:
+    return f"{prefix}:cancel:{attempt.run_name}:{attempt.attempt}"
 
 
-def heartbeat_key(prefix: str, attempt: AttemptKey) -> str:
-    return f"{prefix}:hb:{attempt.run}:{attempt.attempt}"
+def heartbeat_key(prefix: str, attempt: AttemptRef) -> str:
+    return f"{prefix}:hb:{attempt.run_name}:{attempt.attempt}"
 
 
 def encode_notice(notice: CancelNotice) -> bytes:
     body = {
         "v": NOTICE_VERSION,
         "executor": notice.executor_id,
-        "attempts": [[key.run, key.attempt] for key in notice.attempts],
+        "attempts": [[ref.run_name, ref.attempt] for ref in notice.attempts],
         "reason": notice.reason,
     }
     return json.dumps(body, separators=_COMPACT).encode()
@@ -51,9 +53,9 @@ def decode_notice(data: bytes | str) -> CancelNotice:
         body = json.loads(data)
         if body["v"] != NOTICE_VERSION:
             raise ValueError(f"unknown version {body['v']!r}")
-        attempts = tuple(AttemptKey(_text(run), _integer(n)) for run, n in body["attempts"])
+        attempts = tuple(AttemptRef.parse(_text(run), _integer(n)) for run, n in body["attempts"])
         return CancelNotice(_text(body["executor"]), attempts, _text(body["reason"]))
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, InvalidArgument) as error:
         raise ValueError(f"not a cancel notice ({error}): {data!r:.200}") from error
 
 
@@ -84,7 +86,7 @@ def ttl_ms(ttl: timedelta) -> int:
     return math.ceil(ttl / timedelta(milliseconds=1))
 
 
-def unique(attempts: Sequence[AttemptKey]) -> list[AttemptKey]:
+def unique(attempts: Sequence[AttemptRef]) -> list[AttemptRef]:
     """The attempts once each, in order (callers may pass duplicates; each key is read once)."""
     return list(dict.fromkeys(attempts))
 

@@ -23,16 +23,9 @@ from jobmesh.adapters.store.sql_engine import (
     translate_errors,
     write_transaction,
 )
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.filters import ListQuery
-from jobmesh.core.ports.pipeline_store import (
-    AttemptEnd,
-    AttemptRef,
-    Claim,
-    Dispatchable,
-    Heartbeat,
-    PipelineStore,
-    ProgressReport,
-)
+from jobmesh.core.ports.pipeline_store import Claim, Heartbeat, PipelineStore, ProgressReport
 from jobmesh.core.ports.store import CreateJobOutcome, CreateRunOutcome, NewJob, Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 

@@ -25,14 +25,8 @@ from jobmesh.adapters.store.sql_batch import (
     update_by_key,
 )
 from jobmesh.adapters.store.sql_rows import run_from_row
-from jobmesh.core.ports.pipeline_store import (
-    AttemptEnd,
-    AttemptRef,
-    Claim,
-    ClaimStatus,
-    Heartbeat,
-    ProgressReport,
-)
+from jobmesh.core.attempts import AttemptEnd, AttemptRef
+from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import RunState
 
 _CLAIMABLE = (RunState.SCHEDULED, RunState.QUEUED)

@@ -45,8 +45,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import ARRAY, TypeEngine
 
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ids import schedule_window
-from jobmesh.core.ports.pipeline_store import AttemptRef
 from jobmesh.core.records import RunState
 
 T = TypeVar("T")

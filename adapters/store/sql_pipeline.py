@@ -25,7 +25,7 @@ from jobmesh.adapters.store.sql_batch import (
     update_by_key,
 )
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row, run_values
-from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
+from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 
 

@@ -3,7 +3,7 @@
 Every method is one transaction and batches its rows: 10,000 runs a second pass through `claim`,
 `heartbeat` and `finish_attempts`. An attempt is named by `AttemptRef`; a write about an attempt applies only
 while the run is still on that attempt and in the expected state (the fence), so a late report from an
-executor declared lost, or a duplicate message, changes nothing.
+executor declared lost, or a duplicate message, changes nothing (invariants 4 and 5).
 """
 
 from __future__ import annotations
@@ -14,27 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.store import Store
-from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class AttemptRef:
-    job_id: str
-    run_id: str
-    attempt: int
-
-    @property
-    def run_name(self) -> str:
-        return f"jobs/{self.job_id}/runs/{self.run_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatchable:
-    """A run ready to hand to the queue, with its job's definition (the serialized `jobmesh.v1.Job`)."""
-
-    run: RunRecord
-    spec: bytes
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 
 
 class ClaimStatus(enum.Enum):
@@ -58,27 +40,6 @@ class Heartbeat:
     ref: AttemptRef
     # The attempt is declared lost when no heartbeat comes before this.
     deadline: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptEnd:
-    """How an attempt ended and what becomes of its run.
-
-    `run_state` is the run's new state: terminal, or SCHEDULED for a retry (then the run moves to attempt + 1,
-    due at `retry_due_time`). `attempt_state` is how this attempt ended, kept in the attempt history.
-    """
-
-    ref: AttemptRef
-    attempt_state: RunState
-    run_state: RunState
-    end_time: datetime
-    start_time: datetime | None = None
-    exit_code: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    retry_due_time: datetime | None = None
-    # Only this executor's report applies; None for the sweeper (it fences on the heartbeat deadline instead).
-    executor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

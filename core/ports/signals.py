@@ -1,4 +1,4 @@
-"""The signal bus port. Adapters: Redis (`redis.py`) and in-process (`memory.py`), chosen in `factory.py`.
+"""The signal bus port. Its adapters (Redis, in-process) are in `jobmesh.adapters.signals`, chosen by URL.
 
 Nothing here is the truth: the database holds every cancel and heartbeat that matters. Losing the bus loses
 only the fallback (invariant 8).
@@ -11,17 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from jobmesh.core.attempts import AttemptRef
+
 
 class SignalsUnavailable(Exception):
     """The bus could not be reached."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class AttemptKey:
-    """One attempt of one run: `jobs/{job}/runs/{run}` and the attempt number."""
-
-    run: str
-    attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +23,7 @@ class CancelNotice:
     """Stop these attempts, which the executor `executor_id` holds."""
 
     executor_id: str
-    attempts: tuple[AttemptKey, ...]
+    attempts: tuple[AttemptRef, ...]
     reason: str
 
 
@@ -48,21 +42,21 @@ class SignalBus(Protocol):
         process. Survives the bus going away and coming back (it resubscribes)."""
         ...
 
-    def set_cancel_keys(self, attempts: Sequence[AttemptKey], ttl: timedelta) -> None:
+    def set_cancel_keys(self, attempts: Sequence[AttemptRef], ttl: timedelta) -> None:
         """Leaves a key per attempt that an executor whose stream is down polls. Raises SignalsUnavailable."""
         ...
 
-    def cancelled(self, attempts: Sequence[AttemptKey]) -> set[AttemptKey]:
+    def cancelled(self, attempts: Sequence[AttemptRef]) -> set[AttemptRef]:
         """Which of these attempts have a cancel key. Raises SignalsUnavailable."""
         ...
 
     def put_heartbeats(
-        self, executor_id: str, attempts: Sequence[AttemptKey], at: datetime, ttl: timedelta
+        self, executor_id: str, attempts: Sequence[AttemptRef], at: datetime, ttl: timedelta
     ) -> None:
         """Records that these attempts were alive at `at` (used while the executor's stream is down)."""
         ...
 
-    def heartbeats(self, attempts: Sequence[AttemptKey]) -> dict[AttemptKey, datetime]:
+    def heartbeats(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, datetime]:
         """The latest fallback heartbeat of each attempt that has one."""
         ...
 

@@ -22,7 +22,7 @@ import grpc
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.timestamps import to_duration
 from jobmesh.server.attempt_reports import AttemptReports
-from jobmesh.server.sessions import Outbox, Sessions
+from jobmesh.server.sessions import SessionQueue, Sessions
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
-DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=3)
 IN_FLIGHT_PER_STREAM = 4
 STREAM_THREADS = 8
 
@@ -42,7 +41,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         sessions: Sessions,
         *,
         server_id: str,
-        heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL,
+        heartbeat_interval: timedelta,
     ) -> None:
         self._reports = reports
         self._sessions = sessions
@@ -66,8 +65,8 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             )
             return
         hello = first.hello
-        outbox = Outbox(asyncio.get_running_loop())
-        self._sessions.register(hello.executor_id, outbox)
+        queue = SessionQueue(asyncio.get_running_loop())
+        self._sessions.register(hello.executor_id, queue)
         log.info(
             "executor %s connected (%s, queues %s)", hello.executor_id, hello.hostname, list(hello.queues)
         )
@@ -75,14 +74,14 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await context.write(self._welcome())
             running = hello.running
             for answer in await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running)):
-                outbox.put(answer)
-            reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, outbox))
-            await self._write(context, outbox, reader)
+                queue.put(answer)
+            reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, queue))
+            await self._write(context, queue, reader)
         except JobmeshError as error:
             # The executor reconnects with backoff; its unacknowledged reports are sent again.
             await context.abort(error.code, error.message)
         finally:
-            self._sessions.unregister(hello.executor_id, outbox)
+            self._sessions.unregister(hello.executor_id, queue)
             log.info("executor %s disconnected", hello.executor_id)
 
     def _welcome(self) -> pb.ConnectResponse:
@@ -92,10 +91,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             )
         )
 
-    async def _write(self, context: Context, outbox: Outbox, reader: asyncio.Task[None]) -> None:
+    async def _write(self, context: Context, queue: SessionQueue, reader: asyncio.Task[None]) -> None:
         try:
             while True:
-                message = asyncio.create_task(outbox.get())
+                message = asyncio.create_task(queue.get())
                 done, _ = await asyncio.wait({message, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if message not in done:
                     message.cancel()
@@ -107,14 +106,16 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
 
-    async def _read(self, executor: str, requests: AsyncIterator[pb.ConnectRequest], outbox: Outbox) -> None:
+    async def _read(
+        self, executor: str, requests: AsyncIterator[pb.ConnectRequest], queue: SessionQueue
+    ) -> None:
         slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
         pending: set[asyncio.Task[None]] = set()
 
         async def handle(request: pb.ConnectRequest) -> None:
             try:
                 for answer in await self._in_thread(lambda: self._handle(executor, request)):
-                    outbox.put(answer)
+                    queue.put(answer)
             finally:
                 slots.release()
 

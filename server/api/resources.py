@@ -1,74 +1,27 @@
-"""Records to API messages and back."""
+"""Records as the API's resource messages (`jobmesh.v1.Job`, `Run`, `RunAttempt`, `LogLine`)."""
 
 from __future__ import annotations
 
+from jobmesh.core.names import job_name, run_name
 from jobmesh.core.records import (
     AttemptRecord,
     JobRecord,
     JobState,
     LogRecord,
-    Priority,
     RunRecord,
     RunState,
     RunTrigger,
-    ScheduleKind,
+    etag_of,
 )
 from jobmesh.core.timestamps import to_duration, to_timestamp
 from jobmesh.v1 import job_pb2, run_pb2
 
-OUTPUT_ONLY_JOB_FIELDS = ("name", "state", "next_run_time", "create_time", "update_time", "etag")
-
-_PRIORITIES = {
-    job_pb2.PRIORITY_HIGH: Priority.HIGH,
-    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
-    job_pb2.PRIORITY_LOW: Priority.LOW,
-    job_pb2.PRIORITY_UNSPECIFIED: Priority.NORMAL,
-}
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
 _RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
 _RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
 _LOG_STREAMS = {
     name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
 }
-_SCHEDULE_KINDS = {
-    "immediate": ScheduleKind.IMMEDIATE,
-    "run_at": ScheduleKind.RUN_AT,
-    "cron": ScheduleKind.CRON,
-}
-
-
-def job_name(job_id: str) -> str:
-    return f"jobs/{job_id}"
-
-
-def run_name(job_id: str, run_id: str) -> str:
-    return f"jobs/{job_id}/runs/{run_id}"
-
-
-def etag_of(version: int) -> str:
-    return str(version)
-
-
-def version_of_etag(etag: str) -> int | None:
-    """The version an etag names; None for a string no etag of ours looks like (it can never match)."""
-    return int(etag) if etag.isdigit() and len(etag) < 19 else None
-
-
-def priority_of(job: job_pb2.Job) -> Priority:
-    return _PRIORITIES[job.priority]
-
-
-def schedule_kind_of(job: job_pb2.Job) -> ScheduleKind:
-    return _SCHEDULE_KINDS[job.schedule.WhichOneof("kind") or "immediate"]
-
-
-def spec_of(job: job_pb2.Job) -> bytes:
-    """The writable part of a job, serialized deterministically (output-only fields cleared)."""
-    spec = job_pb2.Job()
-    spec.CopyFrom(job)
-    for field in OUTPUT_ONLY_JOB_FIELDS:
-        spec.ClearField(field)  # type: ignore[arg-type]
-    return spec.SerializeToString(deterministic=True)
 
 
 def job_to_proto(record: JobRecord) -> job_pb2.Job:

@@ -17,17 +17,9 @@ from typing import Any
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc, run_pb2
-
-
-def key_of(ref: pb.AttemptRef) -> AttemptKey:
-    return AttemptKey(ref.run, ref.attempt)
-
-
-def ref_of(key: AttemptKey) -> pb.AttemptRef:
-    return pb.AttemptRef(run=key.run, attempt=key.attempt)
 
 
 @dataclass
@@ -41,16 +33,16 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.heartbeat_interval = heartbeat_interval
         self.port = 0
         self.hellos: list[pb.ExecutorHello] = []
-        self.heartbeats: list[tuple[float, list[AttemptKey]]] = []  # (monotonic time, attempts)
-        self.claims: list[AttemptKey] = []
-        self.logs: dict[AttemptKey, list[run_pb2.LogLine]] = {}
+        self.heartbeats: list[tuple[float, list[AttemptRef]]] = []  # (monotonic time, attempts)
+        self.claims: list[AttemptRef] = []
+        self.logs: dict[AttemptRef, list[run_pb2.LogLine]] = {}
         self.progress: list[pb.ProgressUpdate] = []
         self.results: list[pb.AttemptResult] = []
-        self.start_times: dict[AttemptKey, int] = {}  # ns; unset: now
-        self.refuse: dict[AttemptKey, pb.ClaimOutcome.ValueType] = {}
-        self.fenced: set[AttemptKey] = set()
+        self.start_times: dict[AttemptRef, int] = {}  # ns; unset: now
+        self.refuse: dict[AttemptRef, pb.ClaimOutcome.ValueType] = {}
+        self.fenced: set[AttemptRef] = set()
         self.ack_results = True
-        self._claimed: set[AttemptKey] = set()
+        self._claimed: set[AttemptRef] = set()
         self._streams: list[_Stream] = []
         self._server: grpc.aio.Server | None = None
 
@@ -76,16 +68,16 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await server.stop(grace=0)
 
     # Pushes to every connected executor.
-    def cancel(self, keys: Iterable[AttemptKey], reason: str = "cancelled by a test") -> None:
-        refs = [ref_of(key) for key in keys]
+    def cancel(self, keys: Iterable[AttemptRef], reason: str = "cancelled by a test") -> None:
+        refs = [key.to_proto() for key in keys]
         self._push(pb.ConnectResponse(cancels=pb.CancelBatch(attempts=refs, reason=reason)))
 
-    def fence(self, keys: Iterable[AttemptKey], *, push: bool = False) -> None:
+    def fence(self, keys: Iterable[AttemptRef], *, push: bool = False) -> None:
         """Marks attempts fenced: the next heartbeat naming them is answered so (or at once with `push`)."""
         keys = list(keys)
         self.fenced.update(keys)
         if push:
-            self._push(pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref_of(key) for key in keys])))
+            self._push(pb.ConnectResponse(acks=pb.AckBatch(fenced=[key.to_proto() for key in keys])))
 
     def drain(self, within: float = 5.0) -> None:
         deadline = timestamp_pb2.Timestamp()
@@ -93,10 +85,10 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._push(pb.ConnectResponse(drain=pb.DrainNotice(deadline=deadline)))
 
     # What the executor sent.
-    def results_for(self, key: AttemptKey) -> list[pb.AttemptResult]:
-        return [result for result in self.results if key_of(result.attempt) == key]
+    def results_for(self, key: AttemptRef) -> list[pb.AttemptResult]:
+        return [result for result in self.results if AttemptRef.from_proto(result.attempt) == key]
 
-    def log_texts(self, key: AttemptKey, stream: int | None = None) -> list[str]:
+    def log_texts(self, key: AttemptRef, stream: int | None = None) -> list[str]:
         return [line.text for line in self.logs.get(key, []) if stream is None or line.stream == stream]
 
     async def wait_until(self, condition: Callable[[], object], timeout: float = 5.0) -> None:
@@ -148,20 +140,20 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
                 response = pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))
                 stream.outgoing.put_nowait(response)
             elif kind == "heartbeats":
-                keys = [key_of(ref) for ref in request.heartbeats.attempts]
+                keys = [AttemptRef.from_proto(ref) for ref in request.heartbeats.attempts]
                 self.heartbeats.append((time.monotonic(), keys))
-                if fenced := [ref_of(key) for key in keys if key in self.fenced]:
+                if fenced := [key.to_proto() for key in keys if key in self.fenced]:
                     stream.outgoing.put_nowait(pb.ConnectResponse(acks=pb.AckBatch(fenced=fenced)))
             elif kind == "logs":
                 for chunk in request.logs.chunks:
-                    self.logs.setdefault(key_of(chunk.attempt), []).extend(chunk.lines)
+                    self.logs.setdefault(AttemptRef.from_proto(chunk.attempt), []).extend(chunk.lines)
             elif kind == "progress":
                 self.progress.extend(request.progress.updates)
             elif kind == "results":
                 self._results(request.results.results, stream)
 
     def _claim(self, ref: pb.AttemptRef) -> pb.ClaimResult:
-        key = key_of(ref)
+        key = AttemptRef.from_proto(ref)
         self.claims.append(key)
         outcome = self.refuse.get(key, pb.CLAIM_OUTCOME_GRANTED)
         if outcome == pb.CLAIM_OUTCOME_GRANTED and key in self._claimed:
@@ -175,7 +167,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
     def _results(self, results: Iterable[pb.AttemptResult], stream: _Stream) -> None:
         recorded, fenced = [], []
         for result in results:
-            if key_of(result.attempt) in self.fenced:
+            if AttemptRef.from_proto(result.attempt) in self.fenced:
                 fenced.append(result.attempt)
             else:
                 self.results.append(result)

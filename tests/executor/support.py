@@ -9,11 +9,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.ports.signals import AttemptKey, SignalBus
+from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler
 from jobmesh.executor.runtime import Executor
@@ -63,8 +65,8 @@ def dispatched(
     return run
 
 
-def key(run: dispatch_pb2.DispatchedRun) -> AttemptKey:
-    return AttemptKey(run.attempt.run, run.attempt.attempt)
+def key(run: dispatch_pb2.DispatchedRun) -> AttemptRef:
+    return AttemptRef.from_proto(run.attempt)
 
 
 def gone(pid: int) -> bool:
@@ -114,14 +116,14 @@ async def running_executor(
         "queue_url": f"memory://{name}",
         "signals_url": f"memory://{name}",
         "concurrency": 4,
-        "cancel_grace": 1.0,
-        "drain_grace": 5.0,
-        "reconnect_max": 0.2,
-        "report_timeout": 2.0,
+        "cancel_grace": timedelta(seconds=1),
+        "drain_grace": timedelta(seconds=5),
+        "reconnect_max": timedelta(milliseconds=200),
+        "report_timeout": timedelta(seconds=2),
         "executor_id": f"test-{os.getpid()}-{name}",
     }
     values.update(settings)
-    config = ExecutorConfig.from_env({}, **values)
+    config = ExecutorConfig(**values)  # type: ignore[arg-type]
     queue = open_queue(config.queue_url)
     bus = open_signals(config.signals_url)
     executor = Executor(config, handlers)
@@ -130,7 +132,7 @@ async def running_executor(
         await fake.wait_until(lambda: executor.stream.connected or task.done())
         yield Rig(fake, executor, queue, bus)
     finally:
-        executor.drain(grace=0.0)
+        executor.drain(grace=timedelta(0))
         await asyncio.wait_for(task, 15)
         bus.close()
 

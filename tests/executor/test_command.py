@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.outcomes import Outcome, Stop, StopReason
+from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
 from jobmesh.executor.runners import RunnerSettings, execute
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, command, dispatched, gone_soon, pids_of
@@ -25,10 +25,10 @@ def run(
     timeout: float | None = None,
     stop_after: float | None = None,
     grace: float = 1.0,
-) -> tuple[Outcome, RecordingIO, float]:
+) -> tuple[TargetOutcome, RecordingIO, float]:
     """Runs the target to its outcome; `stop_after` cancels it that many seconds in. Also the time taken."""
 
-    async def scenario() -> tuple[Outcome, RecordingIO, float]:
+    async def scenario() -> tuple[TargetOutcome, RecordingIO, float]:
         io, stop = RecordingIO(), Stop()
         loop = asyncio.get_running_loop()
         if stop_after is not None:
@@ -43,7 +43,7 @@ def run(
 
 def test_exit_zero_succeeds_with_both_streams_line_by_line() -> None:
     outcome, io, _ = run(command("sh", "-c", "echo one; echo two >&2; printf 'three\\nfour'"))
-    assert outcome == Outcome(run_pb2.RUN_STATE_SUCCEEDED, exit_code=0)
+    assert outcome == TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED, exit_code=0)
     assert io.texts(STDOUT) == ["one", "three", "four"]
     assert io.texts(STDERR) == ["two"]
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
-from jobmesh.executor.outcomes import Outcome, Stop, StopReason
+from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
 from jobmesh.executor.runners import RunnerSettings, execute
 from jobmesh.v1 import run_pb2
 from tests.executor.support import RecordingIO, dispatched, handler
@@ -22,8 +22,8 @@ def call(
     *,
     stop_after: float | None = None,
     timeout: float | None = None,
-) -> tuple[Outcome, RecordingIO, float]:
-    async def scenario() -> tuple[Outcome, RecordingIO, float]:
+) -> tuple[TargetOutcome, RecordingIO, float]:
+    async def scenario() -> tuple[TargetOutcome, RecordingIO, float]:
         io, stop = RecordingIO(), Stop()
         if stop_after is not None:
             asyncio.get_running_loop().call_later(stop_after, stop.request, StopReason.CANCEL, 1.0, "test")
@@ -76,7 +76,7 @@ def test_an_exception_fails_with_its_class_name(asynchronous: bool) -> None:
         raise QuotaExceeded("over the limit")
 
     outcome, io, _ = call({"work": async_ if asynchronous else sync}, "work")
-    assert outcome == Outcome(run_pb2.RUN_STATE_FAILED, None, "QuotaExceeded", "over the limit")
+    assert outcome == TargetOutcome(run_pb2.RUN_STATE_FAILED, None, "QuotaExceeded", "over the limit")
     assert any("QuotaExceeded: over the limit" in line for line in io.texts(run_pb2.LOG_STREAM_STDOUT))
 
 

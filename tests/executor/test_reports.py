@@ -4,28 +4,31 @@ from __future__ import annotations
 
 import asyncio
 
-from jobmesh.core.ports.signals import AttemptKey
-from jobmesh.executor.outbox import MAX_LINE_CHARS, Outbox, key_of, ref_of
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.executor.outbox import Outbox
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
-A, B = AttemptKey("jobs/a/runs/1", 1), AttemptKey("jobs/b/runs/1", 2)
+A, B = AttemptRef("a", "1", 1), AttemptRef("b", "1", 2)
 OUT = run_pb2.LOG_STREAM_STDOUT
 
 
-def result(key: AttemptKey) -> pb.AttemptResult:
-    return pb.AttemptResult(attempt=ref_of(key), state=run_pb2.RUN_STATE_SUCCEEDED)
+def result(key: AttemptRef) -> pb.AttemptResult:
+    return pb.AttemptResult(attempt=key.to_proto(), state=run_pb2.RUN_STATE_SUCCEEDED)
 
 
 def kinds(requests: list[pb.ConnectRequest]) -> list[str | None]:
     return [request.WhichOneof("message") for request in requests]
 
 
-def lines_of(requests: list[pb.ConnectRequest]) -> dict[AttemptKey, list[str]]:
-    found: dict[AttemptKey, list[str]] = {}
+def lines_of(requests: list[pb.ConnectRequest]) -> dict[AttemptRef, list[str]]:
+    found: dict[AttemptRef, list[str]] = {}
     for request in requests:
         for chunk in request.logs.chunks:
-            found.setdefault(key_of(chunk.attempt), []).extend(line.text for line in chunk.lines)
+            found.setdefault(AttemptRef.from_proto(chunk.attempt), []).extend(
+                line.text for line in chunk.lines
+            )
     return found
 
 
@@ -38,7 +41,7 @@ def test_logs_then_progress_then_results_in_one_take() -> None:
     assert not outbox.due.is_set()
     outbox.log(A, OUT, "a2")
     assert outbox.due.is_set()  # flush_lines reached
-    outbox.result(result(A))
+    outbox.result(A, result(A))
     requests = outbox.take()
     assert kinds(requests) == ["logs", "progress", "results"]
     assert lines_of(requests) == {A: ["a1", "a2"], B: ["b1"]}
@@ -52,10 +55,10 @@ def test_batches_hold_at_most_flush_lines_and_long_lines_are_split() -> None:
     outbox = Outbox(flush_lines=2)
     for index in range(5):
         outbox.log(A, OUT, str(index))
-    outbox.log(B, OUT, "x" * (MAX_LINE_CHARS + 1))
+    outbox.log(B, OUT, "x" * (MAX_LOG_LINE_CHARS + 1))
     requests = outbox.take()
     assert [sum(len(c.lines) for c in r.logs.chunks) for r in requests] == [2, 2, 2, 1]
-    assert [len(text) for text in lines_of(requests)[B]] == [MAX_LINE_CHARS, 1]
+    assert [len(text) for text in lines_of(requests)[B]] == [MAX_LOG_LINE_CHARS, 1]
 
 
 def test_a_full_buffer_drops_lines_and_says_how_many() -> None:
@@ -72,15 +75,15 @@ def test_a_full_buffer_drops_lines_and_says_how_many() -> None:
 def test_results_are_resent_until_acknowledged() -> None:
     async def scenario() -> None:
         outbox = Outbox()
-        outbox.result(result(A))
-        outbox.result(result(B))
+        outbox.result(A, result(A))
+        outbox.result(B, result(B))
         assert kinds(outbox.take()) == ["results"]
-        outbox.acknowledge([ref_of(A)])
+        outbox.acknowledge([A.to_proto()])
         outbox.unsend_all()  # a reconnect
         [again] = outbox.take()
-        assert [key_of(r.attempt) for r in again.results.results] == [B]
+        assert [AttemptRef.from_proto(r.attempt) for r in again.results.results] == [B]
         assert not await outbox.wait_acknowledged(0.01)
-        outbox.acknowledge([ref_of(B)])
+        outbox.acknowledge([B.to_proto()])
         assert await outbox.wait_acknowledged(0.01)
 
     asyncio.run(scenario())
@@ -90,7 +93,7 @@ def test_put_back_restores_order_and_forget_drops_everything_of_an_attempt() -> 
     outbox = Outbox()
     outbox.log(A, OUT, "1")
     outbox.log(B, OUT, "b")
-    outbox.result(result(A))
+    outbox.result(A, result(A))
     taken = outbox.take()
     outbox.log(A, OUT, "2")
     outbox.put_back(taken)
@@ -105,8 +108,8 @@ def test_put_back_restores_order_and_forget_drops_everything_of_an_attempt() -> 
 
 def test_the_result_buffer_is_bounded() -> None:
     outbox = Outbox(max_results=2)
-    keys = [AttemptKey(f"jobs/j/runs/{index}", 1) for index in range(3)]
+    keys = [AttemptRef("j", f"{index}", 1) for index in range(3)]
     for key in keys:
-        outbox.result(result(key))
+        outbox.result(key, result(key))
     [request] = outbox.take()
-    assert [key_of(r.attempt) for r in request.results.results] == keys[1:]
+    assert [AttemptRef.from_proto(r.attempt) for r in request.results.results] == keys[1:]

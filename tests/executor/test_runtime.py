@@ -8,11 +8,11 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from jobmesh.core.ports.signals import AttemptKey
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.executor.handlers import HandlerContext
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
-from tests.executor.fake_control import FakeControl, key_of
+from tests.executor.fake_control import FakeControl
 from tests.executor.support import (
     Rig,
     alive,
@@ -40,12 +40,12 @@ def scenario(test: Callable[[FakeControl], Awaitable[None]]) -> None:
     asyncio.run(main())
 
 
-def the_result(fake: FakeControl, attempt: AttemptKey) -> pb.AttemptResult:
+def the_result(fake: FakeControl, attempt: AttemptRef) -> pb.AttemptResult:
     [result] = fake.results_for(attempt)
     return result
 
 
-async def started_pid(rig: Rig, attempt: AttemptKey) -> int:
+async def started_pid(rig: Rig, attempt: AttemptRef) -> int:
     """The pid a `sh -c 'echo $$; ...'` command printed, once the fake has it."""
     await rig.fake.wait_until(lambda: pids_of(rig.fake.log_texts(attempt)))
     return pids_of(rig.fake.log_texts(attempt))[0]
@@ -121,7 +121,7 @@ def test_a_claim_refused_is_not_run_and_a_duplicate_delivery_runs_once() -> None
 
 def test_cancel_over_the_stream_kills_the_process_within_a_second() -> None:
     async def test(fake: FakeControl) -> None:
-        async with running_executor(fake, cancel_grace=5.0) as rig:
+        async with running_executor(fake, cancel_grace=timedelta(seconds=5)) as rig:
             run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
             rig.publish(run)
             pid = await started_pid(rig, key(run))
@@ -198,7 +198,7 @@ def test_unacknowledged_results_are_resent_after_a_reconnect_and_running_ones_ar
             await fake.stop()
             await fake.start()
             await fake.wait_until(lambda: len(fake.results_for(key(finished))) == 2)
-            assert [key_of(ref) for ref in fake.hellos[-1].running] == [key(running)]
+            assert [AttemptRef.from_proto(ref) for ref in fake.hellos[-1].running] == [key(running)]
             await fake.wait_until(lambda: rig.executor.outbox.unacknowledged == 0)
 
     scenario(test)
@@ -227,7 +227,7 @@ def test_a_drain_notice_moves_the_stream_without_stopping_work() -> None:
             pid = await started_pid(rig, key(run))
             fake.drain()
             await fake.wait_until(lambda: len(fake.hellos) == 2 and rig.executor.stream.connected)
-            assert [key_of(ref) for ref in fake.hellos[1].running] == [key(run)]
+            assert [AttemptRef.from_proto(ref) for ref in fake.hellos[1].running] == [key(run)]
             assert alive(pid)
             later = dispatched(command("echo", "after the move"))
             rig.publish(later)
@@ -238,7 +238,7 @@ def test_a_drain_notice_moves_the_stream_without_stopping_work() -> None:
 
 def test_drain_lets_short_work_finish_and_reports_the_rest_as_drained() -> None:
     async def test(fake: FakeControl) -> None:
-        async with running_executor(fake, drain_grace=1.0) as rig:
+        async with running_executor(fake, drain_grace=timedelta(seconds=1)) as rig:
             short = dispatched(command("sleep", "0.3"))
             long = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
             rig.publish(short, long)

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.outcomes import Outcome, Stop
+from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.runners import RunnerSettings, execute
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, dispatched
@@ -74,8 +74,8 @@ def site() -> Iterator[Site]:
         thread.join(5)
 
 
-def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[Outcome, RecordingIO]:
-    async def scenario() -> tuple[Outcome, RecordingIO]:
+def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[TargetOutcome, RecordingIO]:
+    async def scenario() -> tuple[TargetOutcome, RecordingIO]:
         io = RecordingIO()
         settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0)
         target = job_pb2.Target(http=http)

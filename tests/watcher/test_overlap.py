@@ -13,12 +13,12 @@ from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.memory import MemorySignalBus
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.core.definitions import build_job, new_run
+from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.cancels import CancelRouter
+from jobmesh.core.definitions import SchedulingPolicy, build_job, new_run
 from jobmesh.core.dispatch import Dispatcher
-from jobmesh.core.ports.pipeline_store import AttemptRef, Dispatchable
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState, RunTrigger
-from jobmesh.server.config import SchedulingPolicy
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.releaser import Releaser
 from jobmesh.watcher.timer import Timer
@@ -62,7 +62,7 @@ def _release(store: SqlStore, item: Dispatchable) -> tuple[MemoryRunQueue, Timer
     releaser = Releaser(
         store,
         Dispatcher(store, queue, lambda: NOW),
-        MemorySignalBus(),
+        CancelRouter(MemorySignalBus()),
         timer,
         lambda: NOW,
         lead=timedelta(0),

@@ -1,0 +1,111 @@
+"""Ending attempts: where an attempt's end becomes a store write, a retry or a dead letter, for every caller.
+
+The server ends the attempts whose results executors report over their streams; the watcher's sweeper ends
+those whose heartbeats stopped. Both call `AttemptLifecycle.end`, which
+1. settles a run being cancelled: a `CANCELLING` run whose attempt did not succeed ends `CANCELLED`, whatever
+   the attempt reported;
+2. lets the job's retry policy decide the run's next state (`core.retries`);
+3. writes every end in one transaction, each fenced by its attempt (and by the reporting executor's claim): a
+   late or duplicate report changes nothing (invariants 4 and 5);
+4. copies the runs whose retries are spent to the dead-letter topic;
+5. returns the runs it scheduled for another attempt, for the caller to hand on (the server dispatches those
+   due soon; the watcher holds them in its timer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
+from jobmesh.core.dispatch import send_dead_letters
+from jobmesh.core.ports.pipeline_store import PipelineStore
+from jobmesh.core.ports.queue import RunQueue
+from jobmesh.core.records import RunRecord, RunState
+from jobmesh.core.retries import decide
+from jobmesh.v1 import job_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class EndReport:
+    """An attempt that ended: the run as it is now (still on that attempt), and how the attempt ended."""
+
+    current: Dispatchable
+    outcome: AttemptOutcome
+    # The executor that reports it: only its claim lets the end apply. None for the sweeper, which fences on
+    # the heartbeat deadline instead.
+    executor: str | None
+
+    @property
+    def ref(self) -> AttemptRef:
+        return AttemptRef.of(self.current.run)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What `end` did: the attempts whose end was written, and which of their runs are retried or spent."""
+
+    applied: frozenset[AttemptRef] = frozenset()
+    retried: tuple[Dispatchable, ...] = ()
+    dead_lettered: tuple[Dispatchable, ...] = ()
+
+
+class AttemptLifecycle:
+    def __init__(
+        self,
+        store: PipelineStore,
+        queue: RunQueue,
+        clock: Callable[[], datetime],
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+        self._rng = rng or random.Random()
+
+    def end(self, reports: Sequence[EndReport]) -> Settled:
+        """Ends the attempts (a ref reported twice counts once, the last report wins)."""
+        unique = list({report.ref: report for report in reports}.values())
+        if not unique:
+            return Settled()
+        ends = [self._decide(report) for report in unique]
+        applied = frozenset(self._store.finish_attempts(ends))
+        written = [(report, end) for report, end in zip(unique, ends, strict=True) if end.ref in applied]
+        spent = tuple(report.current for report, end in written if end.run_state is RunState.DEAD_LETTERED)
+        send_dead_letters(self._queue, spent, self._clock())
+        retried = tuple(
+            _next_attempt(report.current, end)
+            for report, end in written
+            if end.run_state is RunState.SCHEDULED and end.retry_due_time is not None
+        )
+        return Settled(applied, retried, spent)
+
+    def _decide(self, report: EndReport) -> AttemptEnd:
+        outcome = settle_cancelling(report.current.run, report.outcome)
+        policy = job_pb2.Job.FromString(report.current.spec).retry_policy
+        return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+
+
+def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome:
+    """A run being cancelled ends CANCELLED unless its attempt succeeded: a cancel is never retried away."""
+    if run.state is not RunState.CANCELLING or outcome.state is RunState.SUCCEEDED:
+        return outcome
+    return dataclasses.replace(
+        outcome,
+        state=RunState.CANCELLED,
+        error_type="Cancelled",
+        error_message=run.error_message or "cancelled",
+    )
+
+
+def _next_attempt(current: Dispatchable, end: AttemptEnd) -> Dispatchable:
+    """The run as the retry left it: on the next attempt, SCHEDULED at the retry's due time."""
+    assert end.retry_due_time is not None
+    run = dataclasses.replace(
+        current.run, attempt=end.ref.attempt + 1, state=RunState.SCHEDULED, due_time=end.retry_due_time
+    )
+    return Dispatchable(run, current.spec)

@@ -1,0 +1,9 @@
+"""Limits that more than one process must agree on."""
+
+from __future__ import annotations
+
+# The largest gRPC message a server or an executor sends or accepts (both sides set it on their channels).
+MAX_GRPC_MESSAGE_BYTES = 16 * 1024 * 1024
+# A log line is a message field, not a file: longer output is split into lines of at most this many characters
+# by the executor, and cut to it by the server.
+MAX_LOG_LINE_CHARS = 16 * 1024

@@ -1,0 +1,73 @@
+"""Units shared by the adapters: keys, decoding, lane order, and the Kafka commit ledger."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobmesh.adapters.queue import codec
+from jobmesh.adapters.queue.kafka_consumer import _Ledger
+from tests.adapters.queue.support import make_run
+
+
+@pytest.mark.parametrize(
+    ("run_name", "key"),
+    [
+        ("jobs/nightly/runs/r1", "nightly"),
+        ("jobs/x", "x"),
+        ("odd-name", "odd-name"),
+        ("jobs//runs/r", "jobs//runs/r"),
+    ],
+)
+def test_the_key_is_the_job_id(run_name: str, key: str) -> None:
+    run = make_run("q", "unused", "unused")
+    run.attempt.run = run_name
+    assert codec.job_key(run) == key
+
+
+def test_decode_returns_what_encode_wrote() -> None:
+    run = make_run("q", "a", "1")
+    assert codec.decode(codec.encode(run), codec.CONTENT_TYPE) == run
+    assert codec.decode(codec.encode(run), None) == run  # a producer without headers
+
+
+@pytest.mark.parametrize(
+    ("value", "content_type"),
+    [
+        (b"\xff\xfe garbage", None),
+        (b"", None),  # parses, but names no attempt
+        (None, None),
+        (codec.encode(make_run("q", "a", "1")), "application/json"),
+    ],
+)
+def test_decode_refuses_what_is_not_a_run(value: bytes | None, content_type: str | None) -> None:
+    with pytest.raises(codec.MalformedMessage):
+        codec.decode(value, content_type)
+
+
+def test_every_fourth_poll_takes_the_low_lane_first() -> None:
+    order = codec.LaneOrder()
+    firsts = [order.next()[0] for _ in range(8)]
+    assert firsts == ["high", "high", "high", "low"] * 2
+
+
+TP = ("topic", 0)
+
+
+def test_a_skipped_message_with_nothing_outstanding_is_committed_at_once() -> None:
+    ledger = _Ledger()
+    assert ledger.skip(TP, 0) == 1
+    ledger.handed(TP, 1)
+    ledger.committed(TP, ledger.position(TP, 1))
+    assert ledger.skip(TP, 2) == 3
+
+
+def test_a_skipped_message_waits_for_the_deliveries_before_it() -> None:
+    ledger = _Ledger()
+    ledger.handed(TP, 0)
+    assert ledger.skip(TP, 1) is None
+    ledger.handed(TP, 2)
+    assert ledger.skip(TP, 3) is None
+
+    assert ledger.position(TP, 0) == 2  # run 0 done: the skipped 1 goes with it, not 2 (not committed)
+    assert ledger.position(TP, 2) == 4  # run 2 done: the skipped 3 goes with it
+    assert ledger.position(TP, 5) == 6

@@ -1,0 +1,165 @@
+"""The queue port's contract, run against every adapter (see conftest.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from jobmesh.core.ports.queue import LANES, lane_of, topic_of
+from jobmesh.v1 import dispatch_pb2
+from tests.adapters.queue.support import Backend, drain, drain_until, names
+
+
+def test_round_trip_preserves_every_field(backend: Backend) -> None:
+    runs = [backend.run("a", "1", "high"), backend.run("b", "2", "normal"), backend.run("c", "3", "low")]
+    backend.queue.publish(runs)
+
+    got = drain(backend.consumer(), 3)
+
+    assert sorted((d.run.SerializeToString(), d.lane) for d in got) == sorted(
+        (run.SerializeToString(), lane_of(run)) for run in runs
+    )
+    assert all(d.trace_context == {} for d in got)
+
+
+def test_the_publishers_trace_context_travels_with_the_run(backend: Backend) -> None:
+    context = SpanContext(trace_id=0x1234, span_id=0x5678, is_remote=False, trace_flags=TraceFlags(1))
+    with trace.use_span(NonRecordingSpan(context)):
+        backend.queue.publish([backend.run("a", "1")])
+
+    (delivery,) = drain(backend.consumer(), 1)
+
+    assert delivery.trace_context["traceparent"] == f"00-{0x1234:032x}-{0x5678:016x}-01"
+
+
+def test_runs_of_one_job_arrive_in_publish_order(backend: Backend) -> None:
+    runs = [backend.run(f"job{i % 5}", f"r{i:02d}") for i in range(40)]
+    backend.queue.publish(runs)
+
+    got = names(drain(backend.consumer(), 40))
+
+    assert sorted(got) == sorted(names_of(runs))
+    for job in range(5):
+        mine = [name for name in got if name.startswith(f"jobs/job{job}/")]
+        assert mine == sorted(mine)
+
+
+def test_polls_favour_the_high_lane_but_serve_low_within_every_four(backend: Backend) -> None:
+    consumer = backend.consumer()
+    # One run per lane first, so every lane's consumer is assigned before the race starts.
+    backend.queue.publish([backend.run("warm", lane, lane) for lane in LANES])
+    consumer.commit(drain(consumer, 3))
+    backend.queue.publish([backend.run(f"j{i}", f"{lane}{i}", lane) for lane in LANES for i in range(12)])
+    time.sleep(backend.settle)
+
+    lanes = [delivery.lane for _ in range(24) for delivery in consumer.poll(1, 5.0)]
+
+    assert len(lanes) == 24
+    assert [lane for lane in lanes if lane != "low"] == ["high"] * 12 + ["normal"] * 6
+    assert all("low" in lanes[i : i + 4] for i in range(len(lanes) - 3))
+
+
+def test_committed_runs_are_not_delivered_to_the_group_again(backend: Backend) -> None:
+    first = backend.consumer()
+    backend.queue.publish([backend.run("a", str(i)) for i in range(5)])
+    first.commit(drain(first, 5))
+    first.close()
+
+    # A sentinel behind them (same job, so same lane and partition) proves the new consumer has caught up.
+    second = backend.consumer()
+    backend.queue.publish([backend.run("a", "sentinel")])
+
+    assert names(drain_until(second, "jobs/a/runs/sentinel")) == ["jobs/a/runs/sentinel"]
+
+
+def test_uncommitted_runs_come_back_after_the_consumer_closes(backend: Backend) -> None:
+    first = backend.consumer()
+    runs = [backend.run("a", str(i)) for i in range(5)]
+    backend.queue.publish(runs)
+    assert len(drain(first, 5)) == 5
+    first.close()
+
+    again = drain(backend.consumer(), 5)
+
+    assert sorted(names(again)) == sorted(names_of(runs))
+
+
+def test_every_group_gets_every_run(backend: Backend) -> None:
+    executors, auditors = (
+        backend.consumer(backend.group("executors")),
+        backend.consumer(backend.group("audit")),
+    )
+    runs = [backend.run(f"j{i}", str(i), LANES[i % 3]) for i in range(9)]
+    backend.queue.publish(runs)
+
+    for consumer in (executors, auditors):
+        assert sorted(names(drain(consumer, 9))) == sorted(names_of(runs))
+
+
+def test_dead_letters_go_to_the_dead_letter_topic_and_not_to_executors(backend: Backend) -> None:
+    runs = [backend.run("a", "1"), backend.run("b", "2", "high")]
+
+    backend.queue.publish_dead_letters(runs)
+    backend.queue.publish([backend.run("a", "sentinel")])
+
+    mine = [run for run in backend.dead_letters() if run.queue == backend.name]
+    assert sorted(names_of(mine)) == sorted(names_of(runs))
+    assert sorted(run.SerializeToString() for run in mine) == sorted(run.SerializeToString() for run in runs)
+    assert names(drain_until(backend.consumer(), "jobs/a/runs/sentinel")) == ["jobs/a/runs/sentinel"]
+
+
+def test_malformed_messages_are_skipped_without_committing_runs_before_them(backend: Backend) -> None:
+    topic = topic_of(backend.name, "normal")
+    backend.queue.publish([backend.run("a", "1")])
+    backend.inject_raw(topic, b"a", b"\xff\xfe not a run")
+    backend.inject_raw(topic, b"a", b"")  # parses as an empty DispatchedRun: no attempt, so malformed too
+    backend.queue.publish([backend.run("a", "2")])
+
+    first = backend.consumer()
+    assert names(drain(first, 2)) == ["jobs/a/runs/1", "jobs/a/runs/2"]
+    first.close()  # nothing committed: skipping the garbage must not have committed run 1 either
+
+    second = backend.consumer()
+    redelivered = drain(second, 2)
+    assert names(redelivered) == ["jobs/a/runs/1", "jobs/a/runs/2"]
+    second.commit(redelivered)
+    second.close()
+
+    backend.queue.publish([backend.run("a", "sentinel")])
+    assert names(drain_until(backend.consumer(), "jobs/a/runs/sentinel")) == ["jobs/a/runs/sentinel"]
+
+
+def test_poll_waits_for_the_first_run_and_returns_on_arrival(backend: Backend) -> None:
+    consumer = backend.consumer()
+    backend.queue.publish([backend.run("warm", "0")])
+    consumer.commit(drain(consumer, 1))
+    publisher = threading.Timer(0.3, backend.queue.publish, args=([backend.run("a", "1", "low")],))
+    publisher.start()
+    try:
+        started = time.monotonic()
+        got = consumer.poll(10, 10.0)
+        waited = time.monotonic() - started
+    finally:
+        publisher.join()
+
+    assert names(got) == ["jobs/a/runs/1"]
+    assert 0.2 < waited < 5.0
+
+
+def test_poll_returns_nothing_once_the_timeout_passes(backend: Backend) -> None:
+    consumer = backend.consumer()
+    backend.queue.publish([backend.run("warm", "0")])  # joined: on Kafka, a close mid-join can take 5 s
+    consumer.commit(drain(consumer, 1))
+    started = time.monotonic()
+
+    assert consumer.poll(10, 0.3) == []
+    assert 0.25 < time.monotonic() - started < 3.0
+    consumer.commit([])  # nothing to commit is not an error
+
+
+def names_of(runs: Sequence[dispatch_pb2.DispatchedRun]) -> list[str]:
+    return [run.attempt.run for run in runs]

@@ -1,0 +1,51 @@
+"""Builders for the pipeline suites: runs with real run ids (their schedule time inside), refs, ends."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.attempts import AttemptEnd, AttemptRef
+from jobmesh.core.ids import new_run_id
+from jobmesh.core.records import RunRecord, RunState
+from tests.adapters.store.builders import at, new_job, run
+
+TIMEOUT = timedelta(seconds=42)
+
+
+def add_job(store: SqlStore, job_id: str = "alpha", **overrides: Any) -> str:
+    store.create_jobs([new_job(job_id, **overrides)])
+    return job_id
+
+
+def add_run(store: SqlStore, seconds: float = 60, *, job_id: str = "alpha", **overrides: Any) -> RunRecord:
+    """A run scheduled `seconds` after the suite's base time, with an id made by new_run_id (so lookups
+    prune to one partition), stored through create_run."""
+    moment = overrides.pop("schedule_time", at(seconds))
+    overrides.setdefault("due_time", moment)
+    overrides.setdefault("heartbeat_timeout", TIMEOUT)
+    record = run(job_id, overrides.pop("run_id", new_run_id(moment)), schedule_time=moment, **overrides)
+    store.create_run(record)
+    return record
+
+
+def ref(record: RunRecord, attempt: int | None = None) -> AttemptRef:
+    return AttemptRef(record.job_id, record.run_id, record.attempt if attempt is None else attempt)
+
+
+def end(
+    target: AttemptRef,
+    state: RunState = RunState.SUCCEEDED,
+    *,
+    run_state: RunState | None = None,
+    end_time: datetime | None = None,
+    **overrides: Any,
+) -> AttemptEnd:
+    return AttemptEnd(
+        ref=target,
+        attempt_state=state,
+        run_state=run_state or state,
+        end_time=end_time or at(500),
+        **overrides,
+    )

@@ -1,0 +1,141 @@
+"""Migrations and the factory: the migrated schema is the metadata, upgrades repeat, errors translate."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.migrate import alembic_config, upgrade
+from jobmesh.adapters.store.schema import RUN_PARTITION_PREFIX, metadata
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import StoreUnavailable
+from tests.adapters.store.backend import Backend
+from tests.adapters.store.builders import new_job
+
+
+def _schema_drift(url: str) -> list[Any]:
+    def include(obj: Any, name: str | None, kind: str, reflected: bool, compare_to: Any) -> bool:
+        table = obj if kind == "table" else getattr(obj, "table", None)
+        table_name = getattr(table, "name", "") or ""
+        partition = table_name.startswith((RUN_PARTITION_PREFIX, "job_runs_default"))
+        sqlite_gin = kind == "index" and name == "ix_jobs_labels" and url.startswith("sqlite")
+        return not partition and not sqlite_gin
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(
+                connection, opts={"compare_type": True, "include_object": include}
+            )
+            return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
+
+
+def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
+    assert _schema_drift(backend.url) == []
+
+
+def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
+    backend.store.create_jobs([new_job("alpha")])
+    upgrade(backend.url)
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0002",)]
+    assert backend.store.get_job("alpha").job_id == "alpha"
+
+
+def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "base")
+        assert inspect(engine).get_table_names() == ["alembic_version"]
+    finally:
+        engine.dispose()
+    upgrade(url)
+    assert _schema_drift(url) == []
+
+
+@pytest.mark.postgres
+def test_replicas_migrating_together_do_not_collide(new_pg_schema: Callable[[str], Any]) -> None:
+    with new_pg_schema("jm_migrate") as url, ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: open_store(url), range(4)))
+        for store in stores:
+            store.close()
+        assert _schema_drift(url) == []
+
+
+def test_open_store_sets_up_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        store.create_jobs([new_job("alpha")])
+        engine = store.engine
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+    finally:
+        store.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT job_id FROM jobs").fetchall() == [("alpha",)]
+    raw.close()
+
+
+def test_a_foreign_key_protects_runs(backend: Backend) -> None:
+    with pytest.raises(Exception, match=r"(?i)foreign key"):
+        backend.execute(
+            "INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger,"
+            " priority, queue, progress, progress_message, create_time, update_time) VALUES ('ghost', 'r',"
+            " :t, 1, :t, 'SCHEDULED', 'SCHEDULE', 'NORMAL', 'default', 0, '', :t, :t)",
+            {"t": "2026-01-01 00:00:00+00:00"},
+        )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2",
+        "sqlite:////nonexistent-directory/for/jobmesh/store.db",
+    ],
+)
+def test_an_unreachable_database_is_store_unavailable(url: str) -> None:
+    store = SqlStore(url)
+    try:
+        with pytest.raises(StoreUnavailable):
+            store.get_job("alpha")
+        with pytest.raises(StoreUnavailable):
+            store.create_jobs([new_job("alpha")])
+    finally:
+        store.close()
+
+
+def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store.maintain_partitions(new_job("x").job.create_time)
+        with store.engine.connect() as connection:
+            names = connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars()
+            assert sorted(names) == [
+                "alembic_version",
+                "job_runs",
+                "jobs",
+                "leases",
+                "run_attempts",
+                "run_logs",
+            ]
+    finally:
+        store.close()

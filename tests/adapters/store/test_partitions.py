@@ -1,0 +1,102 @@
+"""PostgreSQL run partitions: created ahead, dropped after retention, and a DEFAULT partition that never
+refuses a run (its rows move out when their day's partition is created)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import NotFound
+from jobmesh.core.records import RunState
+from tests.adapters.store.backend import Backend
+from tests.adapters.store.builders import new_job, run
+
+pytestmark = pytest.mark.postgres
+
+DAY0 = datetime(2030, 3, 10, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def pg(new_pg_schema: Callable[[str], Any]) -> Iterator[Backend]:
+    with new_pg_schema("jm_parts") as url:
+        upgrade(url)
+        store = SqlStore(url, retention_days=3, partition_ahead_days=2)
+        try:
+            store.create_jobs([new_job("alpha")])
+            yield Backend("postgres", url, store)
+        finally:
+            store.close()
+
+
+def _partitions(pg: Backend) -> dict[str, str]:
+    rows = pg.execute(
+        "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
+        "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'job_runs'::regclass"
+    )
+    return {name: bound for name, bound in rows}
+
+
+def _home(pg: Backend, run_id: str) -> str:
+    [(table,)] = pg.execute("SELECT tableoid::regclass::text FROM job_runs WHERE run_id = :r", {"r": run_id})
+    return str(table)
+
+
+def _day(moment: datetime, run_id: str, state: RunState = RunState.SUCCEEDED) -> Any:
+    return run("alpha", run_id, schedule_time=moment, due_time=moment, state=state)
+
+
+def test_partitions_are_created_for_the_coming_days(pg: Backend) -> None:
+    pg.store.maintain_partitions(DAY0)
+    pg.store.maintain_partitions(DAY0 + timedelta(hours=1))  # again: nothing to do
+    assert _partitions(pg) == {
+        "job_runs_default": "DEFAULT",
+        "job_runs_p20300310": "FOR VALUES FROM ('2030-03-10 00:00:00+00') TO ('2030-03-11 00:00:00+00')",
+        "job_runs_p20300311": "FOR VALUES FROM ('2030-03-11 00:00:00+00') TO ('2030-03-12 00:00:00+00')",
+        "job_runs_p20300312": "FOR VALUES FROM ('2030-03-12 00:00:00+00') TO ('2030-03-13 00:00:00+00')",
+    }
+    indexes = pg.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'job_runs_p20300311'")
+    assert len(indexes) == 7  # the primary key and the six indexes of job_runs
+    pg.store.create_run(_day(DAY0 + timedelta(days=1), "r1"))
+    assert _home(pg, "r1") == "job_runs_p20300311"
+
+
+def test_old_partitions_are_dropped_unless_a_run_is_unfinished(pg: Backend) -> None:
+    pg.store.maintain_partitions(DAY0)
+    pg.store.create_run(_day(DAY0, "finished"))
+    pg.store.create_run(_day(DAY0 + timedelta(days=1), "running", RunState.RUNNING))
+    pg.store.create_run(_day(DAY0 + timedelta(days=2), "recent"))
+    pg.store.maintain_partitions(DAY0 + timedelta(days=5))  # retention 3 days: 03-12 is the oldest kept
+    assert sorted(_partitions(pg)) == [
+        "job_runs_default",
+        "job_runs_p20300311",  # kept: it holds a running run
+        "job_runs_p20300312",
+        "job_runs_p20300315",
+        "job_runs_p20300316",
+        "job_runs_p20300317",
+    ]
+    with pytest.raises(NotFound):
+        pg.store.get_run("alpha", "finished")
+    assert pg.store.get_run("alpha", "running").state is RunState.RUNNING
+    assert pg.store.get_run("alpha", "recent").run_id == "recent"
+
+
+def test_runs_outside_every_partition_go_to_default_and_move_out_later(pg: Backend) -> None:
+    pg.store.maintain_partitions(DAY0)
+    future = datetime(2030, 6, 1, 8, 30, tzinfo=UTC)
+    pg.store.create_run(_day(future, "future", RunState.SCHEDULED))
+    pg.store.create_run(_day(datetime(1990, 1, 1, tzinfo=UTC), "ancient-done"))
+    pg.store.create_run(_day(datetime(1991, 1, 1, tzinfo=UTC), "ancient-running", RunState.RUNNING))
+    assert {_home(pg, r) for r in ("future", "ancient-done", "ancient-running")} == {"job_runs_default"}
+
+    pg.store.maintain_partitions(future - timedelta(days=1))  # its day's partition is now due
+    assert _home(pg, "future") == "job_runs_p20300601"
+    assert pg.store.get_run("alpha", "future") == _day(future, "future", RunState.SCHEDULED)
+    assert pg.execute("SELECT count(*) FROM job_runs_default") == [(1,)]  # finished and past retention: gone
+    assert _home(pg, "ancient-running") == "job_runs_default"
+    with pytest.raises(NotFound):
+        pg.store.get_run("alpha", "ancient-done")

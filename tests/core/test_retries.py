@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
+from jobmesh.core.records import RunState
+from jobmesh.core.retries import backoff, decide
+from jobmesh.v1 import job_pb2
+
+END = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _policy(**fields: object) -> job_pb2.RetryPolicy:
+    policy = job_pb2.RetryPolicy(**fields)  # type: ignore[arg-type]
+    return policy
+
+
+def test_backoff_grows_by_the_multiplier_up_to_the_cap_with_bounded_jitter() -> None:
+    policy = _policy(max_attempts=10, backoff_multiplier=3)
+    policy.initial_backoff.FromSeconds(2)
+    policy.max_backoff.FromSeconds(60)
+    rng = random.Random(7)
+    delays = [backoff(policy, attempt, rng) for attempt in range(1, 7)]
+    for attempt, delay in enumerate(delays, start=1):
+        base = min(2 * 3 ** (attempt - 1), 60)
+        assert timedelta(seconds=base) <= delay <= timedelta(seconds=base * 1.1)
+    assert delays[0] < delays[1] < delays[2] < delays[3]
+
+
+def test_defaults_when_the_policy_leaves_them_out() -> None:
+    delay = backoff(_policy(max_attempts=3), 2, random.Random(1))
+    assert timedelta(seconds=2) <= delay <= timedelta(seconds=2.2)  # 1 s doubled
+
+
+def _end(attempt: int, state: RunState, policy: job_pb2.RetryPolicy, error: str = "ExitCode") -> AttemptEnd:
+    outcome = AttemptOutcome(state, END, error_type=error)
+    return decide(AttemptRef("j", "r", attempt), outcome, policy, rng=random.Random(1), executor="e")
+
+
+def test_failed_attempts_retry_then_dead_letter() -> None:
+    policy = _policy(max_attempts=3)
+    first = _end(1, RunState.FAILED, policy)
+    assert first.run_state is RunState.SCHEDULED
+    assert first.retry_due_time is not None
+    assert first.retry_due_time > END
+    assert _end(2, RunState.TIMED_OUT, policy).run_state is RunState.SCHEDULED
+    last = _end(3, RunState.FAILED, policy)
+    assert last.run_state is RunState.DEAD_LETTERED
+    assert last.attempt_state is RunState.FAILED
+
+
+def test_no_policy_means_one_attempt_that_simply_fails() -> None:
+    assert _end(1, RunState.FAILED, _policy()).run_state is RunState.FAILED
+
+
+def test_non_retryable_errors_and_successes_are_final() -> None:
+    policy = _policy(max_attempts=5, non_retryable_error_types=["BadInput"])
+    assert _end(1, RunState.FAILED, policy, "BadInput").run_state is RunState.DEAD_LETTERED
+    assert _end(1, RunState.SUCCEEDED, policy).run_state is RunState.SUCCEEDED
+    assert _end(1, RunState.CANCELLED, policy).run_state is RunState.CANCELLED

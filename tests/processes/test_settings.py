@@ -1,0 +1,222 @@
+"""The settings model: every `JOBMESH_*` variable, its flag, its checks, and the configs built from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.processes import assembly, settings
+from jobmesh.processes import command as cli
+from jobmesh.server.config import ServerConfig
+from jobmesh.watcher.config import WatcherConfig
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A value each variable must refuse. Every documented variable (aliases included) needs one: a new setting
+# without a bad-value check here fails `test_every_variable_has_a_bad_value_case`.
+BAD_VALUES = {
+    "JOBMESH_DATABASE_URL": "mysql://root@db/jobs",
+    "JOBMESH_QUEUE_URL": "amqp://rabbit:5672",
+    "JOBMESH_KAFKA_BOOTSTRAP": "kafka-without-port",
+    "JOBMESH_SIGNALS_URL": "memcached://cache:11211",
+    "JOBMESH_REDIS_URL": "localhost:6379",
+    "JOBMESH_RETENTION_DAYS": "thirty",
+    "JOBMESH_LISTEN": "127.0.0.1:99999",
+    "JOBMESH_WATCHER_ID": "has spaces",
+    "JOBMESH_WATCHER_SCAN_INTERVAL": "0s",
+    "JOBMESH_WATCHER_WINDOW": "-5m",
+    "JOBMESH_WATCHER_LEAD": "soon",
+    "JOBMESH_WATCHER_LEASE_TTL": "500ms",  # parses, but a lease must outlive its 1 s renewal
+    "JOBMESH_WATCHER_SWEEP_INTERVAL": "1 fortnight",
+    "JOBMESH_WATCHER_REQUEUE_AFTER": "nan",
+    "JOBMESH_SERVER": "no port here",
+    "JOBMESH_QUEUES": "Upper,CASE",
+    "JOBMESH_CONCURRENCY": "0",
+    "JOBMESH_EXECUTOR_ID": "-starts-with-a-dash",
+    "JOBMESH_CANCEL_GRACE": "5 minutes",
+    "JOBMESH_DRAIN_GRACE": "1e9999",
+    "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
+}
+
+
+def _variables() -> list[tuple[str, settings.Setting]]:
+    return [(variable, setting) for setting in settings.SETTINGS for variable in setting.variables]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No JOBMESH_* variable but the test's own, and no process ever starts: a value the settings let
+    through by mistake fails the test instead of serving forever."""
+    for name in list(os.environ):
+        if name.startswith("JOBMESH_"):
+            monkeypatch.delenv(name)
+    for name in ("dev", "serve", "watch", "execute", "migrate"):
+        monkeypatch.setattr(assembly, name, _must_not_start)
+
+
+def _must_not_start(*args: object) -> None:
+    raise AssertionError("a process started although its settings are bad")
+
+
+def test_every_variable_has_a_bad_value_case() -> None:
+    assert sorted(BAD_VALUES) == sorted(variable for variable, _ in _variables())
+
+
+@pytest.mark.parametrize(("variable", "setting"), _variables(), ids=[v for v, _ in _variables()])
+def test_a_bad_value_stops_every_command_that_takes_it_naming_the_variable(
+    variable: str,
+    setting: settings.Setting,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(variable, BAD_VALUES[variable])
+    for command in sorted(setting.commands):
+        assert cli.main([command]) == 2, command
+        error = capsys.readouterr().err
+        assert variable in error, (command, error)
+        assert setting.flag in error
+        assert "Traceback" not in error
+
+
+def test_a_url_with_a_password_is_not_echoed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JOBMESH_DATABASE_URL", "mysql://admin:hunter2@db/jobs")
+    monkeypatch.setenv("JOBMESH_SIGNALS_URL", "memcached://admin:hunter2@cache")
+    assert cli.main(["server"]) == 2
+    assert cli.main(["executor"]) == 2
+    assert "hunter2" not in capsys.readouterr().err
+
+
+def test_an_empty_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_CONCURRENCY", "")
+    assert cli.resolved("executor")["concurrency"] is None
+    assert settings.executor_config(cli.resolved("executor")).concurrency == ExecutorConfig().concurrency
+
+
+def test_flags_win_over_the_environment_which_wins_over_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_CONCURRENCY", "3")
+    monkeypatch.setenv("JOBMESH_QUEUES", "gpu, default")
+    monkeypatch.setenv("JOBMESH_CANCEL_GRACE", "1.5")
+    monkeypatch.setenv("JOBMESH_KAFKA_BOOTSTRAP", "k:9092")
+    values = cli.resolved("executor", ["--queues", "io", "--executor-id", "x"])
+    config = settings.executor_config(values)
+    assert (config.queues, config.executor_id, config.concurrency) == (("io",), "x", 3)
+    assert config.cancel_grace == timedelta(seconds=1.5)
+    assert config.queue_url == "k:9092"
+    assert config.signals_url == settings.EMBEDDED
+    assert config.drain_grace == ExecutorConfig().drain_grace
+
+
+def test_the_documented_variable_wins_over_its_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_KAFKA_BOOTSTRAP", "old:9092")
+    monkeypatch.setenv("JOBMESH_QUEUE_URL", "kafka://new:9092?partitions=6")
+    monkeypatch.setenv("JOBMESH_REDIS_URL", "redis://old:6379/0")
+    connections = settings.connections(cli.resolved("server"))
+    assert connections.queue_url == "kafka://new:9092?partitions=6"
+    assert connections.signals_url == "redis://old:6379/0"
+
+
+def test_watcher_durations(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_WATCHER_SCAN_INTERVAL", "2.5")
+    monkeypatch.setenv("JOBMESH_WATCHER_WINDOW", "90s")
+    monkeypatch.setenv("JOBMESH_WATCHER_LEAD", "250ms")
+    config = settings.watcher_config(cli.resolved("watcher", ["--requeue-after", "1h"]))
+    assert (config.scan_interval, config.window, config.lead, config.requeue_after) == (
+        timedelta(seconds=2.5),
+        timedelta(seconds=90),
+        timedelta(milliseconds=250),
+        timedelta(hours=1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", timedelta(0)),
+        ("1.5", timedelta(seconds=1.5)),
+        (".5s", timedelta(milliseconds=500)),
+        ("500ms", timedelta(milliseconds=500)),
+        ("20s", timedelta(seconds=20)),
+        ("5m", timedelta(minutes=5)),
+        ("2h", timedelta(hours=2)),
+        ("1d", timedelta(days=1)),
+        (" 7 s ", timedelta(seconds=7)),
+    ],
+)
+def test_durations(text: str, expected: timedelta) -> None:
+    assert settings.duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["", "s", "-1s", "1x", "1.2.3s", "inf", "1e3", "99999999999999999d", "1m30s"]
+)
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        settings.duration(text)
+
+
+def test_the_executor_takes_no_database_and_the_migration_no_queue() -> None:
+    assert "--database-url" not in _help("executor")
+    assert "JOBMESH_DATABASE_URL" not in _help("executor")
+    assert "--queue-url" not in _help("migrate")
+    for command in ("dev", "server", "watcher", "migrate"):
+        assert "JOBMESH_DATABASE_URL" in _help(command)
+
+
+def test_help_names_each_option_and_its_variable() -> None:
+    for command in settings.COMMANDS:
+        text = _help(command)
+        for setting in settings.settings_of(command):
+            assert setting.flag in text
+            for variable in setting.variables:
+                assert variable in text
+
+
+def test_documented_defaults_are_the_components_defaults() -> None:
+    defaults = {
+        **_field_defaults(ServerConfig()),
+        **_field_defaults(WatcherConfig()),
+        **_field_defaults(ExecutorConfig()),
+        **_field_defaults(settings.Connections()),
+    }
+    for setting in settings.SETTINGS:
+        match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
+        documented = match.group(1) if match else setting.default
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers"):
+            continue  # made per machine or process, or nothing: the table says how
+        expected = (
+            settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
+        )
+        assert setting.parse(documented) == expected, setting.name
+
+
+def test_the_readme_table_is_the_settings_table() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert settings.markdown_table() in readme
+
+
+def test_only_the_settings_model_reads_the_environment() -> None:
+    """Commands inherit the executor's environment (`{**os.environ, ...}`); nothing else reads it."""
+    readers = []
+    for folder in ("core", "adapters", "server", "watcher", "executor", "processes"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path.name != "settings.py" and re.search(r"environ\.get|environ\[|getenv", path.read_text()):
+                readers.append(str(path.relative_to(REPO)))
+    assert readers == []
+
+
+def _help(command: str) -> str:
+    target = cli.jobmesh.commands[command]
+    with target.make_context(command, [], resilient_parsing=True) as context:
+        return target.get_help(context)
+
+
+def _field_defaults(config: object) -> dict[str, object]:
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}  # type: ignore[arg-type]
