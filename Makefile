@@ -1,31 +1,41 @@
-# jobmesh: `make run` starts the mesh on the embedded store; `make test` runs every check against real
-# PostgreSQL, Redis and Kafka that it starts and stops itself.
+# jobmesh: `make run` starts the mesh on the embedded store; `make unit` runs every test that needs no service;
+# `make test` runs every check against real PostgreSQL, Redis and Kafka that it starts and stops itself.
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Every test that needs no service: the markers name those that do.
+UNIT := not postgres and not kafka and not redis
 
-.PHONY: run test install gen lint check-gen services-up services-down lock clean
+.PHONY: run test unit install gen lint check-gen services-up services-down lock clean
 
 run: install
-	$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
+	@$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
 
 test: install
 	bash tools/test.sh
 
+unit: install
+	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q
+
+# The package is installed in editable mode (strict: a tree of links under build/), again on every run so
+# that new modules are found; setuptools' notice about that tree is not for newcomers.
 install: $(STAMP) node_modules/.installed
-	@$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
+		--config-settings editable_mode=strict
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade "pip>=24"
-	$(BIN)/pip install --quiet -r requirements.lock
+	@echo "installing Python packages from requirements.lock into $(VENV)"
+	@$(BIN)/pip install --quiet --upgrade "pip>=24"
+	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-fund --no-audit --loglevel=error
+	@echo "installing npm packages from package-lock.json"
+	@npm ci --no-fund --no-audit --loglevel=error --silent
 	@touch $@
 
 # The only writer of gen/.
@@ -34,6 +44,10 @@ gen: install
 
 lint: install
 	bash tools/lint.sh
+
+# Fails when gen/ differs from what buf makes of protos/ now (`make lint` and `make test` run it too).
+check-gen: install
+	bash tools/check_gen.sh
 
 # Refresh the Python lock after changing pyproject.toml's dependency ranges.
 lock: $(STAMP)

@@ -93,7 +93,7 @@ def etag_of(version: int) -> str:
 
 def version_of_etag(etag: str) -> int | None:
     """The version an etag names; None for a string no etag of ours looks like (it can never match)."""
-    return int(etag) if etag.isdigit() and len(etag) < 19 else None
+    return int(etag) if etag.isascii() and etag.isdigit() and len(etag) < 19 else None  # not "²"
 
 
 @dataclass(frozen=True, slots=True)

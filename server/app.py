@@ -45,38 +45,51 @@ SERVICE_NAMES = (
 )
 
 
+# Executors ping their stream to find a dead peer: allowed even when no data flows.
+SERVER_OPTIONS = (
+    ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.max_ping_strikes", 0),
+)
+
+
 @dataclass
-class RunningServer:
-    server: grpc.aio.Server
-    port: int
+class Services:
+    """The servicers of one server process, wired to its adapters, and what they hold open."""
+
+    jobs: JobService
+    search: SearchService
+    control: ExecutorControl
     health: health.aio.HealthServicer
     sessions: Sessions
     bypass: BackgroundDispatcher
-    control: ExecutorControl
 
-    async def stop(self, grace: float = 5.0) -> None:
-        await self.health.enter_graceful_shutdown()
-        await self.server.stop(grace)
+    def add_to(self, server: grpc.aio.Server) -> None:
+        """Every service on `server`, with health and reflection."""
+        job_service_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, server)
+        search_service_pb2_grpc.add_SearchServiceServicer_to_server(self.search, server)
+        executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(self.control, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+        reflection.enable_server_reflection((*SERVICE_NAMES, health_name, reflection.SERVICE_NAME), server)
+
+    async def serving(self) -> None:
+        """Health reports every service SERVING (once the server listens)."""
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def close(self) -> None:
         self.sessions.close()
         self.control.close()
-        await asyncio.to_thread(self.bypass.close)
+        self.bypass.close()
 
 
-async def start_server(
+def build_services(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
-) -> RunningServer:
-    """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
-            ("grpc.so_reuseport", 0),
-            # Executors ping their stream to find a dead peer; allow it even when no data flows.
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
-            ("grpc.http2.max_ping_strikes", 0),
-        ]
-    )
+) -> Services:
     sessions = Sessions(signals)
     sessions.start()
     cancels = CancelRouter(signals, push_local=sessions.push)
@@ -89,19 +102,39 @@ async def start_server(
     control = ExecutorControl(
         reports, sessions, server_id=new_server_id(), heartbeat_interval=config.heartbeat_interval
     )
-    job_service_pb2_grpc.add_JobServiceServicer_to_server(JobService(commands), server)
-    search_service_pb2_grpc.add_SearchServiceServicer_to_server(SearchService(JobQueries(store)), server)
-    executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(control, server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-        server,
+    return Services(
+        JobService(commands),
+        SearchService(JobQueries(store)),
+        control,
+        health.aio.HealthServicer(),
+        sessions,
+        bypass,
     )
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    services: Services
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await self.services.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await asyncio.to_thread(self.services.close)
+
+
+async def start_server(
+    config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
+) -> RunningServer:
+    """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
+    server = grpc.aio.server(options=list(SERVER_OPTIONS))
+    services = build_services(config, store, queue, signals)
+    services.add_to(server)
     port = server.add_insecure_port(config.listen)
     if port == 0:
+        services.close()
         raise OSError(f"cannot listen on {config.listen}")
     await server.start()
-    for name in ("", *SERVICE_NAMES):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, sessions, bypass, control)
+    await services.serving()
+    return RunningServer(server, port, services)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks: ruff (lint and format), mypy, buf lint, and gen/ freshness.
+# Static checks: ruff (lint and format), mypy, the import rules, buf lint and breaking, and gen/ freshness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=.venv/bin
@@ -10,6 +10,13 @@ $bin/ruff format --check .
 echo "lint: mypy"
 $bin/mypy
 $bin/mypy tests tools/protoc_gen_grpc_python.py
+echo "lint: import rules (docs/design.md, \"Dependency rules\")"
+if ! report=$($bin/lint-imports --no-cache 2>&1); then
+	echo "$report" | sed -n '/Broken contracts/,$p' >&2
+	exit 1
+fi
+echo "$report" | grep -E "^Contracts: "
 echo "lint: buf"
 npx --no-install buf lint
+bash tools/check_breaking.sh
 bash tools/check_gen.sh

@@ -179,7 +179,12 @@ def delete_job(
         )
     ).rowcount
     cancelling = connection.execute(
-        _runs_of(job_id, (RunState.RUNNING,)).values(state=RunState.CANCELLING.value, update_time=now)
+        _runs_of(job_id, (RunState.RUNNING,)).values(
+            state=RunState.CANCELLING.value,
+            update_time=now,
+            error_type="Cancelled",
+            error_message="job deleted",
+        )
     ).rowcount
     return deleted, cancelled + cancelling
 

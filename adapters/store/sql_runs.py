@@ -149,7 +149,12 @@ def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str,
             )
         )
     elif state is RunState.RUNNING:
-        connection.execute(this_run.values(state=RunState.CANCELLING.value, update_time=now))
+        # The reason is kept for the end: the attempt's own report says how it stopped, not why.
+        connection.execute(
+            this_run.values(
+                state=RunState.CANCELLING.value, update_time=now, error_type="Cancelled", error_message=reason
+            )
+        )
     return get_run(connection, job_id, run_id)
 
 

@@ -85,7 +85,8 @@ class Store(Protocol):
         self, job_id: str, *, expected_version: int | None, now: datetime
     ) -> tuple[JobRecord, int]:
         """Marks the job DELETED (next_run_time cleared, version bumped) and, in the same transaction,
-        cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING.
+        cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING
+        (error type `Cancelled`, message `job deleted` on both).
 
         Returns the deleted job and how many runs were cancelled or set cancelling. NotFound / EtagMismatch as
         in update_job.
@@ -121,8 +122,8 @@ class Store(Protocol):
 
     def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
         """SCHEDULED or QUEUED becomes CANCELLED (end_time = now, error type `Cancelled`, message = reason);
-        RUNNING becomes CANCELLING. A run already CANCELLING or terminal is returned unchanged.
-        Raises NotFound."""
+        RUNNING becomes CANCELLING, with the same error type and message (the attempt's end keeps them). A run
+        already CANCELLING or terminal is returned unchanged. Raises NotFound."""
         ...
 
     # Logs ------------------------------------------------------------------------------------------------

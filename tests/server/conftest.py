@@ -1,12 +1,23 @@
-"""A real gRPC server (in a background thread) over each store backend, and stubs to call it."""
+"""Servicer tests: the server's services on a real gRPC server on a free port, over the in-process queue and
+signals and a real store (SQLite, and PostgreSQL where it runs), called through blocking stubs.
+
+The server comes from pytest-grpc's fixtures (`grpc_add_to_server`, `grpc_servicer`, `grpc_stub_cls`, and
+the `grpc_server`, `grpc_channel` and `grpc_stub` they feed). Two of its fixtures are replaced here: its
+server is a synchronous `grpc.server`, which cannot run `grpc.aio` servicers, so `_grpc_server` is a
+`grpc.aio` server on an event loop of its own, shaped like the synchronous one; and its `grpc_addr` leaves
+the probing socket open, so the free port is found with a socket that is closed at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -15,36 +26,53 @@ from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server.app import RunningServer, start_server
+from jobmesh.server.app import SERVER_OPTIONS, Services, build_services
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.support import fresh_postgres_database, require_service_url
 
+T = TypeVar("T")
 
-class ServerThread:
-    """Runs the asyncio gRPC server on its own loop so that tests can use the plain blocking client."""
 
-    def __init__(
-        self, store: SchedulerStore, queue_url: str = "memory://", signals_url: str = "memory://"
-    ) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+class AioServerThread:
+    """A `grpc.aio` server on an event loop in a thread of its own, with the synchronous `grpc.Server` methods
+    that pytest-grpc and the generated `add_*_to_server` functions call."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="aio-server", daemon=True)
         self._thread.start()
-        config = ServerConfig(listen="127.0.0.1:0")
-        self.queue = open_queue(queue_url)
-        self.signals = open_signals(signals_url)
-        self._running: RunningServer = asyncio.run_coroutine_threadsafe(
-            start_server(config, store, self.queue, self.signals), self._loop
-        ).result(timeout=30)
-        self.address = f"127.0.0.1:{self._running.port}"
+        self._server: grpc.aio.Server = self.run(self._create())
 
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._running.stop(grace=0), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=30)
+
+    async def _create(self) -> grpc.aio.Server:
+        return grpc.aio.server(options=list(SERVER_OPTIONS))
+
+    def _on_loop(self, call: Callable[[], T]) -> T:
+        async def call_there() -> T:
+            return call()
+
+        return self.run(call_there())
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        self._on_loop(lambda: self._server.add_generic_rpc_handlers(handlers))
+
+    def add_registered_method_handlers(self, service: str, handlers: Any) -> None:
+        self._on_loop(lambda: self._server.add_registered_method_handlers(service, handlers))
+
+    def add_insecure_port(self, address: str) -> int:
+        return self._on_loop(lambda: self._server.add_insecure_port(address))
+
+    def start(self) -> None:
+        self.run(self._server.start())
+
+    def stop(self, grace: float | None) -> None:
+        self.run(self._server.stop(grace))
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=30)
-        self._loop.close()
-        self.signals.close()
-        self.queue.close()
+        self.loop.close()
 
 
 @dataclass
@@ -55,29 +83,63 @@ class Api:
     address: str
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if request.param == "sqlite":
-        path: Path = tmp_path_factory.mktemp("api") / "jobmesh.sqlite3"
-        yield f"sqlite:///{path}"
-        return
-    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
-        yield url
+@pytest.fixture(scope="module")
+def grpc_addr() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.fixture(scope="module")
-def api(store_url: str) -> Iterator[Api]:
-    store = open_store(store_url)
-    server = ServerThread(store)
-    channel = grpc.insecure_channel(server.address)
-    try:
-        yield Api(
-            jobs=job_service_pb2_grpc.JobServiceStub(channel),
-            search=search_service_pb2_grpc.SearchServiceStub(channel),
-            store=store,
-            address=server.address,
-        )
-    finally:
-        channel.close()
-        server.stop()
+def _grpc_server() -> AioServerThread:
+    return AioServerThread()  # pytest-grpc's `grpc_server` starts and stops it
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SchedulerStore]:
+    if request.param == "sqlite":
+        path: Path = tmp_path_factory.mktemp("api") / "jobmesh.sqlite3"
+        store = open_store(f"sqlite:///{path}")
+        yield store
         store.close()
+        return
+    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
+        store = open_store(url)
+        yield store
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def grpc_servicer(store: SchedulerStore) -> Iterator[Services]:
+    name = f"memory://servicers-{uuid.uuid4().hex[:8]}"
+    queue, signals = open_queue(name), open_signals(name)
+    services = build_services(ServerConfig(listen="127.0.0.1:0"), store, queue, signals)
+    yield services
+    services.close()
+    signals.close()
+    queue.close()
+
+
+@pytest.fixture(scope="module")
+def grpc_add_to_server() -> Callable[[Services, Any], None]:
+    return lambda services, server: services.add_to(server)
+
+
+@pytest.fixture(scope="module")
+def grpc_stub_cls() -> type[job_service_pb2_grpc.JobServiceStub]:
+    return job_service_pb2_grpc.JobServiceStub
+
+
+@pytest.fixture(scope="module")
+def api(  # noqa: PLR0917 - pytest passes fixtures by name
+    grpc_stub: job_service_pb2_grpc.JobServiceStub,
+    grpc_channel: grpc.Channel,
+    grpc_server: AioServerThread,
+    grpc_servicer: Services,
+    grpc_addr: str,
+    store: SchedulerStore,
+) -> Api:
+    grpc_server.run(grpc_servicer.serving())
+    return Api(grpc_stub, search_service_pb2_grpc.SearchServiceStub(grpc_channel), store, grpc_addr)

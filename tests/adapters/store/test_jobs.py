@@ -225,7 +225,8 @@ def test_delete_cancels_pending_runs_and_stops_running_ones(store: SqlStore, now
             now,
             "Cancelled",
         )
-    assert store.get_run("alpha", "running").state is RunState.CANCELLING
+    stopping = store.get_run("alpha", "running")
+    assert (stopping.state, stopping.error_message) == (RunState.CANCELLING, "job deleted")
     untouched = [s for s in RunState if s not in (RunState.SCHEDULED, RunState.QUEUED, RunState.RUNNING)]
     for state in untouched:
         assert store.get_run("alpha", state.value.lower()) == run("alpha", state.value.lower(), state=state)

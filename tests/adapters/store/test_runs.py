@@ -146,6 +146,7 @@ def test_cancel_a_running_run_asks_it_to_stop(store: SqlStore, alpha: str, now: 
     cancelling = store.cancel_run(alpha, "r1", reason="stop", now=now)
     assert (cancelling.state, cancelling.end_time, cancelling.update_time) == (RunState.CANCELLING, None, now)
     assert cancelling.executor == "ex1"
+    assert (cancelling.error_type, cancelling.error_message) == ("Cancelled", "stop")  # kept for the end
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,82 @@
+"""The dependency rules of docs/design.md ("Dependency rules"): the packages' by import-linter (its contract
+is in pyproject.toml), and those of `clients/`, which holds no package of the mesh, by reading its sources."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# What a client may import of jobmesh: the contract's generated code, and the Python SDK's own modules.
+CLIENT_IMPORTS = ("jobmesh.v1", "jobmesh.client")
+
+
+def test_the_packages_keep_their_layers() -> None:
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def forbidden_imports(source: str) -> list[str]:
+    """The jobmesh modules a client's source imports that are not the contract or the SDK."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            names = names[:1] if node.module != "jobmesh" else names[1:]
+        else:
+            continue
+        for name in names:
+            inside = name == "jobmesh" or name.startswith("jobmesh.")
+            allowed = any(name == ok or name.startswith(f"{ok}.") for ok in CLIENT_IMPORTS)
+            if inside and not allowed:
+                found.append(name)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from jobmesh.v1 import job_pb2", []),
+        ("import jobmesh.v1.job_service_pb2_grpc as stubs", []),
+        ("from jobmesh.client import Client", []),
+        ("import grpc, json", []),
+        ("from jobmesh.server.app import start_server", ["jobmesh.server.app"]),
+        ("from jobmesh import core", ["jobmesh.core"]),
+        ("import jobmesh.adapters.queue.kafka", ["jobmesh.adapters.queue.kafka"]),
+        ("def f():\n    from jobmesh.executor import runtime", ["jobmesh.executor"]),
+    ],
+)
+def test_the_client_check_tells_the_contract_from_the_mesh(source: str, expected: list[str]) -> None:
+    assert forbidden_imports(source) == expected
+
+
+def test_clients_import_only_the_contract() -> None:
+    offenders = {
+        str(path.relative_to(REPO)): names
+        for path in sorted((REPO / "clients").rglob("*.py"))
+        if "node_modules" not in path.parts and (names := forbidden_imports(path.read_text()))
+    }
+    assert offenders == {}
+
+
+def test_nothing_outside_clients_imports_from_them() -> None:
+    offenders = []
+    for folder in ("core", "adapters", "server", "watcher", "executor", "processes", "benchmarks", "tools"):
+        for path in (REPO / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                module = node.module if isinstance(node, ast.ImportFrom) else None
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [module or ""]
+                if any(name == "jobmesh.client" or name.startswith("jobmesh.client.") for name in names):
+                    offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
