@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.executor.clock import now_ns, sleep_until, to_timestamp, within
+from jobmesh.executor.clock import now_ns, sleep_until, timestamp_of_ns, within
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
-from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import dispatch_pb2, run_pb2
 from jobmesh.v1 import executor_control_pb2 as pb
 
@@ -155,7 +155,7 @@ class Attempts:
                 return
             attempt.started_ns = now_ns()
             try:
-                outcome = await execute(
+                outcome = await run_target(
                     attempt.run, _AttemptIO(self._outbox, attempt), attempt.stop, self._settings
                 )
             except Exception as exc:
@@ -191,7 +191,7 @@ class Attempts:
         if attempt.stop.reason is StopReason.FENCE:
             return
         result = pb.AttemptResult(
-            attempt=attempt.key.to_proto(), state=outcome.state, end_time=to_timestamp(now_ns())
+            attempt=attempt.key.to_proto(), state=outcome.state, end_time=timestamp_of_ns(now_ns())
         )
         if outcome.exit_code is not None:
             result.exit_code = outcome.exit_code
@@ -199,5 +199,5 @@ class Attempts:
             result.error.type = outcome.error_type
             result.error.message = outcome.error_message
         if attempt.started_ns is not None:
-            result.start_time.CopyFrom(to_timestamp(attempt.started_ns))
+            result.start_time.CopyFrom(timestamp_of_ns(attempt.started_ns))
         self._outbox.result(attempt.key, result)

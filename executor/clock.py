@@ -19,12 +19,12 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-def to_timestamp(ns: int) -> timestamp_pb2.Timestamp:
+def timestamp_of_ns(ns: int) -> timestamp_pb2.Timestamp:
     seconds, nanos = divmod(ns, NANOS)
     return timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
 
 
-def from_timestamp(timestamp: timestamp_pb2.Timestamp) -> int:
+def ns_of_timestamp(timestamp: timestamp_pb2.Timestamp) -> int:
     return timestamp.seconds * NANOS + timestamp.nanos
 
 

@@ -1,6 +1,6 @@
 """Keeping held attempts alive and cancellable: heartbeats over the stream while it is up; while it is down,
-heartbeats written to the signal bus and the bus polled for cancel keys (the seed's Redis flow), so that a
-cancel still stops an attempt within about a second. A bus that is down too is logged and tolerated: the
+heartbeats written to the signal bus and the bus polled for cancel keys (docs/design.md, "Flows"), so that
+a cancel still stops an attempt within about a second. A bus that is down too is logged and tolerated: the
 attempts keep running, and the server's sweeper decides their fate.
 """
 

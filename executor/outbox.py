@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
-from jobmesh.executor.clock import now_ns, to_timestamp, within
+from jobmesh.executor.clock import now_ns, timestamp_of_ns, within
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
@@ -60,7 +60,7 @@ class Outbox:
         self._acked.set()
 
     def log(self, key: AttemptRef, stream: run_pb2.LogStream.ValueType, text: str) -> None:
-        at = to_timestamp(now_ns())
+        at = timestamp_of_ns(now_ns())
         for start in range(0, max(len(text), 1), MAX_LOG_LINE_CHARS):
             piece = text[start : start + MAX_LOG_LINE_CHARS]
             size = len(piece) + LINE_OVERHEAD
@@ -166,7 +166,10 @@ class Outbox:
         for key, count in self._dropped.items():
             text = f"jobmesh: {count} log lines dropped (buffer full while the server was unreachable)"
             line = run_pb2.LogLine(
-                attempt=key.attempt, time=to_timestamp(now_ns()), stream=run_pb2.LOG_STREAM_SYSTEM, text=text
+                attempt=key.attempt,
+                time=timestamp_of_ns(now_ns()),
+                stream=run_pb2.LOG_STREAM_SYSTEM,
+                text=text,
             )
             self._lines.append(_Line(key, line, len(text) + LINE_OVERHEAD))
             self._log_bytes += len(text) + LINE_OVERHEAD

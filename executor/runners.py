@@ -21,7 +21,7 @@ class RunnerSettings:
     http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
 
 
-async def execute(
+async def run_target(
     run: dispatch_pb2.DispatchedRun, io: AttemptIO, stop: Stop, settings: RunnerSettings
 ) -> TargetOutcome:
     timeout = seconds_of(run.execution_timeout) if run.HasField("execution_timeout") else None
@@ -33,14 +33,14 @@ async def execute(
         message = f"ran past its execution timeout of {timeout:g}s"
         timer = loop.call_later(timeout, stop.request, StopReason.TIMEOUT, settings.cancel_grace, message)
     try:
-        outcome = await _run_target(run, io, stop, settings, timeout)
+        outcome = await _by_kind(run, io, stop, settings, timeout)
     finally:
         if timer is not None:
             timer.cancel()
     return _after_stop(stop, outcome)
 
 
-async def _run_target(
+async def _by_kind(
     run: dispatch_pb2.DispatchedRun,
     io: AttemptIO,
     stop: Stop,

@@ -23,7 +23,7 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.attempts import Attempts
-from jobmesh.executor.clock import from_timestamp, within
+from jobmesh.executor.clock import ns_of_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler, HandlerRegistry
 from jobmesh.executor.liveness import Fallback, heartbeat_over_stream
@@ -225,7 +225,7 @@ class Executor:
                 log.debug("claim of %s refused: skipped", key)
                 continue
             # Never before the server's start time, nor before the run's own due time.
-            start_ns = max(from_timestamp(answer.start_time), from_timestamp(delivery.run.due_time))
+            start_ns = max(ns_of_timestamp(answer.start_time), ns_of_timestamp(delivery.run.due_time))
             self.attempts.start(delivery.run, start_ns)
         return True
 

@@ -19,7 +19,7 @@ from typing import Protocol
 import grpc
 
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
-from jobmesh.executor.clock import NANOS, from_timestamp, now_ns, seconds_of, within
+from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
@@ -201,7 +201,7 @@ class ControlStream:
             elif kind == "drain":
                 log.info("server %s is draining: reconnecting", self.server_id or "?")
                 self._drain_deadline = (
-                    from_timestamp(response.drain.deadline) if response.drain.HasField("deadline") else 0
+                    ns_of_timestamp(response.drain.deadline) if response.drain.HasField("deadline") else 0
                 )
                 self._ready.clear()
                 self._server_draining = True

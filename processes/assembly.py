@@ -75,14 +75,14 @@ async def adapters(connections: Connections) -> AsyncIterator[tuple[SqlStore, Ru
         store.close()
 
 
-def migrate(connections: Connections) -> None:
+def run_migrations(connections: Connections) -> None:
     """`jobmesh migrate`: the schema brought to the latest version."""
     _ensure_sqlite_folder(connections.database_url)
     upgrade(connections.database_url)
     print(f"schema up to date: {redacted(connections.database_url)}")
 
 
-async def serve(connections: Connections, config: ServerConfig) -> None:
+async def run_server(connections: Connections, config: ServerConfig) -> None:
     """`jobmesh server`: the gRPC server alone."""
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
@@ -93,7 +93,7 @@ async def serve(connections: Connections, config: ServerConfig) -> None:
         await running.stop()
 
 
-async def watch(connections: Connections, config: WatcherConfig) -> None:
+async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
     """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
@@ -107,7 +107,7 @@ def _announce(banner: str, config: ServerConfig, connections: Connections, port:
     print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)
 
 
-async def execute(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
+async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
     """`jobmesh executor`: a worker. SIGTERM or SIGINT drains it; a second signal stops running work now."""
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
     if handlers:
@@ -126,7 +126,7 @@ async def execute(config: ExecutorConfig, handlers: HandlerRegistry | None = Non
     await executor.run()
 
 
-async def dev(
+async def run_dev(
     connections: Connections,
     server_config: ServerConfig,
     watcher_config: WatcherConfig,

@@ -105,7 +105,7 @@ def dev(**values: Any) -> None:
             settings.executor_config(values),
             _handlers(values),
         )
-    asyncio.run(assembly.dev(*plan))
+    asyncio.run(assembly.run_dev(*plan))
 
 
 @jobmesh.command(context_settings=_CONTEXT)
@@ -114,7 +114,7 @@ def server(**values: Any) -> None:
     """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
     with _blamed():
         plan = settings.connections(values), settings.server_config(values)
-    asyncio.run(assembly.serve(*plan))
+    asyncio.run(assembly.run_server(*plan))
 
 
 @jobmesh.command(context_settings=_CONTEXT)
@@ -123,7 +123,7 @@ def watcher(**values: Any) -> None:
     """The scheduling loop (any number may run: one leads, the others stand by)."""
     with _blamed():
         plan = settings.connections(values), settings.watcher_config(values)
-    asyncio.run(assembly.watch(*plan))
+    asyncio.run(assembly.run_watcher(*plan))
 
 
 @jobmesh.command(context_settings=_CONTEXT)
@@ -133,7 +133,7 @@ def executor(**values: Any) -> None:
     with _blamed():
         config = settings.executor_config(values)
         handlers = _handlers(values)
-    asyncio.run(assembly.execute(config, handlers))
+    asyncio.run(assembly.run_executor(config, handlers))
 
 
 @jobmesh.command(context_settings=_CONTEXT)
@@ -142,7 +142,7 @@ def migrate(**values: Any) -> None:
     """Upgrades a database's schema to the latest version."""
     with _blamed():
         connections = settings.connections(values)
-    assembly.migrate(connections)
+    assembly.run_migrations(connections)
 
 
 def resolved(command: str, args: Sequence[str] = ()) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from jobmesh.core.records import JobRecord, RunTrigger
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
-BATCH = 500
+CRON_JOBS_PER_PASS = 500
 
 
 class Materializer:
@@ -25,7 +25,7 @@ class Materializer:
     def materialize(self, until: datetime) -> list[Dispatchable]:
         """Runs for every occurrence of active cron jobs due up to `until`; returns the runs made."""
         made: list[Dispatchable] = []
-        for job in self._store.cron_jobs_due(until, limit=BATCH):
+        for job in self._store.cron_jobs_due(until, limit=CRON_JOBS_PER_PASS):
             made.extend(self._materialize_job(job, until))
         return made
 

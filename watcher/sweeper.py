@@ -19,7 +19,7 @@ from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.core.records import RunState
 
 log = logging.getLogger(__name__)
-BATCH = 1000
+SWEEP_BATCH = 1000
 
 
 class Sweeper:
@@ -41,7 +41,7 @@ class Sweeper:
     def sweep_lost(self) -> list[Dispatchable]:
         """Ends attempts past their heartbeat deadline; returns the runs retried (for the timer)."""
         now = self._clock()
-        lost = self._still_lost(self._store.lost_attempts(now, limit=BATCH), now)
+        lost = self._still_lost(self._store.lost_attempts(now, limit=SWEEP_BATCH), now)
         if not lost:
             return []
         reports = [EndReport(item, _heartbeat_lost(item, now), executor=None) for item in lost]
@@ -73,7 +73,7 @@ class Sweeper:
 
     def requeue_stale(self, after: timedelta) -> int:
         """Sends again the QUEUED runs nobody claimed for `after` (a wiped queue loses no run)."""
-        stale = self._store.stale_queued(self._clock() - after, limit=BATCH)
+        stale = self._store.stale_queued(self._clock() - after, limit=SWEEP_BATCH)
         if stale and self._dispatcher.dispatch(stale):
             log.warning("sent %d unclaimed runs again", len(stale))
             return len(stale)

@@ -22,7 +22,8 @@ from jobmesh.core.ports.queue import RunQueue
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
 _MEMORY_NAME = re.compile(r"^[A-Za-z0-9._-]*$")
 _KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms"}
-# The one shared registry the design allows: in-process components can only meet through process state.
+# The one shared registry docs/design.md allows ("Values"): in-process components meet only through process
+# state.
 _memory_queues: dict[str, MemoryRunQueue] = {}
 _memory_lock = threading.Lock()
 

@@ -26,7 +26,6 @@ from jobmesh.core.ports.signals import CancelNotice, Subscription
 
 log = logging.getLogger(__name__)
 
-JOIN_TIMEOUT_S = 2.0
 SWEEP_EVERY_S = 1.0  # expired entries are dropped on reads, and swept at most this often on writes
 
 
@@ -145,7 +144,7 @@ class _Mailbox:
         self._closed.set()
         self._queue.put(None)  # wakes the thread
         if self._thread is not threading.current_thread():
-            self._thread.join(JOIN_TIMEOUT_S)
+            self._thread.join(wire.SUBSCRIBER_JOIN_TIMEOUT_S)
 
     def _run(self) -> None:
         while (notice := self._queue.get()) is not None:

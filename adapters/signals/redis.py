@@ -43,7 +43,6 @@ PING_EVERY_S = 5.0  # a half-open TCP connection says nothing; an unanswered PIN
 SILENCE_LIMIT_S = 2.5 * PING_EVERY_S
 BACKOFF_FIRST_S = 0.1
 BACKOFF_MAX_S = 2.0
-JOIN_TIMEOUT_S = 2.0
 
 
 @contextmanager
@@ -173,7 +172,7 @@ class _Listener:
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(JOIN_TIMEOUT_S)
+            thread.join(wire.SUBSCRIBER_JOIN_TIMEOUT_S)
         self._on_close(self)
 
     def _run(self, pubsub: PubSub | None) -> None:

@@ -1,4 +1,4 @@
-"""How signals look on Redis (DESIGN "Wire formats"), and the argument checks both adapters share.
+"""How signals look on Redis, and the argument checks both adapters share.
 
 Keys and channel, under a deployment prefix:
   `{prefix}:cancels`                pub/sub channel, each message one CancelNotice:
@@ -22,6 +22,8 @@ from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.ports.signals import CancelNotice
 
 NOTICE_VERSION = 1
+# How long closing a subscription waits for its thread to end.
+SUBSCRIBER_JOIN_TIMEOUT_S = 2.0
 _COMPACT = (",", ":")
 
 

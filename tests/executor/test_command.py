@@ -12,7 +12,7 @@ import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
-from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, command, dispatched, gone_soon, pids_of
 
@@ -35,7 +35,7 @@ def run(
             loop.call_later(stop_after, stop.request, StopReason.CANCEL, grace, "test cancel")
         began = time.monotonic()
         settings = RunnerSettings(HandlerRegistry(), cancel_grace=grace)
-        outcome = await execute(dispatched(target, timeout=timeout), io, stop, settings)
+        outcome = await run_target(dispatched(target, timeout=timeout), io, stop, settings)
         return outcome, io, time.monotonic() - began
 
     return asyncio.run(scenario())

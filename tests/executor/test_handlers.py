@@ -10,7 +10,7 @@ import pytest
 
 from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
-from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import run_pb2
 from tests.executor.support import RecordingIO, dispatched, handler
 
@@ -29,7 +29,7 @@ def call(
             asyncio.get_running_loop().call_later(stop_after, stop.request, StopReason.CANCEL, 1.0, "test")
         began = time.monotonic()
         settings = RunnerSettings(HandlerRegistry(handlers), cancel_grace=1.0)
-        outcome = await execute(dispatched(handler(name, payload), timeout=timeout), io, stop, settings)
+        outcome = await run_target(dispatched(handler(name, payload), timeout=timeout), io, stop, settings)
         return outcome, io, time.monotonic() - began
 
     return asyncio.run(scenario())

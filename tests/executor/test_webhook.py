@@ -13,7 +13,7 @@ import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
-from jobmesh.executor.runners import RunnerSettings, execute
+from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, dispatched
 
@@ -79,7 +79,7 @@ def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[Targe
         io = RecordingIO()
         settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0)
         target = job_pb2.Target(http=http)
-        return await execute(dispatched(target, timeout=timeout), io, Stop(), settings), io
+        return await run_target(dispatched(target, timeout=timeout), io, Stop(), settings), io
 
     return asyncio.run(scenario())
 

@@ -56,7 +56,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("JOBMESH_"):
             monkeypatch.delenv(name)
-    for name in ("dev", "serve", "watch", "execute", "migrate"):
+    for name in ("run_dev", "run_server", "run_watcher", "run_executor", "run_migrations"):
         monkeypatch.setattr(assembly, name, _must_not_start)
 
 

@@ -83,18 +83,6 @@ class Api:
     address: str
 
 
-@pytest.fixture(scope="module")
-def grpc_addr() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
-
-
-@pytest.fixture(scope="module")
-def _grpc_server() -> AioServerThread:
-    return AioServerThread()  # pytest-grpc's `grpc_server` starts and stops it
-
-
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -109,6 +97,20 @@ def store(
         store = open_store(url)
         yield store
         store.close()
+
+
+# Both take the store so that each store backend gets a server of its own: pytest-grpc's `grpc_server`, which
+# depends on the store through `grpc_servicer`, stops the server when the module moves to the next backend.
+@pytest.fixture(scope="module")
+def grpc_addr(store: SchedulerStore) -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+@pytest.fixture(scope="module")
+def _grpc_server(store: SchedulerStore) -> AioServerThread:
+    return AioServerThread()  # pytest-grpc's `grpc_server` starts and stops it
 
 
 @pytest.fixture(scope="module")
