@@ -1,4 +1,8 @@
-"""What both adapters agree on: a run's bytes, key and headers, and the order in which lanes are polled."""
+"""What both adapters agree on: the topics, a run's bytes, key and headers, and the order of the lanes.
+
+Runs travel keyed by job on one topic per (executor queue, priority lane): `jobmesh.runs.{queue}.{lane}`; runs
+whose retries are spent are copied to `jobmesh.runs.dead-letter`.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,23 @@ from collections.abc import Mapping
 from google.protobuf.message import DecodeError
 from opentelemetry import propagate
 
-from jobmesh.core.ports.queue import LANES
-from jobmesh.v1 import dispatch_pb2
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.v1 import dispatch_pb2, job_pb2
 
+LANES = ("high", "normal", "low")
+DEAD_LETTER_TOPIC = "jobmesh.runs.dead-letter"
 CONTENT_TYPE_HEADER = "content-type"
 CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"
 # Every LOW_FIRST_EVERY-th poll takes the low lane first, so a busy high lane cannot starve it.
 LOW_FIRST_EVERY = 4
+
+
+def lane_of(run: dispatch_pb2.DispatchedRun) -> str:
+    return {job_pb2.PRIORITY_HIGH: "high", job_pb2.PRIORITY_LOW: "low"}.get(run.priority, "normal")
+
+
+def topic_of(queue: str, lane: str) -> str:
+    return f"jobmesh.runs.{queue or 'default'}.{lane}"
 
 
 class MalformedMessage(ValueError):
@@ -21,11 +35,9 @@ class MalformedMessage(ValueError):
 
 
 def job_key(run: dispatch_pb2.DispatchedRun) -> str:
-    """The job id in `jobs/{job}/runs/{run}`: the Kafka key, so a job's runs stay in order on a partition."""
-    parts = run.attempt.run.split("/")
-    if len(parts) >= 2 and parts[0] == "jobs" and parts[1]:
-        return parts[1]
-    return run.attempt.run  # not a run name: still a stable key
+    """The job id of the run: the Kafka key, so that a job's runs stay in order on one partition."""
+    ref = AttemptRef.from_proto_or_none(run.attempt)
+    return ref.job_id if ref is not None else run.attempt.run  # not a run name: still a stable key
 
 
 def encode(run: dispatch_pb2.DispatchedRun) -> bytes:
@@ -43,6 +55,8 @@ def decode(value: bytes | None, content_type: str | None) -> dispatch_pb2.Dispat
     # Protobuf parses many byte strings (and the empty one) as a valid message: a run must name its attempt.
     if not run.attempt.run:
         raise MalformedMessage("no attempt.run")
+    if AttemptRef.from_proto_or_none(run.attempt) is None:
+        raise MalformedMessage(f"not an attempt of a run: {run.attempt.run[:200]!r} #{run.attempt.attempt}")
     return run
 
 

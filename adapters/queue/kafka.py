@@ -18,8 +18,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic  # its typed home; confluent_kafka.admin re-exports it untyped
 
 from jobmesh.adapters.queue import codec
+from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
 from jobmesh.adapters.queue.kafka_consumer import KafkaRunConsumer, open_lane_consumers
-from jobmesh.core.ports.queue import DEAD_LETTER_TOPIC, LANES, QueueUnavailable, lane_of, topic_of
+from jobmesh.core.ports.queue import QueueUnavailable
 from jobmesh.v1 import dispatch_pb2
 
 log = logging.getLogger(__name__)

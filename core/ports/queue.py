@@ -1,8 +1,8 @@
-"""The queue port. Adapters: Kafka (`kafka.py`) and in-process (`memory.py`), chosen by URL in `factory.py`.
+"""The queue port. Its adapters (Kafka, in-process) are in `jobmesh.adapters.queue`, chosen by URL.
 
-Runs travel as `jobmesh.v1.DispatchedRun` messages, keyed by job, on one topic per (executor queue, priority
-lane): `jobmesh.runs.{queue}.{lane}`. Failed runs whose retries are spent are copied to the dead-letter topic
-`jobmesh.runs.dead-letter`. The queue holds nothing that cannot be rebuilt from the database.
+Runs travel as `jobmesh.v1.DispatchedRun` messages, by executor queue and priority lane (high, normal, low);
+runs whose retries are spent are copied to a dead-letter topic. The queue holds nothing that cannot be rebuilt
+from the database (invariant 1).
 """
 
 from __future__ import annotations
@@ -11,22 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jobmesh.v1 import dispatch_pb2, job_pb2
-
-LANES = ("high", "normal", "low")
-DEAD_LETTER_TOPIC = "jobmesh.runs.dead-letter"
+from jobmesh.v1 import dispatch_pb2
 
 
 class QueueUnavailable(Exception):
     """The broker could not take or give messages in time; the caller falls back (the watcher retries)."""
-
-
-def lane_of(run: dispatch_pb2.DispatchedRun) -> str:
-    return {job_pb2.PRIORITY_HIGH: "high", job_pb2.PRIORITY_LOW: "low"}.get(run.priority, "normal")
-
-
-def topic_of(queue: str, lane: str) -> str:
-    return f"jobmesh.runs.{queue or 'default'}.{lane}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import message_of
-from jobmesh.core.ports.queue import DEAD_LETTER_TOPIC
 from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
 from tests.acceptance.mesh import (
     STAMP,

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from jobmesh.adapters.queue.codec import CONTENT_TYPE, CONTENT_TYPE_HEADER
+from jobmesh.adapters.queue.codec import CONTENT_TYPE, CONTENT_TYPE_HEADER, DEAD_LETTER_TOPIC
 from jobmesh.adapters.queue.kafka import PRODUCER_SETTINGS
-from jobmesh.core.ports.queue import DEAD_LETTER_TOPIC, Delivery, RunConsumer, RunQueue
+from jobmesh.core.ports.queue import Delivery, RunConsumer, RunQueue
 from jobmesh.v1 import dispatch_pb2, job_pb2
 
 PRIORITIES = {"high": job_pb2.PRIORITY_HIGH, "normal": job_pb2.PRIORITY_NORMAL, "low": job_pb2.PRIORITY_LOW}

@@ -6,6 +6,8 @@ import pytest
 
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.kafka_consumer import _Ledger
+from jobmesh.v1 import dispatch_pb2
+from jobmesh.v1.executor_control_pb2 import AttemptRef
 from tests.adapters.queue.support import make_run
 
 
@@ -13,7 +15,7 @@ from tests.adapters.queue.support import make_run
     ("run_name", "key"),
     [
         ("jobs/nightly/runs/r1", "nightly"),
-        ("jobs/x", "x"),
+        ("jobs/x", "jobs/x"),
         ("odd-name", "odd-name"),
         ("jobs//runs/r", "jobs//runs/r"),
     ],
@@ -30,6 +32,10 @@ def test_decode_returns_what_encode_wrote() -> None:
     assert codec.decode(codec.encode(run), None) == run  # a producer without headers
 
 
+def _with_attempt(run: str, attempt: int) -> bytes:
+    return dispatch_pb2.DispatchedRun(attempt=AttemptRef(run=run, attempt=attempt)).SerializeToString()
+
+
 @pytest.mark.parametrize(
     ("value", "content_type"),
     [
@@ -37,6 +43,8 @@ def test_decode_returns_what_encode_wrote() -> None:
         (b"", None),  # parses, but names no attempt
         (None, None),
         (codec.encode(make_run("q", "a", "1")), "application/json"),
+        (_with_attempt("jobs/a", 1), None),
+        (_with_attempt("jobs/a/runs/1", 0), None),
     ],
 )
 def test_decode_refuses_what_is_not_a_run(value: bytes | None, content_type: str | None) -> None:

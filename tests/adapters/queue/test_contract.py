@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from jobmesh.core.ports.queue import LANES, lane_of, topic_of
+from jobmesh.adapters.queue.codec import LANES, lane_of, topic_of
 from jobmesh.v1 import dispatch_pb2
 from tests.adapters.queue.support import Backend, drain, drain_until, names
 

@@ -11,9 +11,10 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from jobmesh.adapters.queue.codec import topic_of
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.kafka_consumer import KafkaPosition
-from jobmesh.core.ports.queue import QueueUnavailable, topic_of
+from jobmesh.core.ports.queue import QueueUnavailable
 from tests.adapters.queue.support import drain, make_run, unique_name
 
 UNREACHABLE = "127.0.0.1:1"

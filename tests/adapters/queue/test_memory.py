@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from jobmesh.adapters.queue.codec import topic_of
 from jobmesh.adapters.queue.memory import MemoryRunQueue
-from jobmesh.core.ports.queue import topic_of
 from tests.adapters.queue.support import drain, make_run, names
 
 
