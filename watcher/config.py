@@ -51,9 +51,10 @@ class WatcherConfig:
             raise InvalidConfig("lead", "must not be negative")
         if self.lease_ttl <= self.lease_renew:
             raise InvalidConfig(
-                "lease_ttl", f"must be longer than the lease renewal interval ({self.lease_renew})"
+                "lease_ttl",
+                f"must be longer than the lease renewal interval ({self.lease_renew.total_seconds():g}s)",
             )
         if self.lead >= self.window:
-            raise InvalidConfig("lead", f"must be shorter than the window ({self.window})")
+            raise InvalidConfig("lead", f"must be shorter than the window ({self.window.total_seconds():g}s)")
         if self.release_batch < 1:
             raise InvalidConfig("release_batch", "must be at least 1")
