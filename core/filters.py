@@ -2,7 +2,9 @@
 
 Grammar: `comparison (AND comparison)*`, where a comparison is `field op value` with op one of
 `= != < <= > >=`, or `labels:KEY` (has). Values are bare words, numbers or quoted strings; timestamps are
-RFC 3339 in quotes. Each resource declares its fields and their types; anything else is INVALID_ARGUMENT.
+RFC 3339 in quotes. A field that takes wildcards (`display_name`, `name` of jobs) reads `*` in an `=` or `!=`
+value as any characters, ignoring case. Each resource declares its fields and their types; anything else is
+INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class FieldSpec:
     type: FieldType
     choices: frozenset[str] | None = None  # for enum-like strings, the allowed upper-case names
     orderable: bool = False
+    wildcards: bool = False
 
     def operators(self) -> frozenset[str]:
         if self.type in (FieldType.INTEGER, FieldType.TIMESTAMP):
@@ -39,7 +42,14 @@ class FieldSpec:
         return frozenset({"=", "!="})
 
 
-FilterValue = str | int | datetime
+@dataclass(frozen=True, slots=True)
+class Wildcard:
+    """A string value in which each `*` matches any run of characters, ignoring case."""
+
+    pattern: str
+
+
+FilterValue = str | int | datetime | Wildcard
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +87,7 @@ _TOKEN = re.compile(
 )
 _LABEL_KEY = re.compile(r"^[a-z0-9]([a-z0-9_.\-/]{0,61}[a-z0-9])?$|^[a-z0-9]$")
 _JOB_NAME = re.compile(r"^jobs/([a-z][a-z0-9-]{0,62})$")
+_JOB_NAME_PATTERN = re.compile(r"^jobs/[a-z0-9*-]{1,63}$")
 
 
 def _tokens(text: str, field: str) -> list[tuple[str, str]]:
@@ -165,6 +176,8 @@ def _label_key(key: str, field: str) -> str:
 
 
 def _typed_value(name: str, spec: FieldSpec, text: str, field: str) -> FilterValue:
+    if spec.wildcards and "*" in text:
+        return _wildcard(name, spec, text, field)
     if spec.type is FieldType.INTEGER:
         try:
             value = int(text)
@@ -190,6 +203,16 @@ def _typed_value(name: str, spec: FieldSpec, text: str, field: str) -> FilterVal
     if len(text) > 256:
         raise InvalidArgument.single(field, f"value for {name!r} is longer than 256 characters")
     return text
+
+
+def _wildcard(name: str, spec: FieldSpec, text: str, field: str) -> Wildcard:
+    if len(text) > 256:
+        raise InvalidArgument.single(field, f"value for {name!r} is longer than 256 characters")
+    if spec.type is FieldType.JOB_NAME:
+        if not _JOB_NAME_PATTERN.match(text):
+            raise InvalidArgument.single(field, f"{name!r} takes a pattern `jobs/{{job}}`, got {text!r}")
+        text = text.removeprefix("jobs/")
+    return Wildcard(text)
 
 
 def parse_timestamp(text: str, field: str, name: str) -> datetime:
@@ -234,8 +257,8 @@ def _job_fields() -> dict[str, FieldSpec]:
         "schedule": FieldSpec(FieldType.STRING, _names(ScheduleKind)),
         "priority": FieldSpec(FieldType.STRING, _names(Priority)),
         "queue": FieldSpec(FieldType.STRING),
-        "display_name": FieldSpec(FieldType.STRING, orderable=True),
-        "name": FieldSpec(FieldType.JOB_NAME, orderable=True),
+        "display_name": FieldSpec(FieldType.STRING, orderable=True, wildcards=True),
+        "name": FieldSpec(FieldType.JOB_NAME, orderable=True, wildcards=True),
         "labels": FieldSpec(FieldType.STRING),
         "create_time": FieldSpec(FieldType.TIMESTAMP, orderable=True),
         "update_time": FieldSpec(FieldType.TIMESTAMP, orderable=True),

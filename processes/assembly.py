@@ -27,6 +27,7 @@ from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
+from jobmesh.processes.dashboard import DashboardConfig, Envoy, ensure_free, ip_of
 from jobmesh.processes.settings import Connections
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
@@ -126,18 +127,38 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     await executor.run()
 
 
+async def _start_dashboard(config: DashboardConfig, server_host: str, server_port: int) -> Envoy | None:
+    if not config.dashboard:
+        return None
+    envoy = Envoy(config, (ip_of(server_host), server_port))
+    envoy.start()
+    await envoy.ready()
+    return envoy
+
+
 async def run_dev(
     connections: Connections,
     server_config: ServerConfig,
     watcher_config: WatcherConfig,
     executor_config: ExecutorConfig,
+    *,
     handlers: HandlerRegistry | None = None,
+    dashboard: DashboardConfig | None = None,
 ) -> None:
-    """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals."""
+    """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals, and
+    Envoy in front for the dashboard (unless it is off)."""
+    dashboard = dashboard or DashboardConfig(dashboard=False)
+    if dashboard.dashboard:
+        ensure_free(dashboard)
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(server_config, store, queue, signals)
         host = server_config.listen.rsplit(":", 1)[0]
+        try:
+            envoy = await _start_dashboard(dashboard, host, running.port)
+        except OSError:
+            await running.stop()
+            raise
         executor = Executor(
             dataclasses.replace(executor_config, server=f"{host}:{running.port}"),
             handlers,
@@ -147,8 +168,12 @@ async def run_dev(
         watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
         _announce("jobmesh dev", server_config, connections, running.port)
+        if envoy is not None:
+            print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)
+        if envoy is not None:
+            envoy.stop()
         executor.drain(grace=min(DEV_DRAIN_GRACE, executor_config.drain_grace))
         await asyncio.gather(*tasks, return_exceptions=True)
         await running.stop()

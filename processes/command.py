@@ -103,9 +103,9 @@ def dev(**values: Any) -> None:
             settings.server_config(values),
             settings.watcher_config(values),
             settings.executor_config(values),
-            _handlers(values),
         )
-    asyncio.run(assembly.run_dev(*plan))
+        handlers, dashboard = _handlers(values), settings.dashboard_config(values)
+    asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))
 
 
 @jobmesh.command(context_settings=_CONTEXT)

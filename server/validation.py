@@ -101,7 +101,7 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
     if not job.HasField("schedule") or not job.schedule.WhichOneof("kind"):
         found.add(f"{prefix}.schedule", "required: one of immediate, run_at or cron")
     else:
-        _check_schedule(found, job.schedule, now, f"{prefix}.schedule")
+        check_schedule(found, job.schedule, now, f"{prefix}.schedule")
     if not job.HasField("target") or not job.target.WhichOneof("kind"):
         found.add(f"{prefix}.target", "required: one of command, http or handler")
     else:
@@ -129,7 +129,7 @@ def _check_labels(found: Violations, labels: Mapping[str, str], field: str) -> N
         found.text(f"{field}[{key[:64]!r}]", value, limit=MAX_LABEL_VALUE)
 
 
-def _check_schedule(found: Violations, schedule: job_pb2.Schedule, now: datetime, field: str) -> None:
+def check_schedule(found: Violations, schedule: job_pb2.Schedule, now: datetime, field: str) -> None:
     kind = schedule.WhichOneof("kind")
     if kind == "run_at":
         run_at = found.timestamp(f"{field}.run_at", schedule.run_at)

@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from jobmesh.core.errors import InvalidArgument
-from jobmesh.core.filters import Comparison, ListQuery, OrderKey
+from jobmesh.core.filters import Comparison, ListQuery, OrderKey, Wildcard
 from jobmesh.core.ports.store import Page
 
 DEFAULT_PAGE_SIZE = 50
@@ -77,10 +77,22 @@ def where_clauses(
     for comparison in comparisons:
         if comparison.field == "labels":
             clauses.append(_label_clause(listing.labels, comparison, dialect))
+        elif isinstance(comparison.value, Wildcard):
+            clauses.append(_wildcard_clause(listing.fields[comparison.field], comparison))
         else:
             expr = listing.fields[comparison.field]
             clauses.append(_OPERATORS[comparison.operator](expr, comparison.value))
     return clauses
+
+
+def _wildcard_clause(expr: ColumnElement[Any], comparison: Comparison) -> ColumnElement[bool]:
+    """`*` becomes LIKE's `%`; the pattern's own `%`, `_` and `\\` match themselves."""
+    assert isinstance(comparison.value, Wildcard)
+    pattern = comparison.value.pattern
+    for special in ("\\", "%", "_"):
+        pattern = pattern.replace(special, f"\\{special}")
+    matches = expr.ilike(pattern.replace("*", "%"), escape="\\")
+    return matches if comparison.operator == "=" else not_(matches)
 
 
 def _label_clause(labels: ColumnElement[Any], comparison: Comparison, dialect: str) -> ColumnElement[bool]:
@@ -170,6 +182,8 @@ def _fingerprint(kind: str, scope: Sequence[object], query: ListQuery) -> str:
 
 
 def _plain(value: object) -> object:
+    if isinstance(value, Wildcard):
+        return {"like": value.pattern}
     return value.isoformat() if isinstance(value, datetime) else value
 
 

@@ -11,10 +11,11 @@ import grpc
 
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.records import RunRecord
-from jobmesh.core.timestamps import to_timestamp
+from jobmesh.core.timestamps import to_timestamp, utcnow
 from jobmesh.server.api.resources import job_to_proto, log_to_proto, run_to_proto
 from jobmesh.server.api.status import server_streaming, unary
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.schedule_preview import preview_schedule
 from jobmesh.v1 import search_service_pb2 as pb
 from jobmesh.v1 import search_service_pb2_grpc
 
@@ -98,3 +99,9 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             if not request.follow or run.state.is_terminal:
                 return
             await asyncio.sleep(self._poll_interval)
+
+    @unary
+    async def PreviewSchedule(
+        self, request: pb.PreviewScheduleRequest, context: Context
+    ) -> pb.PreviewScheduleResponse:
+        return await asyncio.to_thread(preview_schedule, request, utcnow())

@@ -55,7 +55,8 @@ def test_walkthrough_covers_the_acceptance_list() -> None:
 def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     port = free_port()
     address = f"127.0.0.1:{port}"
-    args = ["dev", "--listen", address, "--database-url", f"sqlite:///{tmp_path / 'dev.sqlite3'}"]
+    database = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
+    args = ["dev", "--listen", address, "--database-url", database, "--dashboard", "off"]  # tests/web has it
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     with jobmesh_process(args, address, tmp_path / "jobmesh.log"):
         outputs = []

@@ -13,6 +13,7 @@ import pytest
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.processes import assembly, settings
 from jobmesh.processes import command as cli
+from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.config import ServerConfig
 from jobmesh.watcher.config import WatcherConfig
 
@@ -42,6 +43,8 @@ BAD_VALUES = {
     "JOBMESH_CANCEL_GRACE": "5 minutes",
     "JOBMESH_DRAIN_GRACE": "1e9999",
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
+    "JOBMESH_DASHBOARD": "maybe",
+    "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
 }
 
 
@@ -185,6 +188,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
         **_field_defaults(WatcherConfig()),
         **_field_defaults(ExecutorConfig()),
         **_field_defaults(settings.Connections()),
+        **_field_defaults(DashboardConfig()),
     }
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)

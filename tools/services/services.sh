@@ -5,6 +5,7 @@
 #   tools/services/services.sh up STATE_DIR     start them, write STATE_DIR/env (source it)
 #   tools/services/services.sh down STATE_DIR   stop what `up` started, remove the data dirs
 #   tools/services/services.sh kafka stop|start STATE_DIR   stop the broker, or start it again on its data
+#   tools/services/services.sh browser      install Debian's Chromium for the browser tests, once
 #
 # A service whose variable (JOBMESH_DATABASE_URL, JOBMESH_REDIS_URL, JOBMESH_KAFKA_BOOTSTRAP) is already
 # set and non-empty is not started: the given value is written to STATE_DIR/env as it is.
@@ -33,7 +34,7 @@ die() {
 	exit 1
 }
 usage() {
-	echo "usage: $0 up|down STATE_DIR, or $0 kafka stop|start STATE_DIR" >&2
+	echo "usage: $0 up|down STATE_DIR, $0 kafka stop|start STATE_DIR, or $0 browser" >&2
 	exit 2
 }
 
@@ -67,6 +68,8 @@ ensure_postgres_installed() { [[ -x $PG_BIN/initdb ]] || apt_install "$PG_PACKAG
 ensure_redis_installed() { command -v redis-server >/dev/null || apt_install redis-server; }
 ensure_java_installed() { command -v java >/dev/null || apt_install openjdk-17-jre-headless; }
 ensure_maven_installed() { command -v mvn >/dev/null || apt_install maven; }
+# the dashboard's browser tests drive it headless (tests/web)
+ensure_chromium_installed() { [[ -x /usr/bin/chromium ]] || apt_install chromium; }
 
 python_bin() {
 	local p=${PYTHON:-.venv/bin/python}
@@ -547,5 +550,6 @@ case ${1:-} in
 up) cmd_up "${2:-}" ;;
 down) cmd_down "${2:-}" ;;
 kafka) cmd_kafka "${2:-}" "${3:-}" ;;
+browser) ensure_chromium_installed ;;
 *) usage ;;
 esac

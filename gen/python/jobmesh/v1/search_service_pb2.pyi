@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from jobmesh.v1 import job_pb2 as _job_pb2
 from jobmesh.v1 import run_pb2 as _run_pb2
@@ -309,3 +310,67 @@ class TailRunLogsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TailRunLogsResponse: _TypeAlias = TailRunLogsResponse  # noqa: Y015
+
+@_typing.final
+class PreviewScheduleRequest(_message.Message):
+    """Request for `PreviewSchedule`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCHEDULE_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    AFTER_TIME_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """How many fire times; 0 means 5, at most 100."""
+    @_builtins.property
+    def schedule(self) -> _job_pb2.Schedule:
+        """The schedule, as in `Job.schedule`; it is validated as `CreateJob` validates it."""
+
+    @_builtins.property
+    def after_time(self) -> _timestamp_pb2.Timestamp:
+        """Only fire times after this instant; unset means now."""
+
+    def __init__(
+        self,
+        *,
+        schedule: _job_pb2.Schedule | None = ...,
+        count: _builtins.int = ...,
+        after_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after_time", b"after_time", "schedule", b"schedule"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_time", b"after_time", "count", b"count", "schedule", b"schedule"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PreviewScheduleRequest: _TypeAlias = PreviewScheduleRequest  # noqa: Y015
+
+@_typing.final
+class PreviewScheduleResponse(_message.Message):
+    """Response for `PreviewSchedule`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRE_TIMES_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    time_zone: _builtins.str
+    """The IANA time zone the schedule is read in (`UTC` when the cron leaves it empty), to show the times in."""
+    @_builtins.property
+    def fire_times(self) -> _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]:
+        """The fire times, earliest first. Fewer than asked when the schedule ends: none for an immediate schedule
+        (it runs once, when created), `run_at` for a one-shot schedule still ahead.
+        """
+
+    def __init__(
+        self,
+        *,
+        fire_times: _abc.Iterable[_timestamp_pb2.Timestamp] | None = ...,
+        time_zone: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fire_times", b"fire_times", "time_zone", b"time_zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PreviewScheduleResponse: _TypeAlias = PreviewScheduleResponse  # noqa: Y015

@@ -30,7 +30,8 @@ class SearchServiceStub:
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -71,6 +72,11 @@ class SearchServiceStub:
                 request_serializer=jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsRequest.SerializeToString,
                 response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsResponse.FromString,
                 _registered_method=True)
+        self.PreviewSchedule = channel.unary_unary(
+                '/jobmesh.v1.SearchService/PreviewSchedule',
+                request_serializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServiceServicer:
@@ -78,7 +84,8 @@ class SearchServiceServicer:
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -124,6 +131,15 @@ class SearchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PreviewSchedule(self, request, context):
+        """The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
+        `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
+        shows them for a job, or for a schedule being typed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -152,6 +168,11 @@ def add_SearchServiceServicer_to_server(servicer, server):
                     request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsRequest.FromString,
                     response_serializer=jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsResponse.SerializeToString,
             ),
+            'PreviewSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewSchedule,
+                    request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'jobmesh.v1.SearchService', rpc_method_handlers)
@@ -165,7 +186,8 @@ class SearchService:
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -300,6 +322,33 @@ class SearchService:
             '/jobmesh.v1.SearchService/TailRunLogs',
             jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsRequest.SerializeToString,
             jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreviewSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.SearchService/PreviewSchedule',
+            jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.SerializeToString,
+            jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,7 +31,8 @@ class SearchServiceStub:
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -57,6 +58,11 @@ class SearchServiceStub:
     """
     TailRunLogs: _grpc.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
+    PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.PreviewScheduleRequest, _search_service_pb2.PreviewScheduleResponse]
+    """The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
+    `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
+    shows them for a job, or for a schedule being typed.
+    """
 
 @_typing.type_check_only
 class SearchServiceAsyncStub(SearchServiceStub):
@@ -64,7 +70,8 @@ class SearchServiceAsyncStub(SearchServiceStub):
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -87,13 +94,19 @@ class SearchServiceAsyncStub(SearchServiceStub):
     """
     TailRunLogs: _aio.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]  # type: ignore[assignment]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
+    PreviewSchedule: _aio.UnaryUnaryMultiCallable[_search_service_pb2.PreviewScheduleRequest, _search_service_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
+    """The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
+    `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
+    shows them for a job, or for a schedule being typed.
+    """
 
 class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
     """Reads: lists, lookups and live streams of jobs and runs.
 
     Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
     Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
-    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+    RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+    and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
     Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -144,5 +157,16 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_search_service_pb2.TailRunLogsResponse], _abc.AsyncIterator[_search_service_pb2.TailRunLogsResponse]]:
         """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
+
+    @_abc_1.abstractmethod
+    def PreviewSchedule(
+        self,
+        request: _search_service_pb2.PreviewScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_search_service_pb2.PreviewScheduleResponse, _abc.Awaitable[_search_service_pb2.PreviewScheduleResponse]]:
+        """The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
+        `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
+        shows them for a job, or for a schedule being typed.
+        """
 
 def add_SearchServiceServicer_to_server(servicer: SearchServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

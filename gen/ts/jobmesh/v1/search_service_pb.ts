@@ -5,7 +5,9 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
-import type { Job } from "./job_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Job, Schedule } from "./job_pb.js";
 import { file_jobmesh_v1_job } from "./job_pb.js";
 import type { LogLine, Run } from "./run_pb.js";
 import { file_jobmesh_v1_run } from "./run_pb.js";
@@ -15,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/search_service.proto.
  */
 export const file_jobmesh_v1_search_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuIlMKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBSIyChFXYXRjaFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8uam9ibWVzaC52MS5SdW4iUAoSVGFpbFJ1bkxvZ3NSZXF1ZXN0EhIKBG5hbWUYASABKAlCBOJBAQISFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMSDgoGZm9sbG93GAMgASgIIjkKE1RhaWxSdW5Mb2dzUmVzcG9uc2USIgoFbGluZXMYASADKAsyEy5qb2JtZXNoLnYxLkxvZ0xpbmUy/AIKDVNlYXJjaFNlcnZpY2USRQoITGlzdEpvYnMSGy5qb2JtZXNoLnYxLkxpc3RKb2JzUmVxdWVzdBocLmpvYm1lc2gudjEuTGlzdEpvYnNSZXNwb25zZRJFCghMaXN0UnVucxIbLmpvYm1lc2gudjEuTGlzdFJ1bnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0UnVuc1Jlc3BvbnNlEj8KBkdldFJ1bhIZLmpvYm1lc2gudjEuR2V0UnVuUmVxdWVzdBoaLmpvYm1lc2gudjEuR2V0UnVuUmVzcG9uc2USSgoJV2F0Y2hSdW5zEhwuam9ibWVzaC52MS5XYXRjaFJ1bnNSZXF1ZXN0Gh0uam9ibWVzaC52MS5XYXRjaFJ1bnNSZXNwb25zZTABElAKC1RhaWxSdW5Mb2dzEh4uam9ibWVzaC52MS5UYWlsUnVuTG9nc1JlcXVlc3QaHy5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_api_field_behavior, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuIlMKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBSIyChFXYXRjaFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8uam9ibWVzaC52MS5SdW4iUAoSVGFpbFJ1bkxvZ3NSZXF1ZXN0EhIKBG5hbWUYASABKAlCBOJBAQISFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMSDgoGZm9sbG93GAMgASgIIjkKE1RhaWxSdW5Mb2dzUmVzcG9uc2USIgoFbGluZXMYASADKAsyEy5qb2JtZXNoLnYxLkxvZ0xpbmUihQEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLAoIc2NoZWR1bGUYASABKAsyFC5qb2JtZXNoLnYxLlNjaGVkdWxlQgTiQQECEg0KBWNvdW50GAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEi4KCmZpcmVfdGltZXMYASADKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXRpbWVfem9uZRgCIAEoCTLYAwoNU2VhcmNoU2VydmljZRJFCghMaXN0Sm9icxIbLmpvYm1lc2gudjEuTGlzdEpvYnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0Sm9ic1Jlc3BvbnNlEkUKCExpc3RSdW5zEhsuam9ibWVzaC52MS5MaXN0UnVuc1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RSdW5zUmVzcG9uc2USPwoGR2V0UnVuEhkuam9ibWVzaC52MS5HZXRSdW5SZXF1ZXN0Ghouam9ibWVzaC52MS5HZXRSdW5SZXNwb25zZRJKCglXYXRjaFJ1bnMSHC5qb2JtZXNoLnYxLldhdGNoUnVuc1JlcXVlc3QaHS5qb2JtZXNoLnYxLldhdGNoUnVuc1Jlc3BvbnNlMAESUAoLVGFpbFJ1bkxvZ3MSHi5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVxdWVzdBofLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXNwb25zZTABEloKD1ByZXZpZXdTY2hlZHVsZRIiLmpvYm1lc2gudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBojLmpvYm1lc2gudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2ViBnByb3RvMw", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `ListJobs`.
@@ -328,11 +330,76 @@ export const TailRunLogsResponseSchema: GenMessage<TailRunLogsResponse> = /*@__P
   messageDesc(file_jobmesh_v1_search_service, 9);
 
 /**
+ * Request for `PreviewSchedule`.
+ *
+ * @generated from message jobmesh.v1.PreviewScheduleRequest
+ */
+export type PreviewScheduleRequest = Message<"jobmesh.v1.PreviewScheduleRequest"> & {
+  /**
+   * The schedule, as in `Job.schedule`; it is validated as `CreateJob` validates it.
+   *
+   * @generated from field: jobmesh.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * How many fire times; 0 means 5, at most 100.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+
+  /**
+   * Only fire times after this instant; unset means now.
+   *
+   * @generated from field: google.protobuf.Timestamp after_time = 3;
+   */
+  afterTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.PreviewScheduleRequest.
+ * Use `create(PreviewScheduleRequestSchema)` to create a new message.
+ */
+export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 10);
+
+/**
+ * Response for `PreviewSchedule`.
+ *
+ * @generated from message jobmesh.v1.PreviewScheduleResponse
+ */
+export type PreviewScheduleResponse = Message<"jobmesh.v1.PreviewScheduleResponse"> & {
+  /**
+   * The fire times, earliest first. Fewer than asked when the schedule ends: none for an immediate schedule
+   * (it runs once, when created), `run_at` for a one-shot schedule still ahead.
+   *
+   * @generated from field: repeated google.protobuf.Timestamp fire_times = 1;
+   */
+  fireTimes: Timestamp[];
+
+  /**
+   * The IANA time zone the schedule is read in (`UTC` when the cron leaves it empty), to show the times in.
+   *
+   * @generated from field: string time_zone = 2;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.PreviewScheduleResponse.
+ * Use `create(PreviewScheduleResponseSchema)` to create a new message.
+ */
+export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 11);
+
+/**
  * Reads: lists, lookups and live streams of jobs and runs.
  *
  * Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
  * Operators `=`, `!=`, `<`, `<=`, `>`, `>=` and `:` (has). Values are quoted strings, numbers, enum names, or
- * RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`.
+ * RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
+ * and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
  *
  * Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
  * `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
@@ -394,6 +461,18 @@ export const SearchService: GenService<{
     methodKind: "server_streaming";
     input: typeof TailRunLogsRequestSchema;
     output: typeof TailRunLogsResponseSchema;
+  },
+  /**
+   * The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
+   * `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
+   * shows them for a job, or for a schedule being typed.
+   *
+   * @generated from rpc jobmesh.v1.SearchService.PreviewSchedule
+   */
+  previewSchedule: {
+    methodKind: "unary";
+    input: typeof PreviewScheduleRequestSchema;
+    output: typeof PreviewScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jobmesh_v1_search_service, 0);

