@@ -1,0 +1,102 @@
+// The board's picture of the runs: the latest version of each run seen (the WatchRuns stream's first page,
+// then every change), counts per state kept as changes arrive, and the lateness of the runs that started.
+// Bounded: past `capacity` runs, the ones changed longest ago are dropped (finished ones first).
+import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
+import { LatenessWindow } from "./stats";
+import { durationMillis, millisOf } from "./time";
+
+export const STATES: readonly RunState[] = [
+  RunState.SCHEDULED,
+  RunState.QUEUED,
+  RunState.RUNNING,
+  RunState.CANCELLING,
+  RunState.SUCCEEDED,
+  RunState.FAILED,
+  RunState.CANCELLED,
+  RunState.TIMED_OUT,
+  RunState.DEAD_LETTERED,
+];
+
+const TERMINAL = new Set([
+  RunState.SUCCEEDED,
+  RunState.FAILED,
+  RunState.CANCELLED,
+  RunState.TIMED_OUT,
+  RunState.DEAD_LETTERED,
+]);
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL.has(state);
+}
+
+type Entry = { run: Run; changedAt: number; seq: number };
+
+export class RunBook {
+  private readonly entries = new Map<string, Entry>();
+  private readonly counts = new Map<RunState, number>();
+  private readonly started = new Set<string>();
+  private seq = 0;
+  readonly lateness = new LatenessWindow();
+
+  constructor(private readonly capacity = 5000) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Applies a batch of runs (oldest change first); returns the names whose state changed. */
+  apply(runs: readonly Run[], nowMs: number): Set<string> {
+    const moved = new Set<string>();
+    for (const run of runs) {
+      const before = this.entries.get(run.name);
+      if (before && updateMillis(before.run) > updateMillis(run)) continue; // an older version, late
+      if (before) this.count(before.run.state, -1);
+      this.count(run.state, +1);
+      if (!before || before.run.state !== run.state) moved.add(run.name);
+      this.entries.set(run.name, { run, changedAt: nowMs, seq: this.seq++ });
+      this.noteStart(run);
+    }
+    this.evict();
+    return moved;
+  }
+
+  countOf(state: RunState): number {
+    return this.counts.get(state) ?? 0;
+  }
+
+  /** The runs changed most recently first, at most `limit`. */
+  recent(limit: number): Run[] {
+    return [...this.entries.values()]
+      .sort((a, b) => b.seq - a.seq)
+      .slice(0, limit)
+      .map((entry) => entry.run);
+  }
+
+  private count(state: RunState, delta: number): void {
+    this.counts.set(state, (this.counts.get(state) ?? 0) + delta);
+  }
+
+  private noteStart(run: Run): void {
+    const lateness = durationMillis(run.lateness);
+    const start = millisOf(run.startTime);
+    if (lateness === undefined || start === undefined || this.started.has(run.name)) return;
+    this.started.add(run.name);
+    this.lateness.add(start, lateness);
+  }
+
+  private evict(): void {
+    if (this.entries.size <= this.capacity) return;
+    const ordered = [...this.entries.entries()].sort(
+      ([, a], [, b]) => Number(isTerminal(b.run.state)) - Number(isTerminal(a.run.state)) || a.seq - b.seq,
+    );
+    for (const [name, entry] of ordered.slice(0, this.entries.size - this.capacity)) {
+      this.entries.delete(name);
+      this.started.delete(name);
+      this.count(entry.run.state, -1);
+    }
+  }
+}
+
+function updateMillis(run: Run): number {
+  return millisOf(run.updateTime) ?? 0;
+}

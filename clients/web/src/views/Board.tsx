@@ -1,0 +1,108 @@
+// The live board: every run change of the mesh from WatchRuns (no polling), counts per state, runs moving
+// between states, and the scheduled → start lateness of the last minute.
+import { useCallback, useEffect, useRef, useState } from "react";
+import type { Run } from "@gen/jobmesh/v1/run_pb.js";
+import { LiveDot, RunTable, runStateName } from "../components";
+import { useWatchRuns } from "../hooks";
+import { RunBook, STATES } from "../runbook";
+import { BUCKETS, WINDOW_MS, type LatenessSummary } from "../stats";
+import { formatMillis } from "../time";
+
+const SHOWN = 500; // rows the table holds (it renders only those in view)
+const MOVED_MS = 1500; // how long a run that changed state stays highlighted
+
+export function Board() {
+  const book = useRef(new RunBook());
+  const [, setVersion] = useState(0);
+  const [moved, setMoved] = useState<Set<string>>(new Set());
+  const [summary, setSummary] = useState<LatenessSummary>(() => book.current.lateness.summary(Date.now()));
+  const onBatch = useCallback((runs: Run[]) => {
+    const changed = book.current.apply(runs, Date.now());
+    setMoved(changed);
+    setSummary(book.current.lateness.summary(Date.now()));
+    setVersion((n) => n + 1);
+  }, []);
+  const liveness = useWatchRuns("jobs/-", onBatch, 1000);
+  useEffect(() => {
+    // The window slides even when nothing arrives.
+    const timer = window.setInterval(() => setSummary(book.current.lateness.summary(Date.now())), 1000);
+    return () => window.clearInterval(timer);
+  }, []);
+  useEffect(() => {
+    if (moved.size === 0) return;
+    const timer = window.setTimeout(() => setMoved(new Set()), MOVED_MS);
+    return () => window.clearTimeout(timer);
+  }, [moved]);
+  const runs = book.current.recent(SHOWN);
+  return (
+    <section aria-labelledby="board-title">
+      <header className="view-head">
+        <h1 id="board-title">Live board</h1>
+        <LiveDot liveness={liveness} />
+        <a className="button" href="#/new">
+          New job
+        </a>
+      </header>
+      <ul className="tiles" aria-label="Runs per state">
+        {STATES.map((state) => (
+          <li key={state} className={`tile state-${runStateName(state).replace(" ", "_").toLowerCase()}`}>
+            <span className="tile-count" data-count={runStateName(state)}>
+              {book.current.countOf(state)}
+            </span>
+            <span className="tile-label">{runStateName(state).toLowerCase()}</span>
+          </li>
+        ))}
+      </ul>
+      <p className="hint">
+        Of the {book.current.size} runs on this board: the 1,000 changed most recently when it opened, and every
+        change since.
+      </p>
+      <LatenessPanel summary={summary} />
+      <h2>Runs, most recent change first</h2>
+      <RunTable runs={runs} height={420} moved={moved} label="Runs on the board" />
+    </section>
+  );
+}
+
+function LatenessPanel({ summary }: { summary: LatenessSummary }) {
+  const top = Math.max(1, ...summary.histogram);
+  const peak = Math.max(1, ...summary.spark.map((value) => value ?? 0));
+  const points = summary.spark
+    .map((value, i) => (value === undefined ? null : `${(i / (summary.spark.length - 1)) * 100},${28 - (value / peak) * 26}`))
+    .filter((point): point is string => point !== null)
+    .join(" ");
+  return (
+    <div className="lateness" aria-labelledby="lateness-title">
+      <h2 id="lateness-title">Scheduled → start lateness, last {WINDOW_MS / 60_000} minute</h2>
+      <dl className="lateness-figures">
+        <div>
+          <dt>p50</dt>
+          <dd data-figure="p50">{formatMillis(summary.p50)}</dd>
+        </div>
+        <div>
+          <dt>p99</dt>
+          <dd data-figure="p99">{formatMillis(summary.p99)}</dd>
+        </div>
+        <div>
+          <dt>starts</dt>
+          <dd data-figure="starts">{summary.count}</dd>
+        </div>
+      </dl>
+      <figure className="spark">
+        <svg viewBox="0 0 100 30" preserveAspectRatio="none" role="img" aria-label="p99 lateness every 5 seconds">
+          <polyline points={points} fill="none" stroke="currentColor" strokeWidth="1.5" vectorEffect="non-scaling-stroke" />
+        </svg>
+        <figcaption>p99 per 5 s (peak {formatMillis(summary.spark.some((v) => v !== undefined) ? peak : undefined)})</figcaption>
+      </figure>
+      <ol className="histogram" aria-label="Starts by lateness">
+        {BUCKETS.map((bucket, i) => (
+          <li key={bucket.label}>
+            <span className="bar" style={{ height: `${((summary.histogram[i] ?? 0) / top) * 100}%` }} />
+            <span className="bar-label">{bucket.label}</span>
+            <span className="bar-count">{summary.histogram[i] ?? 0}</span>
+          </li>
+        ))}
+      </ol>
+    </div>
+  );
+}

@@ -1,0 +1,56 @@
+// Create a job: immediate, at a time, or cron with a time zone. The server validates; its BadRequest field
+// violations are shown next to their inputs.
+import { useState } from "react";
+import { jobService } from "../api";
+import { ProblemBanner } from "../components";
+import { problemOf, unclaimed, type Problem } from "../errors";
+import { JobForm } from "../JobForm";
+import { EMPTY_FORM, FIELDS, jobOf, type FormValues } from "../jobform";
+import { linkTo, navigate } from "../router";
+
+export const CLAIMED = Object.values(FIELDS).flat();
+
+export function Leftovers({ problem }: { problem?: Problem }) {
+  if (!problem) return null;
+  const rest = unclaimed(problem.fields, CLAIMED);
+  return (
+    <ProblemBanner problem={problem}>
+      <p>{problem.message}</p>
+      {rest.length ? (
+        <ul>
+          {rest.map((line) => (
+            <li key={line}>{line}</li>
+          ))}
+        </ul>
+      ) : null}
+    </ProblemBanner>
+  );
+}
+
+export function CreateJob() {
+  const [values, setValues] = useState<FormValues>(EMPTY_FORM);
+  const [problem, setProblem] = useState<Problem>();
+  const [busy, setBusy] = useState(false);
+  const submit = async () => {
+    setBusy(true);
+    setProblem(undefined);
+    try {
+      const response = await jobService.createJob({ job: jobOf(values), jobId: values.jobId.trim() });
+      navigate(linkTo(response.job?.name ?? "jobs"));
+    } catch (error) {
+      setProblem(problemOf(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="create-title">
+      <header className="view-head">
+        <h1 id="create-title">New job</h1>
+      </header>
+      <JobForm mode="create" values={values} onChange={setValues} fields={problem?.fields ?? {}} submitLabel="Create job" busy={busy} onSubmit={() => void submit()}>
+        <Leftovers problem={problem} />
+      </JobForm>
+    </section>
+  );
+}
