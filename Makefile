@@ -5,6 +5,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+WEB := clients/web
+WEB_BUILD := $(WEB)/dist/index.html
+WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # Every test that needs no service: the markers name those that do.
 UNIT := not postgres and not kafka and not redis
 
@@ -21,7 +24,7 @@ unit: install
 
 # The package is installed in editable mode (strict: a tree of links under build/), again on every run so
 # that new modules are found; setuptools' notice about that tree is not for newcomers.
-install: $(STAMP) node_modules/.installed
+install: $(STAMP) node_modules/.installed $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
@@ -33,10 +36,15 @@ $(STAMP): requirements.lock pyproject.toml
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json $(WEB)/package.json
 	@echo "installing npm packages from package-lock.json"
 	@npm ci --no-fund --no-audit --loglevel=error --silent
 	@touch $@
+
+# The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).
+$(WEB_BUILD): node_modules/.installed $(WEB_SOURCES)
+	@echo "building the dashboard into $(WEB)/dist"
+	@npm run --silent build --workspace $(WEB) -- --logLevel warn
 
 # The only writer of gen/.
 gen: install
@@ -61,4 +69,4 @@ services-down:
 	bash tools/services/services.sh down .jobmesh/services
 
 clean:
-	rm -rf $(VENV) node_modules build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules $(WEB)/node_modules $(WEB)/dist build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static checks: ruff (lint and format), mypy, the import rules, buf lint and breaking, and gen/ freshness.
+# Static checks: ruff (lint and format), mypy, the import rules, tsc on the dashboard, buf lint and breaking,
+# and gen/ freshness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=.venv/bin
@@ -16,6 +17,8 @@ if ! report=$($bin/lint-imports --no-cache 2>&1); then
 	exit 1
 fi
 echo "$report" | grep -E "^Contracts: "
+echo "lint: tsc (clients/web, strict)"
+npm run --silent typecheck --workspace clients/web
 echo "lint: buf"
 npx --no-install buf lint
 bash tools/check_breaking.sh

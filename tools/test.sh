@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# `make test`: static checks, then the whole pytest suite against PostgreSQL, Redis and Kafka started here
-# (or the ones named by JOBMESH_DATABASE_URL / JOBMESH_REDIS_URL / JOBMESH_KAFKA_BOOTSTRAP), stopped after.
+# `make test`: static checks and the dashboard's unit tests (Vitest), then the whole pytest suite against
+# PostgreSQL, Redis and Kafka started here (or the ones named by JOBMESH_DATABASE_URL / JOBMESH_REDIS_URL /
+# JOBMESH_KAFKA_BOOTSTRAP), stopped after; the browser tests drive Debian's Chromium, installed here once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/lint.sh
+echo "test: vitest (clients/web)"
+npm run --silent test --workspace clients/web
+bash tools/services/services.sh browser  # Debian's Chromium, for tests/web
 
 state=.jobmesh/test-services
 trap 'bash tools/services/services.sh down "$state"' EXIT

@@ -49,7 +49,7 @@ export class RunBook {
     const moved = new Set<string>();
     for (const run of runs) {
       const before = this.entries.get(run.name);
-      if (before && updateMillis(before.run) > updateMillis(run)) continue; // an older version, late
+      if (before && isStale(before.run, run)) continue; // an older version arriving late, or the same again
       if (before) this.count(before.run.state, -1);
       this.count(run.state, +1);
       if (!before || before.run.state !== run.state) moved.add(run.name);
@@ -97,6 +97,7 @@ export class RunBook {
   }
 }
 
-function updateMillis(run: Run): number {
-  return millisOf(run.updateTime) ?? 0;
+function isStale(known: Run, incoming: Run): boolean {
+  const [was, now] = [millisOf(known.updateTime) ?? 0, millisOf(incoming.updateTime) ?? 0];
+  return was > now || (was === now && known.state === incoming.state);
 }

@@ -65,6 +65,12 @@ JOB_FILTERS: list[tuple[str, Callable[[JobRecord], bool]]] = [
     ("queue != q1", lambda j: j.queue != "q1"),
     ('display_name = "n03"', lambda j: j.display_name == "n03"),
     ("display_name != n03", lambda j: j.display_name != "n03"),
+    ('display_name = "N0*"', lambda j: j.display_name.startswith("n0")),  # wildcards ignore case
+    ('display_name != "*3"', lambda j: not j.display_name.endswith("3")),
+    ('display_name = "n_*"', lambda j: False),  # LIKE's own `_` and `%` match themselves
+    ('display_name = "%"', lambda j: False),
+    ('name = "jobs/*05"', lambda j: j.job_id.endswith("05")),
+    ('name = "jobs/j*"', lambda j: True),
     ('name = "jobs/j005"', lambda j: j.job_id == "j005"),
     ("name != jobs/j005", lambda j: j.job_id != "j005"),
     ("labels.team = billing", lambda j: j.labels.get("team") == "billing"),
