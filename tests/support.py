@@ -6,6 +6,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 import sqlalchemy
@@ -20,7 +21,11 @@ def require_service_url(variable: str) -> str:
     value = os.environ.get(variable, "").strip()
     if value:
         return value
-    message = f"{variable} is not set: start the services with `make services` or run `make test`"
+    missing(f"{variable} is not set: start the services with `make services` or run `make test`")
+
+
+def missing(message: str) -> NoReturn:
+    """A dependency of the test is not there: a failure under CI (``CI=true``), a skip elsewhere."""
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
         pytest.fail(message)
     pytest.skip(message)

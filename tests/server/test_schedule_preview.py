@@ -1,4 +1,4 @@
-"""SearchService.PreviewSchedule through a real gRPC server: the watcher's occurrences, validated as a create."""
+"""SearchService.PreviewSchedule on a real gRPC server: the watcher's occurrences, validated as a create."""
 
 from __future__ import annotations
 

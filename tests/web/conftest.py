@@ -1,0 +1,110 @@
+"""Fixtures of the dashboard's tests: `jobmesh dev` with its Envoy on free ports, and Debian's Chromium driven
+headless by Playwright (never a browser of Playwright's own: `tools/services/services.sh browser` installs
+Chromium from apt). Without Chromium the browser tests fail under CI and are skipped elsewhere."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
+from tests.acceptance.processes import REPO, free_port, jobmesh_process
+from tests.support import missing
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the background-networking flags Chromium keeps calling out of this closed network.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WEB_BUILD = REPO / "clients" / "web" / "dist" / "index.html"
+SCREENSHOTS = Path(os.environ.get("JOBMESH_SCREENSHOTS", REPO / ".jobmesh" / "screenshots"))
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+@dataclass
+class Dashboard:
+    url: str
+    grpc_address: str
+    jobs: job_service_pb2_grpc.JobServiceStub
+    search: search_service_pb2_grpc.SearchServiceStub
+
+
+def wait_http(url: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+    if not WEB_BUILD.exists():
+        pytest.fail(f"{WEB_BUILD.relative_to(REPO)} is missing: `make install` builds the dashboard")
+    folder = tmp_path_factory.mktemp("dashboard")
+    address, web = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    args = ["dev", "--listen", address, "--dashboard-listen", web, "--database-url", f"sqlite:///{folder / 'dev.db'}"]
+    with jobmesh_process(args, address, folder / "jobmesh.log"), grpc.insecure_channel(address) as channel:
+        wait_http(f"http://{web}/")
+        yield Dashboard(
+            f"http://{web}",
+            address,
+            job_service_pb2_grpc.JobServiceStub(channel),
+            search_service_pb2_grpc.SearchServiceStub(channel),
+        )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        missing(f"{CHROMIUM} is missing: `bash tools/services/services.sh browser` installs it")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser: Browser, dashboard: Dashboard, *, dark: bool = False) -> tuple[Page, list[str]]:
+    context = browser.new_context(
+        viewport=VIEWPORT, base_url=dashboard.url, color_scheme="dark" if dark else "light"
+    )
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return page, errors
+
+
+@pytest.fixture
+def page(browser: Browser, dashboard: Dashboard) -> Iterator[Page]:
+    """A tab at 1280×800; a script error in the page fails the test."""
+    tab, errors = open_page(browser, dashboard)
+    yield tab
+    tab.context.close()
+    assert errors == []
+
+
+def screenshot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))

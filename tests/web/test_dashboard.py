@@ -1,0 +1,225 @@
+"""The dashboard in a real browser (Debian's Chromium, headless, through Playwright) against `jobmesh dev`
+behind its Envoy: every call goes from the page over gRPC-Web through Envoy to the server. Each view is
+saved as a screenshot (tests/web/conftest.py says where)."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable
+
+from google.protobuf import duration_pb2, field_mask_pb2
+from playwright.sync_api import Browser, Page, expect
+
+from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
+from tests.web.conftest import Dashboard, open_page, screenshot
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def command(*argv: str) -> job_pb2.Target:
+    return job_pb2.Target(command=job_pb2.Target.Command(argv=list(argv)))
+
+
+def create_now(dashboard: Dashboard, job_id: str, target: job_pb2.Target, **fields: object) -> run_pb2.Run:
+    job = job_pb2.Job(target=target, **fields)  # type: ignore[arg-type]
+    job.schedule.immediate.SetInParent()
+    response = dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    run: run_pb2.Run = response.run
+    return run
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def run_state(dashboard: Dashboard, name: str) -> int:
+    state: int = dashboard.search.GetRun(search_service_pb2.GetRunRequest(name=name)).run.state
+    return state
+
+
+def test_a_cron_job_made_in_the_form_has_its_runs_appear_live_on_the_board(
+    browser: Browser, dashboard: Dashboard, page: Page
+) -> None:
+    board, errors = open_page(browser, dashboard)
+    board.goto("/")
+    expect(board.get_by_role("status").filter(has_text="live")).to_be_visible()
+    job_id = unique("every-two")
+    page.goto("/#/new")
+    page.locator('input[name="jobId"]').fill(job_id)
+    page.locator('input[name="displayName"]').fill("Every two seconds")
+    page.get_by_label("On a cron schedule").check()
+    page.locator('input[name="cron"]').fill("*/2 * * * * *")
+    page.locator('input[name="timeZone"]').fill("Europe/Paris")
+    page.locator('input[name="command"]').fill("sh -c 'echo tick'")
+    expect(page.locator(".preview")).to_contain_text("Every 2 seconds")
+    screenshot(page, "create-job")
+    page.get_by_role("button", name="Create job").click()
+    expect(page).to_have_url(re.compile(f"#/jobs/{job_id}$"))
+    expect(page.locator(".schedule-words")).to_have_text("Every 2 seconds, Europe/Paris time")
+    fire_times = page.get_by_role("list", name="Next fire times").locator("li")
+    expect(fire_times).to_have_count(5)
+    expect(fire_times.first).to_contain_text("CET")  # shown in the job's zone
+    screenshot(page, "job")
+    # The board, open since before the job existed and never reloaded, shows its runs finishing.
+    finished = board.locator(f'[data-run^="jobs/{job_id}/runs/"][data-state="SUCCEEDED"]')
+    expect(finished.first).to_be_visible(timeout=30_000)
+    expect(board.locator('[data-count="SUCCEEDED"]')).not_to_have_text("0")
+    expect(board.locator('[data-figure="starts"]')).not_to_have_text("0")  # lateness of the last minute
+    screenshot(board, "board")
+    board.context.close()
+    assert errors == []
+
+
+def test_a_run_page_streams_its_log_lines_as_they_are_written(dashboard: Dashboard, page: Page) -> None:
+    script = "for i in $(seq 1 8); do echo line $i; sleep 0.5; done"
+    run = create_now(dashboard, unique("lines"), command("sh", "-c", script))
+    page.goto(f"/#/{run.name}")
+    log = page.get_by_role("log", name="Run log")
+    expect(log).to_contain_text("line 1", timeout=30_000)
+    assert "line 8" not in log.inner_text()  # seen while the command still writes, not after it ended
+    expect(page.get_by_test_id("run-state")).to_have_text("RUNNING")
+    expect(log).to_contain_text("line 8", timeout=30_000)
+    expect(page.get_by_test_id("run-state")).to_have_text("SUCCEEDED")
+    expect(page.locator('[data-figure="lateness"]')).not_to_have_text("—")
+    screenshot(page, "run")
+
+
+def test_cancelling_a_running_sleep_ends_it_cancelled(dashboard: Dashboard, page: Page) -> None:
+    run = create_now(dashboard, unique("sleeper"), command("sleep", "60"))
+    page.goto(f"/#/{run.name}")
+    expect(page.get_by_test_id("run-state")).to_have_text("RUNNING", timeout=30_000)
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.get_by_test_id("run-state")).to_have_text("CANCELLED", timeout=30_000)
+    assert run_state(dashboard, run.name) == run_pb2.RUN_STATE_CANCELLED
+
+
+def test_an_invalid_cron_shows_the_servers_error_next_to_its_field(page: Page) -> None:
+    page.goto("/#/new")
+    page.get_by_label("On a cron schedule").check()
+    page.locator('input[name="cron"]').fill("61 * * * *")
+    page.locator('input[name="timeZone"]').fill("Mars/Olympus")
+    page.locator('input[name="command"]').fill("true")
+    page.get_by_role("button", name="Create job").click()
+    expression = page.locator('[data-field="job.schedule.cron.expression"]')
+    expect(expression.locator(".field-error")).to_contain_text("not a valid cron expression")
+    expect(expression.locator("input")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator('[data-field="job.schedule.cron.time_zone"] .field-error')).to_contain_text("IANA")
+    expect(page.locator('[data-field="job.target.command"] .field-error')).to_have_count(0)
+    expect(page).to_have_url(re.compile("#/new$"))  # nothing was created
+    screenshot(page, "create-job-invalid")
+
+
+def test_an_edit_made_on_a_stale_version_shows_the_conflict(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("edited")
+    job = job_pb2.Job(target=command("true"), labels={"team": "ops"})
+    job.schedule.cron.expression = "0 3 * * *"
+    dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    page.goto(f"/#/jobs/{job_id}/edit")
+    labels = page.locator('textarea[name="labels"]')
+    expect(labels).to_have_value("team=ops")
+    # Someone else changes the job while the form is open.
+    other = job_pb2.Job(name=f"jobs/{job_id}", display_name="changed elsewhere")
+    mask = field_mask_pb2.FieldMask(paths=["display_name"])
+    dashboard.jobs.UpdateJob(job_service_pb2.UpdateJobRequest(job=other, update_mask=mask))
+    labels.fill("team=billing")
+    page.get_by_role("button", name="Save changes").click()
+    conflict = page.locator(".conflict")
+    expect(conflict).to_contain_text("Someone else changed this job")
+    expect(conflict).to_contain_text("you edited version 1; it is now at version 2")
+    screenshot(page, "edit-conflict")
+    current = dashboard.jobs.GetJob(job_service_pb2.GetJobRequest(name=f"jobs/{job_id}")).job
+    assert dict(current.labels) == {"team": "ops"}  # the stale edit was not applied
+    page.get_by_role("button", name="Reload the job").click()
+    expect(page.locator(".conflict")).to_have_count(0)
+    page.get_by_role("button", name="Save changes").click()  # on the fresh version, it goes through
+    expect(page).to_have_url(re.compile(f"#/jobs/{job_id}$"))
+
+
+def test_a_dead_letter_is_replayed_from_its_list(dashboard: Dashboard, page: Page) -> None:
+    retry = job_pb2.RetryPolicy(max_attempts=2, initial_backoff=duration_pb2.Duration(nanos=100_000_000))
+    run = create_now(dashboard, unique("doomed"), command("false"), retry_policy=retry)
+    wait_for(lambda: run_state(dashboard, run.name) == run_pb2.RUN_STATE_DEAD_LETTERED, "the dead letter")
+    page.goto("/#/dead-letters")
+    row = page.locator(f'tr[data-run="{run.name}"]')
+    expect(row).to_contain_text("ExitCode")
+    screenshot(page, "dead-letters")
+    row.get_by_role("button", name="Replay").click()
+    replayed = row.get_by_role("link", name=re.compile("replayed as"))
+    expect(replayed).to_be_visible()
+    replays = dashboard.search.ListRuns(
+        search_service_pb2.ListRunsRequest(parent=run.name.split("/runs/")[0], filter="trigger = REPLAY")
+    ).runs
+    assert [r.replay_of for r in replays] == [run.name]
+
+
+def test_the_jobs_list_filters_and_pages(dashboard: Dashboard, page: Page) -> None:
+    tag = uuid.uuid4().hex[:6]
+    for i in range(3):
+        job = job_pb2.Job(target=command("true"), display_name=f"Report {tag} {i}", labels={"batch": tag})
+        job.schedule.cron.expression = "0 4 * * *"
+        dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=f"report-{tag}-{i}"))
+    page.goto(f"/#/jobs?label=batch%3D{tag}&kind=CRON")
+    expect(page.locator("tr[data-job]")).to_have_count(3)
+    page.locator('input[name="text"]').fill(f"{tag} 1")
+    page.locator('select[name="in"]').select_option("display_name")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("tr[data-job]")).to_have_count(1)
+    expect(page.locator("tr[data-job]")).to_contain_text(f"Report {tag} 1")
+    page.goto(f"/#/jobs?text=report-{tag}")
+    expect(page.locator("tr[data-job]")).to_have_count(3)
+    screenshot(page, "jobs")
+
+
+def test_pause_resume_run_now_and_delete_with_a_confirmation(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("controls")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = "0 5 * * *"
+    dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    page.goto(f"/#/jobs/{job_id}")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".view-head .badge")).to_have_text("PAUSED")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator(".view-head .badge")).to_have_text("ACTIVE")
+    page.get_by_role("button", name="Run now").click()
+    expect(page.get_by_role("status").filter(has_text="Started a run now")).to_be_visible()
+    page.get_by_role("button", name="Delete…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("This cannot be undone")
+    page.keyboard.press("Escape")  # the dialog closes; nothing is deleted
+    expect(dialog).to_be_hidden()
+    page.get_by_role("button", name="Delete…").click()
+    dialog.get_by_role("button", name="Delete the job").click()
+    expect(page).to_have_url(re.compile("#/jobs$"))
+    listed = dashboard.search.ListJobs(
+        search_service_pb2.ListJobsRequest(filter=f'name = "jobs/{job_id}"', show_deleted=True)
+    ).jobs
+    assert [job.state for job in listed] == [job_pb2.JOB_STATE_DELETED]
+
+
+def test_a_configured_token_goes_with_every_call(dashboard: Dashboard, page: Page) -> None:
+    page.goto("/#/settings")
+    page.get_by_label("API token").fill("dashboard-secret")
+    page.get_by_role("button", name="Save").click()
+    with page.expect_request(lambda request: "/jobmesh.v1.SearchService/" in request.url) as call:
+        page.goto("/#/jobs")
+    assert call.value.headers.get("authorization") == "Bearer dashboard-secret"
+
+
+def test_the_board_in_dark_mode_at_1280_by_800(browser: Browser, dashboard: Dashboard) -> None:
+    board, errors = open_page(browser, dashboard, dark=True)
+    board.goto("/")
+    expect(board.get_by_role("status").filter(has_text="live")).to_be_visible()
+    background = board.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(18, 22, 29)"  # the dark palette, chosen by the system's preference
+    width = board.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1280  # nothing wider than the window
+    screenshot(board, "board-dark")
+    board.context.close()
+    assert errors == []
