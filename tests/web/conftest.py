@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.acceptance.processes import REPO, free_port, jobmesh_process
@@ -34,7 +34,7 @@ CHROMIUM_FLAGS = [
 ]
 WEB_BUILD = REPO / "clients" / "web" / "dist" / "index.html"
 SCREENSHOTS = Path(os.environ.get("JOBMESH_SCREENSHOTS", REPO / ".jobmesh" / "screenshots"))
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 
 
 @dataclass
@@ -64,7 +64,8 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
         pytest.fail(f"{WEB_BUILD.relative_to(REPO)} is missing: `make install` builds the dashboard")
     folder = tmp_path_factory.mktemp("dashboard")
     address, web = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    args = ["dev", "--listen", address, "--dashboard-listen", web, "--database-url", f"sqlite:///{folder / 'dev.db'}"]
+    database = f"sqlite:///{folder / 'dev.db'}"
+    args = ["dev", "--listen", address, "--dashboard-listen", web, "--database-url", database]
     with jobmesh_process(args, address, folder / "jobmesh.log"), grpc.insecure_channel(address) as channel:
         wait_http(f"http://{web}/")
         yield Dashboard(
@@ -98,7 +99,7 @@ def open_page(browser: Browser, dashboard: Dashboard, *, dark: bool = False) -> 
 
 @pytest.fixture
 def page(browser: Browser, dashboard: Dashboard) -> Iterator[Page]:
-    """A tab at 1280×800; a script error in the page fails the test."""
+    """A tab at 1280 by 800; a script error in the page fails the test."""
     tab, errors = open_page(browser, dashboard)
     yield tab
     tab.context.close()
