@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import ipaddress
 import json
 import os
@@ -21,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -195,15 +198,19 @@ class Envoy:
         while not await asyncio.to_thread(self._answers):
             assert self._process is not None
             if self._process.poll() is not None or time.monotonic() > deadline:
+                log = self._log_tail()
                 self.stop()
-                raise DashboardError(f"Envoy did not start on {self._config.url}:\n{self._log_tail()}")
+                raise DashboardError(f"Envoy did not start on {self._config.url}:\n{log}")
             await asyncio.sleep(0.05)
 
     def _answers(self) -> bool:
+        """Envoy itself answers on the port (not some other listener that holds it)."""
         try:
-            with socket.create_connection((self._config.host, self._config.port), timeout=0.5):
-                return True
-        except OSError:
+            with urllib.request.urlopen(f"{self._config.url}/", timeout=0.5) as response:
+                return bool(response.headers.get("server") == "envoy")
+        except urllib.error.HTTPError as error:
+            return bool(error.headers.get("server") == "envoy")
+        except (OSError, http.client.HTTPException):
             return False
 
     def _log_tail(self, lines: int = 20) -> str:

@@ -1,0 +1,69 @@
+"""`jobmesh dev`'s Envoy: a taken dashboard port is refused before anything starts, an Envoy that cannot
+start is reported with its own words, and `--dashboard off` starts none."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jobmesh.processes.dashboard import DashboardConfig, DashboardError, Envoy
+from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_dev_refuses_a_taken_dashboard_port(tmp_path: Path, taken_port: int) -> None:
+    done = subprocess.run(
+        [
+            str(BIN / "jobmesh"),
+            "dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--dashboard-listen",
+            f"127.0.0.1:{taken_port}",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'dev.db'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert f"127.0.0.1:{taken_port} is taken" in done.stderr
+    assert "--dashboard-listen" in done.stderr
+    assert "gRPC on" not in done.stdout  # refused before the server started
+
+
+def test_an_envoy_that_cannot_start_is_reported_with_its_log(taken_port: int) -> None:
+    envoy = Envoy(DashboardConfig(dashboard_listen=f"127.0.0.1:{taken_port}"), ("127.0.0.1", free_port()))
+    envoy.start()
+    try:
+        with pytest.raises(
+            DashboardError, match=f"Envoy did not start on http://127.0.0.1:{taken_port}"
+        ) as caught:
+            asyncio.run(envoy.ready())
+    finally:
+        envoy.stop()
+    assert "address already in use" in str(caught.value).lower()
+
+
+def test_dashboard_off_starts_no_envoy(tmp_path: Path) -> None:
+    address, web = f"127.0.0.1:{free_port()}", free_port()
+    args = ["dev", "--listen", address, "--dashboard", "off", "--dashboard-listen", f"127.0.0.1:{web}"]
+    args += ["--database-url", f"sqlite:///{tmp_path / 'dev.db'}"]
+    with jobmesh_process(args, address, tmp_path / "jobmesh.log"), socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", web)) != 0
+    assert "dashboard:" not in (tmp_path / "jobmesh.log").read_text()

@@ -1,0 +1,163 @@
+"""The Envoy in front of the dashboard: every checked-in config passes `envoy --mode validate`, the copy that
+`jobmesh dev` runs does too and serves exactly the app's build, the live streams have no timeouts, and a
+gRPC-Web call through it reaches a gRPC server with its `authorization` header."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+
+from jobmesh.processes.dashboard import (
+    ENVOY_CONFIG,
+    WEB_BUILD,
+    DashboardConfig,
+    Envoy,
+    envoy_config,
+    served_files,
+)
+from jobmesh.v1 import job_pb2, search_service_pb2, search_service_pb2_grpc
+from tests.acceptance.processes import BIN, REPO, free_port
+
+CONFIGS = sorted((REPO / "deploy" / "envoy").glob("*.yaml"))
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "envoy"), "--mode", "validate", "-c", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_there_is_a_checked_in_config() -> None:
+    assert ENVOY_CONFIG in CONFIGS
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[path.name for path in CONFIGS])
+def test_every_checked_in_config_validates(path: Path) -> None:
+    done = validate(path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "OK" in done.stdout + done.stderr
+
+
+def test_the_copy_jobmesh_dev_runs_validates_and_serves_exactly_the_build(tmp_path: Path) -> None:
+    config = envoy_config(("127.0.0.1", 18080), ("127.0.0.1", 15051))
+    path = tmp_path / "envoy.json"
+    path.write_text(json.dumps(config))
+    done = validate(path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    built = {file for file in WEB_BUILD.rglob("*") if file.is_file()}
+    assert set(served_files(config)) == built  # a file the build adds would not be served: fix the config
+
+
+def _routes() -> list[dict[str, Any]]:
+    config = yaml.safe_load(ENVOY_CONFIG.read_text())
+    manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes: list[dict[str, Any]] = manager["route_config"]["virtual_hosts"][0]["routes"]
+    return [manager, *routes]
+
+
+def test_live_streams_have_no_timeouts_and_the_filters_are_in_order() -> None:
+    manager, *routes = _routes()
+    assert manager["stream_idle_timeout"] == "0s"
+    assert [f["name"] for f in manager["http_filters"]] == [
+        "envoy.filters.http.grpc_web",
+        "envoy.filters.http.cors",
+        "envoy.filters.http.router",
+    ]
+    streams = [r for r in routes if "safe_regex" in r["match"]]
+    assert len(streams) == 1
+    assert "WatchRuns|TailRunLogs" in streams[0]["match"]["safe_regex"]["regex"]
+    assert (streams[0]["route"]["timeout"], streams[0]["route"]["idle_timeout"]) == ("0s", "0s")
+
+
+class Recording(search_service_pb2_grpc.SearchServiceServicer):
+    """A SearchService that answers and remembers what each call's metadata said."""
+
+    def __init__(self) -> None:
+        self.metadata: list[dict[str, str]] = []
+
+    def _note(self, context: grpc.ServicerContext) -> None:
+        self.metadata.append({str(key): str(value) for key, value in context.invocation_metadata()})
+
+    def ListJobs(
+        self, request: search_service_pb2.ListJobsRequest, context: grpc.ServicerContext
+    ) -> search_service_pb2.ListJobsResponse:
+        self._note(context)
+        return search_service_pb2.ListJobsResponse(jobs=[job_pb2.Job(name="jobs/seen")])
+
+    def WatchRuns(
+        self, request: search_service_pb2.WatchRunsRequest, context: grpc.ServicerContext
+    ) -> Iterator[search_service_pb2.WatchRunsResponse]:
+        self._note(context)
+        yield search_service_pb2.WatchRunsResponse()
+        yield search_service_pb2.WatchRunsResponse()
+
+
+@pytest.fixture
+def envoy_in_front() -> Iterator[tuple[str, Recording]]:
+    recording = Recording()  # type: ignore[abstract]  # the other methods are never called
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    search_service_pb2_grpc.add_SearchServiceServicer_to_server(recording, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    config = DashboardConfig(dashboard_listen=f"127.0.0.1:{free_port()}")
+    envoy = Envoy(config, ("127.0.0.1", port))
+    envoy.start()
+    try:
+        asyncio.run(envoy.ready())
+        yield config.url, recording
+    finally:
+        envoy.stop()
+        server.stop(None)
+
+
+def grpc_web(url: str, method: str, message: bytes, headers: dict[str, str]) -> tuple[list[bytes], str]:
+    """One gRPC-Web call (binary): the messages of the response and its trailer block."""
+    body = b"\x00" + struct.pack(">I", len(message)) + message
+    request = urllib.request.Request(
+        f"{url}/jobmesh.v1.SearchService/{method}",
+        data=body,
+        headers={"content-type": "application/grpc-web+proto", "x-grpc-web": "1", **headers},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        data = response.read()
+    messages, trailers = [], ""
+    while data:
+        flag, length = data[0], struct.unpack(">I", data[1:5])[0]
+        frame, data = data[5 : 5 + length], data[5 + length :]
+        if flag & 0x80:
+            trailers = frame.decode()
+        else:
+            messages.append(frame)
+    return messages, trailers
+
+
+def test_a_grpc_web_call_reaches_the_server_with_its_authorization(
+    envoy_in_front: tuple[str, Recording],
+) -> None:
+    url, recording = envoy_in_front
+    request = search_service_pb2.ListJobsRequest(page_size=1).SerializeToString()
+    messages, trailers = grpc_web(url, "ListJobs", request, {"authorization": "Bearer the-token"})
+    assert "grpc-status:0" in trailers
+    assert [search_service_pb2.ListJobsResponse.FromString(m).jobs[0].name for m in messages] == ["jobs/seen"]
+    assert recording.metadata[-1]["authorization"] == "Bearer the-token"
+    watch = search_service_pb2.WatchRunsRequest(parent="jobs/-").SerializeToString()
+    messages, trailers = grpc_web(url, "WatchRuns", watch, {})
+    assert len(messages) == 2  # a server stream, message by message
+    assert "grpc-status:0" in trailers
+    assert "authorization" not in recording.metadata[-1]
