@@ -26,10 +26,11 @@ describe("quantiles and the lateness window", () => {
 
   it("keeps only the last minute and buckets the rest", () => {
     const window = new LatenessWindow();
-    window.add(1_000, 5000); // older than a minute at 70 s
-    window.add(65_000, 0.5);
-    window.add(66_000, 50);
-    window.add(69_000, 3000);
+    window.set("a", 1_000, 5000); // older than a minute at 70 s
+    window.set("b", 65_000, 0.5);
+    window.set("c", 66_000, 1);
+    window.set("c", 66_000, 50); // c's later figure replaces its first
+    window.set("d", 69_000, 3000);
     const summary = window.summary(70_000);
     expect(summary.count).toBe(3);
     expect(summary.p50).toBe(50);
@@ -60,11 +61,14 @@ describe("the board's run book", () => {
     expect(book.countOf(RunState.RUNNING)).toBe(2);
   });
 
-  it("records a run's lateness once, when it has started", () => {
+  it("keeps one lateness per started run, its latest", () => {
     const book = new RunBook();
-    const started = { startTime: timestampFromMs(Date.now()), lateness: create(DurationSchema, { nanos: 3_000_000 }) };
-    book.apply([run("jobs/a/runs/1", RunState.RUNNING, 1, started)], 0);
-    book.apply([run("jobs/a/runs/1", RunState.SUCCEEDED, 2, started)], 0);
+    const startTime = timestampFromMs(Date.now());
+    const claimed = { startTime, lateness: create(DurationSchema, {}) };
+    const reported = { startTime, lateness: create(DurationSchema, { nanos: 3_000_000 }) };
+    book.apply([run("jobs/a/runs/0", RunState.SCHEDULED, 1)], 0);
+    book.apply([run("jobs/a/runs/1", RunState.RUNNING, 1, claimed)], 0);
+    book.apply([run("jobs/a/runs/1", RunState.SUCCEEDED, 2, reported)], 0);
     const summary = book.lateness.summary(Date.now());
     expect(summary.count).toBe(1);
     expect(summary.p50).toBe(3);

@@ -1,5 +1,6 @@
 // The board's picture of the runs: the latest version of each run seen (the WatchRuns stream's first page,
-// then every change), counts per state kept as changes arrive, and the lateness of the runs that started.
+// then every change), counts per state kept as changes arrive, and the lateness of the runs that started
+// (a run evicted here stays in the lateness window until it ages out of it).
 // Bounded: past `capacity` runs, the ones changed longest ago are dropped (finished ones first).
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { LatenessWindow } from "./stats";
@@ -34,7 +35,6 @@ type Entry = { run: Run; changedAt: number; seq: number };
 export class RunBook {
   private readonly entries = new Map<string, Entry>();
   private readonly counts = new Map<RunState, number>();
-  private readonly started = new Set<string>();
   private seq = 0;
   readonly lateness = new LatenessWindow();
 
@@ -64,9 +64,10 @@ export class RunBook {
     return this.counts.get(state) ?? 0;
   }
 
-  /** The runs changed most recently first, at most `limit`. */
-  recent(limit: number): Run[] {
+  /** The runs changed most recently first, at most `limit`, of those `keep` keeps. */
+  recent(limit: number, keep: (run: Run) => boolean = () => true): Run[] {
     return [...this.entries.values()]
+      .filter((entry) => keep(entry.run))
       .sort((a, b) => b.seq - a.seq)
       .slice(0, limit)
       .map((entry) => entry.run);
@@ -79,9 +80,7 @@ export class RunBook {
   private noteStart(run: Run): void {
     const lateness = durationMillis(run.lateness);
     const start = millisOf(run.startTime);
-    if (lateness === undefined || start === undefined || this.started.has(run.name)) return;
-    this.started.add(run.name);
-    this.lateness.add(start, lateness);
+    if (lateness !== undefined && start !== undefined) this.lateness.set(run.name, start, lateness);
   }
 
   private evict(): void {
@@ -91,7 +90,6 @@ export class RunBook {
     );
     for (const [name, entry] of ordered.slice(0, this.entries.size - this.capacity)) {
       this.entries.delete(name);
-      this.started.delete(name);
       this.count(entry.run.state, -1);
     }
   }

@@ -30,17 +30,20 @@ export type LatenessSummary = {
   spark: (number | undefined)[];
 };
 
+/** One sample per run, replaced when the run reports a later figure (an executor's real start can follow
+ * the start recorded at its claim). */
 export class LatenessWindow {
-  private samples: Sample[] = [];
+  private readonly byRun = new Map<string, Sample>();
 
-  add(startMs: number, latenessMs: number): void {
-    this.samples.push({ startMs, latenessMs: Math.max(0, latenessMs) });
+  set(run: string, startMs: number, latenessMs: number): void {
+    this.byRun.set(run, { startMs, latenessMs: Math.max(0, latenessMs) });
   }
 
   summary(nowMs: number): LatenessSummary {
     const from = nowMs - WINDOW_MS;
-    this.samples = this.samples.filter((s) => s.startMs > from && s.startMs <= nowMs + SPARK_STEP_MS);
-    const values = this.samples.map((s) => s.latenessMs).sort((a, b) => a - b);
+    for (const [run, sample] of this.byRun) if (sample.startMs <= from) this.byRun.delete(run);
+    const samples = [...this.byRun.values()].filter((s) => s.startMs <= nowMs + SPARK_STEP_MS);
+    const values = samples.map((s) => s.latenessMs).sort((a, b) => a - b);
     const histogram = BUCKETS.map(() => 0);
     for (const value of values) {
       const index = BUCKETS.findIndex((bucket) => value < bucket.upTo);
@@ -50,7 +53,7 @@ export class LatenessWindow {
     const spark: (number | undefined)[] = [];
     for (let i = 0; i < steps; i++) {
       const start = from + i * SPARK_STEP_MS;
-      const slice = this.samples
+      const slice = samples
         .filter((s) => s.startMs > start && s.startMs <= start + SPARK_STEP_MS)
         .map((s) => s.latenessMs)
         .sort((a, b) => a - b);

@@ -1,7 +1,7 @@
 // The live board: every run change of the mesh from WatchRuns (no polling), counts per state, runs moving
 // between states, and the scheduled → start lateness of the last minute.
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { Run } from "@gen/jobmesh/v1/run_pb.js";
+import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { LiveDot, RunTable, runStateName } from "../components";
 import { useWatchRuns } from "../hooks";
 import { RunBook, STATES } from "../runbook";
@@ -16,9 +16,12 @@ export function Board() {
   const [, setVersion] = useState(0);
   const [moved, setMoved] = useState<Set<string>>(new Set());
   const [summary, setSummary] = useState<LatenessSummary>(() => book.current.lateness.summary(Date.now()));
+  const loaded = useRef(false); // the stream's first page is not "moving"
+  const [showScheduled, setShowScheduled] = useState(false);
   const onBatch = useCallback((runs: Run[]) => {
     const changed = book.current.apply(runs, Date.now());
-    setMoved(changed);
+    if (loaded.current) setMoved(changed);
+    loaded.current = true;
     setSummary(book.current.lateness.summary(Date.now()));
     setVersion((n) => n + 1);
   }, []);
@@ -33,7 +36,7 @@ export function Board() {
     const timer = window.setTimeout(() => setMoved(new Set()), MOVED_MS);
     return () => window.clearTimeout(timer);
   }, [moved]);
-  const runs = book.current.recent(SHOWN);
+  const runs = book.current.recent(SHOWN, showScheduled ? undefined : (run) => run.state !== RunState.SCHEDULED);
   return (
     <section aria-labelledby="board-title">
       <header className="view-head">
@@ -58,7 +61,13 @@ export function Board() {
         change since.
       </p>
       <LatenessPanel summary={summary} />
-      <h2>Runs, most recent change first</h2>
+      <h2>
+        Runs, most recent change first
+        <label className="hint inline">
+          <input type="checkbox" checked={showScheduled} onChange={(e) => setShowScheduled(e.target.checked)} /> with
+          those waiting for their time (scheduled)
+        </label>
+      </h2>
       <RunTable runs={runs} height={420} moved={moved} label="Runs on the board" />
     </section>
   );
@@ -67,10 +76,9 @@ export function Board() {
 function LatenessPanel({ summary }: { summary: LatenessSummary }) {
   const top = Math.max(1, ...summary.histogram);
   const peak = Math.max(1, ...summary.spark.map((value) => value ?? 0));
-  const points = summary.spark
-    .map((value, i) => (value === undefined ? null : `${(i / (summary.spark.length - 1)) * 100},${28 - (value / peak) * 26}`))
-    .filter((point): point is string => point !== null)
-    .join(" ");
+  const points = summary.spark.flatMap((value, i) =>
+    value === undefined ? [] : [{ x: (i / (summary.spark.length - 1)) * 100, y: 28 - (value / peak) * 26 }],
+  );
   return (
     <div className="lateness" aria-labelledby="lateness-title">
       <h2 id="lateness-title">Scheduled → start lateness, last {WINDOW_MS / 60_000} minute</h2>
@@ -90,7 +98,10 @@ function LatenessPanel({ summary }: { summary: LatenessSummary }) {
       </dl>
       <figure className="spark">
         <svg viewBox="0 0 100 30" preserveAspectRatio="none" role="img" aria-label="p99 lateness every 5 seconds">
-          <polyline points={points} fill="none" stroke="currentColor" strokeWidth="1.5" vectorEffect="non-scaling-stroke" />
+          <polyline points={points.map((p) => `${p.x},${p.y}`).join(" ")} fill="none" stroke="currentColor" strokeWidth="1.5" vectorEffect="non-scaling-stroke" />
+          {points.map((p) => (
+            <line key={p.x} x1={p.x} x2={p.x} y1={p.y} y2={p.y} stroke="currentColor" strokeWidth="5" strokeLinecap="round" vectorEffect="non-scaling-stroke" />
+          ))}
         </svg>
         <figcaption>p99 per 5 s (peak {formatMillis(summary.spark.some((v) => v !== undefined) ? peak : undefined)})</figcaption>
       </figure>
