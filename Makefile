@@ -8,8 +8,8 @@ STAMP := $(VENV)/.installed
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
-# Every test that needs no service: the markers name those that do.
-UNIT := not postgres and not kafka and not redis
+# Every test that needs no service (nor a browser): the markers name those that do.
+UNIT := not postgres and not kafka and not redis and not browser
 
 .PHONY: run test unit install gen lint check-gen services-up services-down lock clean
 

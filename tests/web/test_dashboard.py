@@ -9,11 +9,14 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
 from playwright.sync_api import Browser, Page, expect
 
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.web.conftest import Dashboard, open_page, screenshot
+
+pytestmark = pytest.mark.browser
 
 
 def unique(prefix: str) -> str:
