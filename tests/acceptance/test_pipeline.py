@@ -28,6 +28,7 @@ from tests.acceptance.mesh import (
     eventually,
     get_run,
     pid_gone,
+    pids_in,
     read_times,
     running_sleep,
     runs_of,
@@ -156,7 +157,7 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
         search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the first attempt"
     )
     victim, survivor = (first, second) if running.executor == "executor-a" else (second, first)
-    sleeps = eventually(lambda: _pids(pids, 2), 10, "the command and its escapee to start")
+    sleeps = eventually(lambda: pids_in(pids, 2), 10, "the command and its escapee to start")
     killed_at = datetime.now(UTC)
     victim.kill(signal.SIGKILL)
     eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with their executor")
@@ -178,11 +179,6 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
     assert lost.state == run_pb2.RUN_STATE_FAILED
     assert lost.error.type == "HeartbeatLost"
     assert "executor-" in lost.error.message
-
-
-def _pids(path: Path, count: int) -> list[int] | None:
-    found = [int(line) for line in path.read_text().split()] if path.exists() else []
-    return found if len(found) >= count else None
 
 
 def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp_path: Path) -> None:
