@@ -20,15 +20,20 @@ class FieldViolation:
 
 
 class JobmeshError(Exception):
-    """Base of every error the API reports on purpose."""
+    """Base of every error the API reports on purpose. `message` is what callers see; `detail`, for the
+    server's log only, may hold what they must not (a database's own error text, a host name)."""
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
     reason: str = "INTERNAL"
 
-    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None) -> None:
+    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None, detail: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.metadata = dict(metadata or {})
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.detail})" if self.detail else self.message
 
 
 class InvalidArgument(JobmeshError):
@@ -96,6 +101,19 @@ class StoreUnavailable(JobmeshError):
 
     code = grpc.StatusCode.UNAVAILABLE
     reason = "STORE_UNAVAILABLE"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("the database is unavailable: try again shortly", detail=detail)
+
+
+class StoreFailure(JobmeshError):
+    """The database refused a statement for a reason the caller cannot act on (the server logs it)."""
+
+    code = grpc.StatusCode.INTERNAL
+    reason = "STORE_FAILURE"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("the database could not complete the request; see the server log", detail=detail)
 
 
 class InvalidConfig(ValueError):

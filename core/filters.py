@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.records import JobState, Priority, RunState, RunTrigger, ScheduleKind
+from jobmesh.core.timestamps import within_timestamp_range
 
 MAX_FILTER_LENGTH = 2048
 MAX_COMPARISONS = 32
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 class FieldType(enum.Enum):
@@ -183,8 +185,8 @@ def _typed_value(name: str, spec: FieldSpec, text: str, field: str) -> FilterVal
             value = int(text)
         except ValueError:
             raise InvalidArgument.single(field, f"{name!r} takes an integer, got {text!r}") from None
-        if abs(value) > 2**31:
-            raise InvalidArgument.single(field, f"{name!r} value out of range")
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise InvalidArgument.single(field, f"{name!r} takes a value from {INT32_MIN} to {INT32_MAX}")
         return value
     if spec.type is FieldType.TIMESTAMP:
         return parse_timestamp(text, field, name)
@@ -219,10 +221,17 @@ def parse_timestamp(text: str, field: str, name: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise InvalidArgument.single(field, f"{name!r} takes an RFC 3339 timestamp, got {text!r}") from None
+        raise InvalidArgument.single(
+            field, f"{name!r} takes an RFC 3339 timestamp, got {text[:64]!r}"
+        ) from None
     if value.tzinfo is None:
-        raise InvalidArgument.single(field, f"{name!r} timestamp needs a time zone offset, got {text!r}")
-    return value.astimezone(UTC)
+        raise InvalidArgument.single(field, f"{name!r} timestamp needs a time zone offset, got {text[:64]!r}")
+    try:
+        return within_timestamp_range(value.astimezone(UTC))
+    except (OverflowError, ValueError):
+        raise InvalidArgument.single(
+            field, f"{name!r} timestamp out of range (years 0001 to 9999 in UTC), got {text[:64]!r}"
+        ) from None
 
 
 def parse_order_by(

@@ -7,7 +7,8 @@ those whose heartbeats stopped. Both call `AttemptLifecycle.end`, which
 2. lets the job's retry policy decide the run's next state (`core.retries`);
 3. writes every end in one transaction, each fenced by its attempt (and by the reporting executor's claim): a
    late or duplicate report changes nothing (invariants 4 and 5);
-4. copies the runs whose retries are spent to the dead-letter topic;
+4. copies the runs whose retries are spent to the dead-letter topic (a report the database refuses is ended as
+   FAILED `ResultNotStored` instead, so that its run is retried rather than stuck);
 5. returns the runs it scheduled for another attempt, for the caller to hand on (the server dispatches those
    due soon; the watcher holds them in its timer).
 """
@@ -15,6 +16,7 @@ those whose heartbeats stopped. Both call `AttemptLifecycle.end`, which
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,11 +24,14 @@ from datetime import datetime
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import send_dead_letters
+from jobmesh.core.errors import StoreFailure
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.records import RunRecord, RunState
 from jobmesh.core.retries import decide
 from jobmesh.v1 import job_pb2
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +73,20 @@ class AttemptLifecycle:
         self._rng = rng or random.Random()
 
     def end(self, reports: Sequence[EndReport]) -> Settled:
-        """Ends the attempts (a ref reported twice counts once, the last report wins)."""
+        """Ends the attempts (a ref reported twice counts once, the last report wins). A batch the database
+        refuses is ended report by report, and a report it refuses on its own is replaced by a FAILED
+        `ResultNotStored`: the run is retried rather than left RUNNING. StoreUnavailable is the caller's."""
         unique = list({report.ref: report for report in reports}.values())
         if not unique:
             return Settled()
+        try:
+            return self._end(unique)
+        except StoreFailure:
+            if len(unique) == 1:
+                return self._end([_not_stored(unique[0])])
+            return _merged([self.end([report]) for report in unique])
+
+    def _end(self, unique: Sequence[EndReport]) -> Settled:
         ends = [self._decide(report) for report in unique]
         applied = frozenset(self._store.finish_attempts(ends))
         written = [(report, end) for report, end in zip(unique, ends, strict=True) if end.ref in applied]
@@ -88,6 +103,27 @@ class AttemptLifecycle:
         outcome = settle_cancelling(report.current.run, report.outcome)
         policy = job_pb2.Job.FromString(report.current.spec).retry_policy
         return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+
+
+def _not_stored(report: EndReport) -> EndReport:
+    log.error("%s: the database refused its report, ended as ResultNotStored instead", report.ref)
+    outcome = AttemptOutcome(
+        RunState.FAILED,
+        report.outcome.end_time,
+        report.outcome.start_time,
+        report.outcome.exit_code,
+        "ResultNotStored",
+        "the executor's report of this attempt could not be stored; see the server log",
+    )
+    return EndReport(report.current, outcome, report.executor)
+
+
+def _merged(parts: Sequence[Settled]) -> Settled:
+    return Settled(
+        frozenset().union(*(part.applied for part in parts)),
+        tuple(item for part in parts for item in part.retried),
+        tuple(item for part in parts for item in part.dead_lettered),
+    )
 
 
 def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome:

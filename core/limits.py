@@ -7,3 +7,7 @@ MAX_GRPC_MESSAGE_BYTES = 16 * 1024 * 1024
 # A log line is a message field, not a file: longer output is split into lines of at most this many characters
 # by the executor, and cut to it by the server.
 MAX_LOG_LINE_CHARS = 16 * 1024
+# An attempt's error, as reported and stored.
+MAX_ERROR_TYPE = 256
+MAX_ERROR_MESSAGE = 4096
+MAX_PROGRESS_MESSAGE = 1024

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -10,6 +11,15 @@ from croniter import croniter
 
 MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 MAX_EXPRESSION_LENGTH = 256
+# Each field's name and span, the leading seconds field (6-field expressions) first.
+_FIELD_SPANS = (
+    ("second", 60),
+    ("minute", 60),
+    ("hour", 24),
+    ("day of month", 31),
+    ("month", 12),
+    ("day of week", 7),
+)
 
 
 class CronError(ValueError):
@@ -49,9 +59,10 @@ def parse_cron(expression: str, time_zone: str) -> CronSpec:
             raise CronError(f"unknown macro {text!r}; known: {', '.join(sorted(MACROS))}")
         text = text.lower()
     else:
-        fields = len(text.split())
-        if fields not in (5, 6):
-            raise CronError(f"expected 5 fields (or 6 with leading seconds), got {fields}")
+        fields = text.split()
+        if len(fields) not in (5, 6):
+            raise CronError(f"expected 5 fields (or 6 with leading seconds), got {len(fields)}")
+        _check_steps(fields)
         if not _is_valid(text):
             raise CronError(f"{text!r} is not a valid cron expression")
     spec = CronSpec(text, parse_time_zone(time_zone))
@@ -62,6 +73,16 @@ def parse_cron(expression: str, time_zone: str) -> CronSpec:
     except Exception:  # croniter raises several types for expressions that can never match
         raise CronError(f"{text!r} never matches") from None
     return spec
+
+
+def _check_steps(fields: list[str]) -> None:
+    """A step (`*/N`) longer than its field's span can never repeat: croniter takes it, and its arithmetic
+    on a step of 20 digits is not what anyone meant."""
+    spans = _FIELD_SPANS[-len(fields) :]
+    for (name, span), field in zip(spans, fields, strict=True):
+        for step in re.findall(r"/(\d+)", field):
+            if len(step) > 3 or not 1 <= int(step) <= span:
+                raise CronError(f"the step /{step[:20]} of the {name} field must be 1 to {span}")
 
 
 def _is_valid(text: str) -> bool:

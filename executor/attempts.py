@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
+from jobmesh.core.text import storable
 from jobmesh.executor.clock import now_ns, sleep_until, timestamp_of_ns, within
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
@@ -196,8 +198,8 @@ class Attempts:
         if outcome.exit_code is not None:
             result.exit_code = outcome.exit_code
         if outcome.error_type:
-            result.error.type = outcome.error_type
-            result.error.message = outcome.error_message
+            result.error.type = storable(outcome.error_type, MAX_ERROR_TYPE)
+            result.error.message = storable(outcome.error_message, MAX_ERROR_MESSAGE)
         if attempt.started_ns is not None:
             result.start_time.CopyFrom(timestamp_of_ns(attempt.started_ns))
         self._outbox.result(attempt.key, result)

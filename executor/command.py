@@ -1,8 +1,9 @@
-"""The `command` target: a subprocess in its own process group, its output streamed line by line.
+"""The `command` target: a subprocess under a supervisor of its own, its output streamed line by line.
 
-The whole group is signalled, never just the child: a shell's background children would otherwise outlive a
-cancel or a timeout. For the same reason whatever is left in the group when the child exits is killed: the
-attempt is over, and leftovers would hold the output pipes open (and the machine's resources) forever.
+The supervisor (`supervise.py`) holds the command's whole process tree, escapees from its process group
+included, and kills all of it when the command exits, when the attempt is stopped, and when this executor dies
+however it dies: no process of an attempt outlives it, so a retried attempt never runs beside the one before
+(docs/design.md, "At least once").
 """
 
 from __future__ import annotations
@@ -11,64 +12,105 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
+from pathlib import Path
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.v1 import job_pb2, run_pb2
 
-READERS_GRACE = 1.0  # after the group is gone, how long a pipe held by an escaped process may stay open
+SUPERVISOR = str(Path(__file__).resolve().with_name("supervise.py"))
+READERS_GRACE = 1.0  # after the tree is gone, how long the output pipes may take to drain
 
 
 async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop) -> TargetOutcome:
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
-    # Our own pipes rather than asyncio's: with those, Python 3.11's `Process.wait()` returns only once the
-    # pipes close, which a background grandchild can put off forever; and ours can be closed at will.
-    stdout, stderr = os.pipe(), os.pipe()
+    where = f" in {command.working_dir!r}" if command.working_dir else ""
+    # Our own pipes rather than asyncio's: ours can be closed at will. The control pipe tells the supervisor
+    # what to do, and its end of file that this executor is gone; the status pipe brings back how it ended.
+    stdout, stderr, control, status = os.pipe(), os.pipe(), os.pipe(), os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            SUPERVISOR,
+            str(control[0]),
+            str(status[1]),
+            "--",
             *command.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=stdout[1],
             stderr=stderr[1],
             env={**os.environ, **command.env},
             cwd=command.working_dir or None,
-            start_new_session=True,  # its own session, so its own process group whose id is its pid
+            start_new_session=True,  # its own session: a signal to the executor's group does not reach it
+            pass_fds=(control[0], status[1]),
         )
     except (OSError, ValueError) as exc:
-        for fd in (*stdout, *stderr):
+        for fd in (*stdout, *stderr, *control, *status):
             os.close(fd)
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        where = f" in {command.working_dir!r}" if command.working_dir else ""
         return failed("SpawnError", f"cannot start {command.argv[0]!r}{where}: {detail}")
-    os.close(stdout[1])
-    os.close(stderr[1])
-    group = process.pid
+    for fd in (stdout[1], stderr[1], control[0], status[1]):
+        os.close(fd)
+    tree = _Tree(control[1])
     outputs = [
         await _LineReader.open(stdout[0], run_pb2.LOG_STREAM_STDOUT, io),
         await _LineReader.open(stderr[0], run_pb2.LOG_STREAM_STDERR, io),
     ]
-    waiter = asyncio.create_task(process.wait())
+    ended = asyncio.create_task(_ending(status[0]))
     stopper = asyncio.create_task(stop.wait())
     try:
-        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if not waiter.done():
-            await _terminate(group, stop, waiter, io)
-        returncode = await waiter
+        await asyncio.wait({ended, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not ended.done():
+            await _terminate(tree, stop, ended, io)
+        line = await ended
     finally:
         stopper.cancel()
-        if not waiter.done():  # we are being cancelled ourselves: never leave the group behind
-            _signal_group(group, signal.SIGKILL)
+        if not ended.done():  # we are being cancelled ourselves: never leave the tree behind
+            tree.send("KILL")
+        tree.close()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(waiter)
-        _signal_group(group, signal.SIGKILL)
-        try:  # the rest of the output; a process that left the group may hold a pipe: not for long
+            await asyncio.shield(process.wait())
+        try:  # the rest of the output
             await asyncio.wait([output.done for output in outputs], timeout=READERS_GRACE)
         finally:
             for output in outputs:
                 output.close()
-    return _outcome_of(returncode)
+    return _outcome_of(line, command.argv[0], where, process.returncode)
+
+
+class _Tree:
+    """The executor's end of the control pipe: `TERM` and `KILL` reach the whole tree; closing it, too."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def send(self, command: str) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):  # the supervisor has exited: the tree is gone already
+                os.write(self._fd, f"{command}\n".encode())
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+async def _ending(fd: int) -> str:
+    """The supervisor's last word (`exit N`, `signal N`, `spawn-error MESSAGE`), or "" if it had none."""
+    reader = asyncio.StreamReader()
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    try:
+        return (await reader.read()).decode("utf-8", "replace").strip()
+    finally:
+        transport.close()
 
 
 class _LineReader(asyncio.Protocol):
@@ -123,42 +165,42 @@ class _LineReader(asyncio.Protocol):
             )
 
 
-def _outcome_of(returncode: int) -> TargetOutcome:
-    if returncode == 0:
-        return TargetOutcome(SUCCEEDED.state, exit_code=0)
-    if returncode < 0:
-        name = _signal_name(-returncode)
-        return failed("Signal", f"killed by signal {name}")
-    return failed("ExitCode", f"exited with code {returncode}", exit_code=returncode)
+def _outcome_of(line: str, program: str, where: str, supervisor_code: int | None) -> TargetOutcome:
+    kind, _, value = line.partition(" ")
+    if kind == "exit" and value.lstrip("-").isdigit():
+        code = int(value)
+        if code == 0:
+            return TargetOutcome(SUCCEEDED.state, exit_code=0)
+        return failed("ExitCode", f"exited with code {code}", exit_code=code)
+    if kind == "signal" and value.isdigit():
+        return failed("Signal", f"killed by signal {_signal_name(int(value))}")
+    if kind == "spawn-error":
+        return failed("SpawnError", f"cannot start {program!r}{where}: {value}")
+    return failed("SupervisorError", f"the command's supervisor ended without a status ({supervisor_code})")
 
 
-async def _terminate(group: int, stop: Stop, waiter: asyncio.Task[int], io: AttemptIO) -> None:
-    """SIGTERM to the group, SIGKILL when `stop.kill_at` passes (a fence may bring it forward meanwhile)."""
+async def _terminate(tree: _Tree, stop: Stop, ended: asyncio.Task[str], io: AttemptIO) -> None:
+    """SIGTERM to the tree, SIGKILL when `stop.kill_at` passes (a fence may bring it forward meanwhile)."""
     polite = stop.kill_at > time.monotonic()
     reason = stop.reason.value if stop.reason else "stopped"
     sent = "SIGTERM" if polite else "SIGKILL"
-    io.log(run_pb2.LOG_STREAM_SYSTEM, f"jobmesh: {reason}: sending {sent} to the process group")
-    _signal_group(group, signal.SIGTERM if polite else signal.SIGKILL)
-    while not waiter.done():
+    io.log(run_pb2.LOG_STREAM_SYSTEM, f"jobmesh: {reason}: sending {sent} to the process tree")
+    tree.send("TERM" if polite else "KILL")
+    while not ended.done():
         stop.changed.clear()  # before reading kill_at, so that a change in between is not missed
         remaining = stop.kill_at - time.monotonic()
         if remaining <= 0:
             if polite:
                 io.log(
-                    run_pb2.LOG_STREAM_SYSTEM, "jobmesh: still running: sending SIGKILL to the process group"
+                    run_pb2.LOG_STREAM_SYSTEM, "jobmesh: still running: sending SIGKILL to the process tree"
                 )
-            _signal_group(group, signal.SIGKILL)
+            tree.send("KILL")
             return
         changed = asyncio.create_task(stop.changed.wait())
         try:
-            await asyncio.wait({waiter, changed}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({ended, changed}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         finally:
             changed.cancel()
-
-
-def _signal_group(group: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signum)
 
 
 def _signal_name(signum: int) -> str:

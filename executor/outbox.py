@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.limits import MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
+from jobmesh.core.text import storable
 from jobmesh.executor.clock import now_ns, timestamp_of_ns, within
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
@@ -62,7 +63,7 @@ class Outbox:
     def log(self, key: AttemptRef, stream: run_pb2.LogStream.ValueType, text: str) -> None:
         at = timestamp_of_ns(now_ns())
         for start in range(0, max(len(text), 1), MAX_LOG_LINE_CHARS):
-            piece = text[start : start + MAX_LOG_LINE_CHARS]
+            piece = storable(text[start : start + MAX_LOG_LINE_CHARS], MAX_LOG_LINE_CHARS)
             size = len(piece) + LINE_OVERHEAD
             if self._log_bytes + size > self._max_log_bytes:
                 self._dropped[key] = self._dropped.get(key, 0) + 1
@@ -74,6 +75,7 @@ class Outbox:
             self.due.set()
 
     def progress(self, key: AttemptRef, fraction: float, message: str) -> None:
+        message = storable(message, MAX_PROGRESS_MESSAGE)
         self._progress[key] = pb.ProgressUpdate(attempt=key.to_proto(), progress=fraction, message=message)
 
     def result(self, key: AttemptRef, result: pb.AttemptResult) -> None:

@@ -20,6 +20,7 @@ from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
+from jobmesh.server.api.malformed import MalformedRequests
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.bypass import BackgroundDispatcher
@@ -54,6 +55,11 @@ SERVER_OPTIONS = (
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_ping_strikes", 0),
 )
+
+
+def new_grpc_server() -> grpc.aio.Server:
+    """A server with the options and interceptors every jobmesh server has (its services not added yet)."""
+    return grpc.aio.server(interceptors=[MalformedRequests()], options=list(SERVER_OPTIONS))
 
 
 @dataclass
@@ -128,7 +134,7 @@ async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = grpc.aio.server(options=list(SERVER_OPTIONS))
+    server = new_grpc_server()
     services = build_services(config, store, queue, signals)
     services.add_to(server)
     port = server.add_insecure_port(config.listen)

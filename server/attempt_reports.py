@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef
 from jobmesh.core.dispatch import Handoff
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
-from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunState
+from jobmesh.core.text import storable
 from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.server.sessions import cancel_message
 from jobmesh.v1 import executor_control_pb2 as pb
@@ -112,7 +113,8 @@ class AttemptReports:
         for update in updates:
             ref = _parsed(update.attempt)
             if ref is not None and 0.0 <= update.progress <= 1.0:
-                reports.append(ProgressReport(ref, executor, update.progress, update.message[:1024]))
+                message = storable(update.message, MAX_PROGRESS_MESSAGE)
+                reports.append(ProgressReport(ref, executor, update.progress, message))
         if reports:
             self._store.report_progress(reports, self._clock())
         return []
@@ -132,7 +134,7 @@ class AttemptReports:
                         attempt=ref.attempt,
                         time=to_datetime(line.time) if line.HasField("time") else self._clock(),
                         stream=_STREAMS.get(line.stream, "STDOUT"),
-                        text=line.text[:MAX_LOG_LINE_CHARS].replace("\x00", ""),
+                        text=storable(line.text, MAX_LOG_LINE_CHARS),
                     )
                 )
         if records:
@@ -171,6 +173,6 @@ def _outcome(result: pb.AttemptResult, now: datetime) -> AttemptOutcome:
         end_time=to_datetime(result.end_time) if result.HasField("end_time") else now,
         start_time=to_datetime(result.start_time) if result.HasField("start_time") else None,
         exit_code=result.exit_code if result.HasField("exit_code") else None,
-        error_type=result.error.type[:256] or None,
-        error_message=result.error.message[:4096] or None,
+        error_type=storable(result.error.type, MAX_ERROR_TYPE) or None,
+        error_message=storable(result.error.message, MAX_ERROR_MESSAGE) or None,
     )

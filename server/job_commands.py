@@ -217,11 +217,7 @@ class JobCommands:
 
     def delete_job(self, name: str, etag: str) -> tuple[JobRecord, int]:
         job_id = parse_job_name(name)
-        expected = None
-        if etag:
-            expected = version_of_etag(etag)
-            if expected is None:
-                raise EtagMismatch(name, etag_of(self._store.get_job(job_id).version))
+        expected = _expected_version(etag, "etag")
         job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=self._clock())
         query = ListQuery((Comparison("state", "=", RunState.CANCELLING.value),), (), 1000, "")
         for run in self._store.list_runs(job_id, query).items:
@@ -322,8 +318,19 @@ def _created(
     return Created(job=job, first_run=first_run)
 
 
+def _expected_version(etag: str, field: str) -> int | None:
+    """The version an etag names (None without one); one that no version has is the caller's error."""
+    if not etag:
+        return None
+    version = version_of_etag(etag)
+    if version is None:
+        raise InvalidArgument.single(field, f"{etag[:32]!r} is not an etag of this API: read the job again")
+    return version
+
+
 def _check_etag(current: JobRecord, etag: str) -> None:
-    if etag and version_of_etag(etag) != current.version:
+    expected = _expected_version(etag, "job.etag")
+    if expected is not None and expected != current.version:
         raise EtagMismatch(job_name(current.job_id), etag_of(current.version))
 
 

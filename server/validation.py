@@ -3,7 +3,8 @@
 Limits (documented in the README):
 - a job definition serializes to at most 256 KiB; a handler payload or an HTTP body at most 128 KiB;
 - display name 256 characters; at most 64 labels, keys 1-63 characters `[a-z0-9_.-/]`, values up to 63;
-- `run_at` no more than 1 year in the past and 10 years in the future;
+- `run_at` and a cron schedule's `start_time` and `end_time` no more than 1 year in the past and 10 years in
+  the future;
 - durations are never negative; timeouts and backoffs at most 7 days; at most 100 attempts.
 """
 
@@ -76,6 +77,17 @@ class Violations:
             return None
         return timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
 
+    def moment(self, field: str, value: timestamp_pb2.Timestamp, now: datetime) -> datetime | None:
+        """A time a job may name: no more than a year back, no more than 10 years ahead."""
+        moment = self.timestamp(field, value)
+        if moment is not None and moment > now + MAX_FUTURE:
+            self.add(field, "more than 10 years away")
+        elif moment is not None and moment < now - MAX_PAST:
+            self.add(field, "more than a year in the past")
+        else:
+            return moment
+        return None
+
     def timestamp(self, field: str, value: timestamp_pb2.Timestamp) -> datetime | None:
         if not 0 <= value.nanos <= 999_999_999 or not -62135596800 <= value.seconds <= 253402300799:
             self.add(field, "is not a valid timestamp")
@@ -132,16 +144,12 @@ def _check_labels(found: Violations, labels: Mapping[str, str], field: str) -> N
 def check_schedule(found: Violations, schedule: job_pb2.Schedule, now: datetime, field: str) -> None:
     kind = schedule.WhichOneof("kind")
     if kind == "run_at":
-        run_at = found.timestamp(f"{field}.run_at", schedule.run_at)
-        if run_at is not None and run_at > now + MAX_FUTURE:
-            found.add(f"{field}.run_at", "more than 10 years away")
-        elif run_at is not None and run_at < now - MAX_PAST:
-            found.add(f"{field}.run_at", "more than a year in the past")
+        found.moment(f"{field}.run_at", schedule.run_at, now)
     elif kind == "cron":
-        _check_cron(found, schedule.cron, f"{field}.cron")
+        _check_cron(found, schedule.cron, now, f"{field}.cron")
 
 
-def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, field: str) -> None:
+def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, now: datetime, field: str) -> None:
     found.text(f"{field}.expression", cron.expression, limit=256, required=True)
     found.text(f"{field}.time_zone", cron.time_zone, limit=64)
     try:
@@ -153,8 +161,8 @@ def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, field: str) -> N
             parse_cron(cron.expression, "UTC")
         except CronError as error:
             found.add(f"{field}.expression", str(error))
-    start = found.timestamp(f"{field}.start_time", cron.start_time) if cron.HasField("start_time") else None
-    end = found.timestamp(f"{field}.end_time", cron.end_time) if cron.HasField("end_time") else None
+    start = found.moment(f"{field}.start_time", cron.start_time, now) if cron.HasField("start_time") else None
+    end = found.moment(f"{field}.end_time", cron.end_time, now) if cron.HasField("end_time") else None
     if start is not None and end is not None and end <= start:
         found.add(f"{field}.end_time", "must be after start_time")
     found.duration(f"{field}.jitter", cron.jitter, maximum=timedelta(days=1))

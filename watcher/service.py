@@ -60,6 +60,8 @@ class Watcher:
             clock=clock,
         )
         self._materializer = Materializer(store, clock)
+        self._queue_durable = queue.durable
+        self._started = clock()
         self._leading = asyncio.Event()
         self._wake = asyncio.Event()
 
@@ -100,6 +102,9 @@ class Watcher:
                 self._timer.clear()
                 self._leading.set()
                 self._wake.set()
+                if not self._queue_durable:
+                    # What an earlier process queued in memory died with it: send it again now.
+                    await self._guarded("requeue", lambda: self._sweeper.requeue_queued_before(self._started))
             elif not held and self.leading:
                 log.warning("%s lost the lease: standing by", self.config.watcher_id)
                 self._leading.clear()

@@ -73,7 +73,11 @@ class Sweeper:
 
     def requeue_stale(self, after: timedelta) -> int:
         """Sends again the QUEUED runs nobody claimed for `after` (a wiped queue loses no run)."""
-        stale = self._store.stale_queued(self._clock() - after, limit=SWEEP_BATCH)
+        return self.requeue_queued_before(self._clock() - after)
+
+    def requeue_queued_before(self, moment: datetime) -> int:
+        """Sends again (up to a batch of) the QUEUED runs dispatched before `moment` that nobody claimed."""
+        stale = self._store.stale_queued(moment, limit=SWEEP_BATCH)
         if stale and self._dispatcher.dispatch(stale):
             log.warning("sent %d unclaimed runs again", len(stale))
             return len(stale)

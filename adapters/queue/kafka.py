@@ -110,6 +110,8 @@ class _Topics:
 class KafkaRunQueue:
     """The run queue on Kafka. Thread-safe for publishing; each consumer belongs to one thread."""
 
+    durable = True
+
     def __init__(
         self,
         bootstrap: str,

@@ -190,6 +190,8 @@ class MemoryRunConsumer:
 class MemoryRunQueue:
     """The run queue in this process. Thread-safe; holds no outside resources."""
 
+    durable = False
+
     def __init__(self) -> None:
         self._broker = _Broker()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,7 +13,9 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from jobmesh.core.errors import JobmeshError, StoreUnavailable
+from jobmesh.core.errors import StoreFailure, StoreUnavailable
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 _WRITE = "jobmesh_write"
@@ -109,11 +112,12 @@ def translate_errors(
         try:
             return method(self, *args, **kwargs)
         except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError) as error:
-            raise StoreUnavailable(f"database unavailable: {_summary(error)}") from error
+            raise StoreUnavailable(_summary(error)) from error
         except sa_exc.DBAPIError as error:
             if error.connection_invalidated:
-                raise StoreUnavailable(f"database connection lost: {_summary(error)}") from error
-            raise JobmeshError(f"database error: {_summary(error)}") from error
+                raise StoreUnavailable(f"connection lost: {_summary(error)}") from error
+            log.error("the database refused %s: %s", method.__name__, _summary(error))
+            raise StoreFailure(_summary(error)) from error
 
     return wrapper
 

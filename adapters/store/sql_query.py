@@ -15,7 +15,7 @@ import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -36,6 +36,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.filters import Comparison, ListQuery, OrderKey, Wildcard
 from jobmesh.core.ports.store import Page
+from jobmesh.core.timestamps import within_timestamp_range
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -197,7 +198,7 @@ def decode_token(token: str, fingerprint: str, keys: Sequence[SortKey]) -> list[
         payload = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         values = payload["k"]
         matches = payload["f"] == fingerprint
-    except (binascii.Error, ValueError, TypeError, KeyError):
+    except (binascii.Error, ValueError, TypeError, KeyError, RecursionError):
         raise _bad_token("not a page token from this API") from None
     if not matches:
         raise _bad_token("made for another filter or order_by: start again from the first page")
@@ -213,11 +214,11 @@ def _decoded(value: object, key: SortKey) -> Any:
         return value
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+        if moment.tzinfo is None:
+            raise ValueError("no offset")
+        return within_timestamp_range(moment.astimezone(UTC))
+    except (ValueError, OverflowError):
         raise _bad_token("not a page token from this API") from None
-    if moment.tzinfo is None:
-        raise _bad_token("not a page token from this API")
-    return moment
 
 
 def _bad_token(description: str) -> InvalidArgument:

@@ -45,6 +45,10 @@ class RunConsumer(Protocol):
 
 
 class RunQueue(Protocol):
+    # False when the messages live in this process only (the in-process queue): whatever was QUEUED before
+    # the process started is gone, and the watcher sends it again at once rather than after `requeue_after`.
+    durable: bool
+
     def publish(self, runs: Sequence[dispatch_pb2.DispatchedRun], *, timeout: float = 5.0) -> None:
         """Sends the runs (each to its queue's lane topic, keyed by job) and returns once the broker has them
         all; raises QueueUnavailable when it cannot within `timeout`. Idempotent producer: a retry inside

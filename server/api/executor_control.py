@@ -79,7 +79,11 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await self._write(context, queue, reader)
         except JobmeshError as error:
             # The executor reconnects with backoff; its unacknowledged reports are sent again.
+            log.warning("stream of executor %s ended: %s", hello.executor_id, error)
             await context.abort(error.code, error.message)
+        except Exception:
+            log.exception("stream of executor %s failed", hello.executor_id)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
         finally:
             self._sessions.unregister(hello.executor_id, queue)
             log.info("executor %s disconnected", hello.executor_id)
@@ -109,8 +113,11 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
     async def _read(
         self, executor: str, requests: AsyncIterator[pb.ConnectRequest], queue: SessionQueue
     ) -> None:
+        """Handles the executor's messages, several at once. The first that fails ends the stream, at once:
+        the executor reconnects and sends again what was not acknowledged (a failure is never dropped)."""
         slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
         pending: set[asyncio.Task[None]] = set()
+        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         async def handle(request: pb.ConnectRequest) -> None:
             try:
@@ -119,18 +126,29 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             finally:
                 slots.release()
 
-        try:
+        def settle(task: asyncio.Task[None]) -> None:
+            pending.discard(task)
+            if not task.cancelled() and (error := task.exception()) is not None and not failed.done():
+                failed.set_exception(error)
+
+        async def take() -> None:
             async for request in requests:
                 await slots.acquire()
                 task = asyncio.create_task(handle(request))
                 pending.add(task)
-                task.add_done_callback(pending.discard)
-                for done in [t for t in pending if t.done()]:
-                    done.result()  # a store failure ends the stream; the executor reconnects
-            if pending:
-                await asyncio.gather(*pending)
+                task.add_done_callback(settle)
+            while pending:  # the executor closed its side: what it sent is still answered
+                await asyncio.wait(set(pending))
+
+        taking = asyncio.create_task(take())
+        try:
+            await asyncio.wait({taking, failed}, return_when=asyncio.FIRST_COMPLETED)
+            if not failed.done():
+                taking.result()
+            if failed.done():
+                failed.result()
         finally:
-            for task in pending:
+            for task in (taking, *pending):
                 task.cancel()
 
     def _handle(self, executor: str, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:

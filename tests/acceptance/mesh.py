@@ -217,6 +217,12 @@ def pid_gone(pid: int) -> bool:
         return True
 
 
+def pids_in(path: Path, count: int) -> list[int] | None:
+    """The pids a command wrote to `path`, once it wrote `count` of them."""
+    found = [int(line) for line in path.read_text().split()] if path.exists() else []
+    return found if len(found) >= count else None
+
+
 def running_sleep(
     mesh: Mesh,
     jobs: job_service_pb2_grpc.JobServiceStub,

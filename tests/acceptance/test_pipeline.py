@@ -28,6 +28,7 @@ from tests.acceptance.mesh import (
     eventually,
     get_run,
     pid_gone,
+    pids_in,
     read_times,
     running_sleep,
     runs_of,
@@ -134,12 +135,19 @@ def _dead_letter_topic(bootstrap: str, wanted: str) -> set[str]:
     return names
 
 
-def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path) -> None:
+def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    """The command runs `sleep 30` and a `setsid sleep 30` that left its process group: SIGKILL of the
+    executor takes both down within 2 s, and the retry starts on the other executor only after that."""
     server = mesh.server()
     mesh.watcher()
     first, second = mesh.executor(server, "executor-a"), mesh.executor(server, "executor-b")
     jobs, search = mesh.stubs(server)
-    job = command_job(mesh.queue, f"{STAMP.format(file=tmp_path / 'starts')}; sleep 30")
+    pids = tmp_path / "pids"
+    stamp = STAMP.format(file=tmp_path / "starts")
+    script = f'{stamp}; setsid sleep 30 & echo $! >> "{pids}"; sleep 30 & echo $! >> "{pids}"; wait'
+    job = command_job(mesh.queue, script)
     job.heartbeat_timeout.FromSeconds(5)
     job.retry_policy.max_attempts = 2
     job.retry_policy.initial_backoff.FromMilliseconds(100)
@@ -149,9 +157,11 @@ def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path)
         search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the first attempt"
     )
     victim, survivor = (first, second) if running.executor == "executor-a" else (second, first)
-    eventually(lambda: read_times(tmp_path / "starts"), 10, "the command to start")
+    sleeps = eventually(lambda: pids_in(pids, 2), 10, "the command and its escapee to start")
     killed_at = datetime.now(UTC)
     victim.kill(signal.SIGKILL)
+    eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with their executor")
+    gone_at = datetime.now(UTC)
 
     retried = wait_for_run(
         search,
@@ -161,7 +171,9 @@ def test_a_killed_executors_run_is_retried_elsewhere(mesh: Mesh, tmp_path: Path)
         "the retry to run",
     )
     assert retried.executor == survivor.name
-    assert len(read_times(tmp_path / "starts")) == 2
+    starts = read_times(tmp_path / "starts")
+    assert len(starts) == 2
+    assert starts[1] > gone_at  # never beside the first attempt's processes
     assert retried.start_time.ToDatetime(UTC) - killed_at < timedelta(seconds=5 + 2)
     [lost] = retried.previous_attempts
     assert lost.state == run_pb2.RUN_STATE_FAILED

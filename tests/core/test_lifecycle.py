@@ -13,9 +13,11 @@ from google.protobuf import duration_pb2
 
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
+from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.definitions import SchedulingPolicy, build_job
+from jobmesh.core.errors import StoreFailure
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.ports.queue import QueueUnavailable
 from jobmesh.core.ports.store import NewJob
@@ -207,3 +209,33 @@ def test_many_ends_in_one_call_and_a_repeated_report_counts_once(
     assert store.get_run("first", first.run.run_id).state is RunState.SUCCEEDED
     assert store.get_run("second", second.run.run_id).state is RunState.SUCCEEDED
     assert lifecycle(store, queue).end([]) == Settled()
+
+
+class RefusingStore(SqlStore):
+    """Refuses, as a database would a NUL in text, every batch holding an end whose message says "poison"."""
+
+    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        if any("poison" in (end.error_message or "") for end in ends):
+            raise StoreFailure("value refused")
+        return super().finish_attempts(ends)
+
+
+def test_a_report_the_database_refuses_ends_failed_and_retried_not_stuck(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'refusing.db'}"
+    upgrade(url)
+    store = RefusingStore(url)
+    try:
+        life = lifecycle(store, MemoryRunQueue())
+        poisoned, healthy = running(store, job_id="poisoned"), running(store, job_id="healthy")
+        bad = AttemptOutcome(RunState.FAILED, NOW, NOW, 1, "ValueError", "poison")
+        settled = life.end(
+            [EndReport(poisoned, bad, EXECUTOR), EndReport(healthy, outcome(RunState.SUCCEEDED), EXECUTOR)]
+        )
+        assert settled.applied == {AttemptRef.of(poisoned.run), AttemptRef.of(healthy.run)}
+        assert store.get_run("healthy", healthy.run.run_id).state is RunState.SUCCEEDED
+        run = store.get_run("poisoned", poisoned.run.run_id)
+        assert (run.state, run.attempt) == (RunState.SCHEDULED, 2)  # retried, per its policy
+        assert run.previous_attempts[0].error_type == "ResultNotStored"
+        assert [item.run.job_id for item in settled.retried] == ["poisoned"]
+    finally:
+        store.close()

@@ -4,6 +4,8 @@ signals, timeouts and cancels that kill the whole process group, and programs th
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2
-from tests.executor.support import RecordingIO, command, dispatched, gone_soon, pids_of
+from tests.executor.support import RecordingIO, command, dispatched, gone, gone_soon, pids_of
 
 STDOUT, STDERR = run_pb2.LOG_STREAM_STDOUT, run_pb2.LOG_STREAM_STDERR
 
@@ -121,3 +123,61 @@ def test_a_program_that_cannot_start_is_a_spawn_error(argv: list[str], cwd: str)
     outcome, _, _ = run(command(*argv, cwd=cwd))
     assert outcome.state == run_pb2.RUN_STATE_FAILED
     assert outcome.error_type == "SpawnError"
+
+
+# A command whose children escape its process group (`setsid`), one in the background of the other: the
+# escapees' pids are printed, then it waits.
+ESCAPING = "setsid sleep 60 & echo $!; setsid sh -c 'sleep 60 & echo $!; wait' & sleep 0.2; echo ready; wait"
+
+
+def test_a_cancel_kills_processes_that_left_the_group() -> None:
+    outcome, io, took = run(command("sh", "-c", ESCAPING), stop_after=0.5)
+    assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+    assert took < 1.5
+    escapees = pids_of(io.texts(STDOUT))
+    assert len(escapees) == 2
+    assert all(gone_soon(pid) for pid in escapees)
+
+
+def test_processes_that_left_the_group_die_when_the_command_exits() -> None:
+    outcome, io, took = run(command("sh", "-c", ESCAPING.removesuffix("; wait")))
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert took < 2.0
+    assert all(gone_soon(pid) for pid in pids_of(io.texts(STDOUT)))
+
+
+EXECUTOR_THAT_DIES = """
+import asyncio, sys
+from jobmesh.executor.command import run_command
+from jobmesh.executor.outcomes import Stop
+from jobmesh.v1 import job_pb2
+
+class Print:
+    def log(self, stream, text):
+        print(text, flush=True)
+    def progress(self, fraction, message):
+        pass
+
+asyncio.run(run_command(job_pb2.Target.Command(argv=["sh", "-c", sys.argv[1]]), Print(), Stop()))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGSEGV])
+def test_no_process_of_a_command_outlives_its_executor(tmp_path: Path, signum: int) -> None:
+    """However the executor dies, the command, its children and the escapees from its group die within 2 s."""
+    script = tmp_path / "executor.py"
+    script.write_text(EXECUTOR_THAT_DIES)
+    with subprocess.Popen(
+        [sys.executable, str(script), "echo $$; " + ESCAPING], stdout=subprocess.PIPE, text=True
+    ) as executor:
+        assert executor.stdout is not None
+        pids = []
+        for line in executor.stdout:
+            if line.strip() == "ready":
+                break
+            pids.append(int(line))
+        assert len(pids) == 3
+        assert all(not gone(pid) for pid in pids)
+        executor.send_signal(signum)
+        executor.wait(timeout=10)
+    assert all(gone_soon(pid, timeout=2.0) for pid in pids), [pid for pid in pids if not gone(pid)]

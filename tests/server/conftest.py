@@ -26,7 +26,7 @@ from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server.app import SERVER_OPTIONS, Services, build_services
+from jobmesh.server.app import Services, build_services, new_grpc_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.support import fresh_postgres_database, require_service_url
@@ -48,7 +48,15 @@ class AioServerThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=30)
 
     async def _create(self) -> grpc.aio.Server:
-        return grpc.aio.server(options=list(SERVER_OPTIONS))
+        return new_grpc_server()
+
+    async def _stop(self, grace: float | None) -> None:
+        """Stops the server, then the calls it cancelled (a stream's tasks) before the loop closes."""
+        await self._server.stop(grace)
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     def _on_loop(self, call: Callable[[], T]) -> T:
         async def call_there() -> T:
@@ -69,7 +77,7 @@ class AioServerThread:
         self.run(self._server.start())
 
     def stop(self, grace: float | None) -> None:
-        self.run(self._server.stop(grace))
+        self.run(self._stop(grace))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=30)
         self.loop.close()

@@ -1,0 +1,103 @@
+"""`jobmesh dev`, the embedded default, killed with SIGKILL: its commands die with it, and on restart the runs
+it had queued in memory run at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+
+from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
+from tests.acceptance.mesh import (
+    STAMP,
+    create,
+    eventually,
+    get_run,
+    pid_gone,
+    pids_in,
+    read_times,
+    runs_of,
+    wait_for_run,
+)
+from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+
+Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]
+
+
+@contextmanager
+def dev(tmp_path: Path, address: str, *flags: str) -> Iterator[tuple[subprocess.Popen[bytes], Stubs]]:
+    """`jobmesh dev` on a store in tmp_path, with nothing of the environment's services."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    store = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
+    with (tmp_path / "dev.log").open("ab") as log:
+        process = subprocess.Popen(
+            [str(BIN / "jobmesh"), "dev", "--listen", address, "--database-url", store, *flags],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+    try:
+        try:
+            wait_serving(address, timeout=60)
+        except grpc.RpcError:
+            raise AssertionError((tmp_path / "dev.log").read_text()) from None
+        with grpc.insecure_channel(address) as channel:
+            yield (
+                process,
+                (
+                    job_service_pb2_grpc.JobServiceStub(channel),
+                    search_service_pb2_grpc.SearchServiceStub(channel),
+                ),
+            )
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def command(script: str) -> job_pb2.Job:
+    return job_pb2.Job(
+        schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()),
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["sh", "-c", script])),
+    )
+
+
+def test_the_commands_of_a_killed_dev_die_with_it(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = f'setsid sleep 30 & echo $! >> "{pids}"; sleep 30 & echo $! >> "{pids}"; wait'
+    with dev(tmp_path, f"127.0.0.1:{free_port()}") as (process, (jobs, _)):
+        create(jobs, command(script))
+        sleeps = eventually(lambda: pids_in(pids, 2), 20, "both sleeps to start")
+        os.killpg(process.pid, signal.SIGKILL)  # the dev process and its own group: not the sleeps' sessions
+        eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with jobmesh dev")
+
+
+def test_runs_queued_in_memory_run_at_once_after_a_restart(tmp_path: Path) -> None:
+    starts, address = tmp_path / "starts", f"127.0.0.1:{free_port()}"
+    with dev(tmp_path, address, "--concurrency", "1") as (process, (jobs, search)):
+        busy = create(jobs, command("sleep 60")).run.name
+        wait_for_run(search, busy, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the sleep to run")
+        queued = [create(jobs, command(STAMP.format(file=starts))).run.name for _ in range(5)]
+        eventually(
+            lambda: all(get_run(search, name).state == run_pb2.RUN_STATE_QUEUED for name in queued),
+            10,
+            "the runs to wait QUEUED behind the busy executor",
+        )
+        os.killpg(process.pid, signal.SIGKILL)
+    with dev(tmp_path, address) as (_, (_, search)):
+        restarted = time.monotonic()
+        eventually(lambda: len(read_times(starts)) == 5, 5, "the queued runs to start within 5 s")
+        assert time.monotonic() - restarted < 5
+        eventually(lambda: _succeeded(search) >= set(queued), 10, "the queued runs to succeed")
+
+
+def _succeeded(search: search_service_pb2_grpc.SearchServiceStub) -> set[str]:
+    return {run.name for run in runs_of(search, "jobs/-", "state = SUCCEEDED")}

@@ -1,0 +1,137 @@
+"""An executor's stream against the server's services, on every store: a write that fails ends the stream
+(the executor reconnects and sends again) rather than being dropped, and text a database refuses is stored."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, cast
+
+import pytest
+
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.attempts import AttemptEnd, AttemptRef
+from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import HandlerContext, HandlerRegistry
+from jobmesh.executor.runtime import Executor
+from jobmesh.server.app import Services, build_services
+from jobmesh.server.config import ServerConfig
+from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
+from tests.server.conftest import Api
+
+
+class FlakyStore:
+    """The store, but `finish_attempts` fails as if the database had gone away, `failures` times."""
+
+    def __init__(self, store: SchedulerStore) -> None:
+        self._store = store
+        self.failures = 0
+
+    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        if self.failures > 0:
+            self.failures -= 1
+            raise StoreUnavailable("injected by the test")
+        return self._store.finish_attempts(ends)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@dataclass
+class Mesh:
+    names: str
+    flaky: FlakyStore
+
+
+@pytest.fixture(scope="module")
+def mesh(store: SchedulerStore) -> Mesh:
+    return Mesh(f"memory://stream-{uuid.uuid4().hex[:8]}", FlakyStore(store))
+
+
+@pytest.fixture(scope="module")
+def grpc_servicer(mesh: Mesh) -> Iterator[Services]:
+    queue, signals = open_queue(mesh.names), open_signals(mesh.names)
+    store = cast(SchedulerStore, mesh.flaky)
+    services = build_services(ServerConfig(listen="127.0.0.1:0"), store, queue, signals)
+    yield services
+    services.close()
+    signals.close()
+
+
+def poison(context: HandlerContext) -> None:
+    context.log("a NUL \x00 and a lone surrogate \udcff in a log line")
+    context.report_progress(0.5, "progress \x00 \udcff")
+    raise ValueError("an error \x00 with \udcff in it")
+
+
+def succeed(context: HandlerContext) -> None:
+    context.log("done")
+
+
+@pytest.fixture(scope="module")
+def executor(api: Api, mesh: Mesh, grpc_addr: str) -> Iterator[None]:
+    """A real executor, in a thread of its own, taking runs from the services' queue."""
+    config = ExecutorConfig(
+        server=grpc_addr,
+        queue_url=mesh.names,
+        signals_url=mesh.names,
+        executor_id=f"stream-test-{uuid.uuid4().hex[:6]}",
+        reconnect_max=timedelta(milliseconds=200),
+        drain_grace=timedelta(seconds=1),
+    )
+    handlers = HandlerRegistry({"poison": poison, "succeed": succeed})
+    loop = asyncio.new_event_loop()
+    worker = Executor(config, handlers)
+    thread = threading.Thread(target=loop.run_until_complete, args=(worker.run(),), daemon=True)
+    thread.start()
+    yield
+    loop.call_soon_threadsafe(worker.drain, timedelta(0))
+    thread.join(timeout=20)
+    loop.close()
+
+
+def _run_handler(api: Api, name: str, **policy: Any) -> str:
+    job = job_pb2.Job(
+        schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()),
+        target=job_pb2.Target(handler=job_pb2.Target.Handler(name=name)),
+        retry_policy=job_pb2.RetryPolicy(**policy),
+    )
+    return str(api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job)).run.name)
+
+
+def _settled(api: Api, name: str, done: Callable[[run_pb2.Run], bool], timeout: float = 30) -> run_pb2.Run:
+    deadline = time.monotonic() + timeout
+    while True:
+        run: run_pb2.Run = api.search.GetRun(search_service_pb2.GetRunRequest(name=name)).run
+        if done(run):
+            return run
+        assert time.monotonic() < deadline, f"{name} is still {run_pb2.RunState.Name(run.state)}"
+        time.sleep(0.1)
+
+
+@pytest.mark.usefixtures("executor")
+def test_a_result_whose_write_fails_ends_the_stream_and_is_sent_again(api: Api, mesh: Mesh) -> None:
+    mesh.flaky.failures = 2
+    name = _run_handler(api, "succeed")
+    run = _settled(api, name, lambda r: r.state == run_pb2.RUN_STATE_SUCCEEDED)
+    assert mesh.flaky.failures == 0  # both failed writes happened, and the third was acknowledged
+    assert run.attempt == 1
+
+
+@pytest.mark.usefixtures("executor")
+def test_text_a_database_refuses_is_stored_replaced(api: Api) -> None:
+    name = _run_handler(api, "poison")
+    run = _settled(api, name, lambda r: r.state == run_pb2.RUN_STATE_FAILED)
+    assert run.error.type == "ValueError"
+    assert run.error.message == "an error \ufffd with \ufffd in it"
+    lines = api.search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=name))
+    texts = [line.text for response in lines for line in response.lines]
+    assert "a NUL \ufffd and a lone surrogate \ufffd in a log line" in texts
