@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from jobmesh.core.occurrences import first_cron_occurrence, next_cron_occurrence
+from jobmesh.core.schedules import CronError
 from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.server.validation import Violations, check_schedule
 from jobmesh.v1 import job_pb2, search_service_pb2
@@ -43,8 +44,11 @@ def _fire_times(schedule: job_pb2.Schedule, after: datetime, count: int) -> list
     if kind != "cron":
         return []
     times: list[datetime] = []
-    occurrence = first_cron_occurrence(schedule.cron, after)
-    while occurrence is not None and len(times) < count:
-        times.append(occurrence)
-        occurrence = next_cron_occurrence(schedule.cron, occurrence)
+    try:
+        occurrence = first_cron_occurrence(schedule.cron, after)
+        while occurrence is not None and len(times) < count:
+            times.append(occurrence)
+            occurrence = next_cron_occurrence(schedule.cron, occurrence)
+    except (OverflowError, CronError):  # nothing after year 9999, or nothing at all: the times end here
+        pass
     return times

@@ -34,6 +34,7 @@ Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.Searc
 def dev(tmp_path: Path, address: str, *flags: str) -> Iterator[tuple[subprocess.Popen[bytes], Stubs]]:
     """`jobmesh dev` on a store in tmp_path, with nothing of the environment's services."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    env["JOBMESH_DASHBOARD"] = "off"  # no Envoy on :8080 here: tests/web runs the dashboard on a free port
     store = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
     with (tmp_path / "dev.log").open("ab") as log:
         process = subprocess.Popen(

@@ -180,7 +180,7 @@ RPCS = [
     ),
     *(
         _unary("search", name, getattr(search_service_pb2, f"{name}Request"))
-        for name in ("ListJobs", "ListRuns", "GetRun")
+        for name in ("ListJobs", "ListRuns", "GetRun", "PreviewSchedule")
     ),
 ]
 STREAMS = [

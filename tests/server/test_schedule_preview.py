@@ -53,6 +53,12 @@ def test_count_start_and_end_bound_the_times(api: Api) -> None:
     assert len(preview(api, cron("@hourly")).fire_times) == 5  # 0 means 5
 
 
+def test_the_times_end_with_the_calendar(api: Api) -> None:
+    last_minute = datetime(9999, 12, 31, 23, 58, tzinfo=UTC)
+    response = preview(api, cron("* * * * *"), after_time=_stamp(last_minute), count=5)
+    assert times(response) == [datetime(9999, 12, 31, 23, 59, tzinfo=UTC)]
+
+
 def test_one_shot_schedules(api: Api) -> None:
     now = datetime.now(UTC)
     ahead = job_pb2.Schedule(run_at=_stamp(now + timedelta(hours=1)))

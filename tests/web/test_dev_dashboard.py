@@ -1,11 +1,14 @@
 """`jobmesh dev`'s Envoy: a taken dashboard port is refused before anything starts, an Envoy that cannot
-start is reported with its own words, and `--dashboard off` starts none."""
+start is reported with its own words, `--dashboard off` starts none, and none outlives a killed dev."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +70,33 @@ def test_dashboard_off_starts_no_envoy(tmp_path: Path) -> None:
     with jobmesh_process(args, address, tmp_path / "jobmesh.log"), socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", web)) != 0
     assert "dashboard:" not in (tmp_path / "jobmesh.log").read_text()
+
+
+def _envoys_on(port: int) -> list[int]:
+    """The pids of the Envoys started for a dashboard on `port` (their base id is the port)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"jobmesh-envoy-" in word for word in words) and str(port).encode() in words:
+            found.append(int(entry.name))
+    return found
+
+
+def test_envoy_dies_with_a_killed_dev(tmp_path: Path) -> None:
+    address, web = f"127.0.0.1:{free_port()}", free_port()
+    args = ["dev", "--listen", address, "--dashboard-listen", f"127.0.0.1:{web}"]
+    args += ["--database-url", f"sqlite:///{tmp_path / 'dev.db'}"]
+    with jobmesh_process(args, address, tmp_path / "jobmesh.log") as dev:
+        deadline = time.monotonic() + 20
+        while not (envoys := _envoys_on(web)):
+            assert time.monotonic() < deadline, (tmp_path / "jobmesh.log").read_text()
+            time.sleep(0.1)
+        os.killpg(dev.pid, signal.SIGKILL)  # Envoy runs in a session of its own: not in this group
+        dev.wait()
+        deadline = time.monotonic() + 10
+        while _envoys_on(web):
+            assert time.monotonic() < deadline, f"Envoy {envoys} outlived jobmesh dev"
+            time.sleep(0.1)
