@@ -14,7 +14,7 @@ UNIT := not postgres and not kafka and not redis and not browser
 .PHONY: run test unit install gen lint check-gen services-up services-down lock clean
 
 run: install
-	@$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
+	@$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3 --demo on
 
 test: install
 	bash tools/test.sh

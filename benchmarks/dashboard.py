@@ -19,14 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -36,19 +33,10 @@ from playwright.sync_api import sync_playwright
 
 from benchmarks.figures import percentile
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
+from tests.acceptance.processes import free_port
+from tests.web.browser import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, wait_http
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # Collects every frame interval and long task from the moment it runs.
 PROBE = """
 window.__frames = [];
@@ -60,25 +48,6 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
 }).observe({ type: "longtask", buffered: false });
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_http(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def start_mesh(folder: Path, address: str, web: str) -> subprocess.Popen[bytes]:
@@ -125,8 +94,8 @@ def offer(address: str, per_minute: int, seconds: float, stop: threading.Event, 
 
 def measure(url: str, address: str, args: argparse.Namespace) -> dict[str, Any]:
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport=VIEWPORT)
         page.goto(url)
         page.get_by_role("status").filter(has_text="live").wait_for()
         stop, sent = threading.Event(), [0]

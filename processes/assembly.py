@@ -28,6 +28,7 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ensure_free, ip_of
+from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
 from jobmesh.processes.settings import Connections
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
@@ -170,6 +171,8 @@ async def run_dev(
         _announce("jobmesh dev", server_config, connections, running.port)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
+        if dashboard.demo and await create_demo_job(f"{host}:{running.port}"):
+            print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)
         if envoy is not None:

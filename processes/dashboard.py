@@ -54,6 +54,7 @@ class DashboardError(OSError):
 class DashboardConfig:
     dashboard: bool = True  # whether `jobmesh dev` starts Envoy
     dashboard_listen: str = DEFAULT_DASHBOARD_LISTEN  # HOST:PORT of the dashboard
+    demo: bool = False  # on a store that never held a job, create the demo job (processes.demo)
 
     def __post_init__(self) -> None:
         host, _, port = self.dashboard_listen.rpartition(":")

@@ -264,6 +264,15 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="HOST:PORT",
     ),
     Setting(
+        name="demo",
+        variables=("JOBMESH_DEMO",),
+        parse=switch,
+        commands=(DEV,),
+        default="`off`",
+        help="`on`: a store that never held a job gets a demo job, run every 10 s (`make run` turns it on)",
+        metavar="on|off",
+    ),
+    Setting(
         name="watcher_id",
         variables=("JOBMESH_WATCHER_ID",),
         parse=identifier,

@@ -44,6 +44,7 @@ BAD_VALUES = {
     "JOBMESH_DRAIN_GRACE": "1e9999",
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
     "JOBMESH_DASHBOARD": "maybe",
+    "JOBMESH_DEMO": "sometimes",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
 }
 

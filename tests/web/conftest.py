@@ -5,36 +5,21 @@ Chromium from apt). Without Chromium the browser tests fail under CI and are ski
 from __future__ import annotations
 
 import os
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.acceptance.processes import REPO, free_port, jobmesh_process
 from tests.support import missing
+from tests.web.browser import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, wait_http
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Without the background-networking flags Chromium keeps calling out of this closed network.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WEB_BUILD = REPO / "clients" / "web" / "dist" / "index.html"
 SCREENSHOTS = Path(os.environ.get("JOBMESH_SCREENSHOTS", REPO / ".jobmesh" / "screenshots"))
-VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 
 
 @dataclass
@@ -43,19 +28,6 @@ class Dashboard:
     grpc_address: str
     jobs: job_service_pb2_grpc.JobServiceStub
     search: search_service_pb2_grpc.SearchServiceStub
-
-
-def wait_http(url: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """`jobmesh dev`'s Envoy: a taken dashboard port is refused before anything starts, an Envoy that cannot
-start is reported with its own words, `--dashboard off` starts none, and none outlives a killed dev."""
+start is reported with its own words, `--dashboard off` starts none, and none outlives a killed dev; and
+`--demo on`, which `make run` passes."""
 
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from jobmesh.processes.dashboard import DashboardConfig, DashboardError, Envoy
+from jobmesh.v1 import (
+    job_pb2,
+    job_service_pb2,
+    job_service_pb2_grpc,
+    search_service_pb2,
+    search_service_pb2_grpc,
+)
 from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
 
 
@@ -100,3 +109,26 @@ def test_envoy_dies_with_a_killed_dev(tmp_path: Path) -> None:
         while _envoys_on(web):
             assert time.monotonic() < deadline, f"Envoy {envoys} outlived jobmesh dev"
             time.sleep(0.1)
+
+
+def test_demo_on_gives_an_empty_store_a_job_that_runs_and_only_an_empty_one(tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    args = ["dev", "--listen", address, "--dashboard", "off", "--demo", "on"]
+    args += ["--database-url", f"sqlite:///{tmp_path / 'dev.db'}"]
+    with jobmesh_process(args, address, tmp_path / "first.log"), grpc.insecure_channel(address) as channel:
+        search = search_service_pb2_grpc.SearchServiceStub(channel)
+        deadline = time.monotonic() + 30
+        while not search.ListRuns(
+            search_service_pb2.ListRunsRequest(parent="jobs/demo", filter="state = SUCCEEDED")
+        ).runs:
+            assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.5)
+        job_service_pb2_grpc.JobServiceStub(channel).DeleteJob(
+            job_service_pb2.DeleteJobRequest(name="jobs/demo")
+        )
+    assert "got the job `demo`" in (tmp_path / "first.log").read_text()
+    with jobmesh_process(args, address, tmp_path / "second.log"), grpc.insecure_channel(address) as channel:
+        search = search_service_pb2_grpc.SearchServiceStub(channel)
+        listed = search.ListJobs(search_service_pb2.ListJobsRequest(show_deleted=True)).jobs
+        assert [(job.name, job.state) for job in listed] == [("jobs/demo", job_pb2.JOB_STATE_DELETED)]
+    assert "got the job" not in (tmp_path / "second.log").read_text()

@@ -2,9 +2,9 @@
 // field violations for its path; the schedule shows its words and next fire times as it is typed.
 import { useEffect, useId, useState, type ReactNode } from "react";
 import { searchService } from "./api";
-import { FieldError } from "./components";
+import { Choices, FieldError } from "./components";
 import { violationFor } from "./errors";
-import { FIELDS, FormProblems, jobOf, type FormValues } from "./jobform";
+import { FIELDS, FormProblems, jobOf, type FormValues, type ScheduleChoice, type TargetChoice } from "./jobform";
 import { describeCron } from "./schedule";
 import { formatTime } from "./time";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -16,6 +16,17 @@ const ZONES: readonly string[] = (() => {
     return ["UTC"];
   }
 })();
+
+const SCHEDULES: readonly (readonly [ScheduleChoice, string])[] = [
+  ["immediate", "Now, once"],
+  ["runAt", "At a time, once"],
+  ["cron", "On a cron schedule"],
+];
+const TARGETS: readonly (readonly [TargetChoice, string])[] = [
+  ["command", "A command"],
+  ["http", "A webhook"],
+  ["handler", "A handler"],
+];
 
 type Props = {
   mode: "create" | "edit";
@@ -116,20 +127,7 @@ export function JobForm(props: Props) {
       </fieldset>
       <fieldset>
         <legend>Schedule</legend>
-        <div className="choices" role="radiogroup" aria-label="When it runs">
-          {(
-            [
-              ["immediate", "Now, once"],
-              ["runAt", "At a time, once"],
-              ["cron", "On a cron schedule"],
-            ] as const
-          ).map(([choice, text]) => (
-            <label key={choice} className="choice">
-              <input type="radio" name="schedule" value={choice} checked={values.schedule === choice} onChange={() => set({ schedule: choice })} />
-              {text}
-            </label>
-          ))}
-        </div>
+        <Choices name="schedule" label="When it runs" value={values.schedule} options={SCHEDULES} onChange={(schedule) => set({ schedule })} />
         {values.schedule === "runAt" ? (
           <Field label="Run at (your browser's time zone)" name="runAt" fields={shown}>
             {(a) => <input {...a} type="datetime-local" value={values.runAt} onChange={(e) => set({ runAt: e.target.value })} />}
@@ -159,20 +157,7 @@ export function JobForm(props: Props) {
       {create ? (
         <fieldset>
           <legend>Target</legend>
-          <div className="choices" role="radiogroup" aria-label="What it runs">
-            {(
-              [
-                ["command", "A command"],
-                ["http", "A webhook"],
-                ["handler", "A handler"],
-              ] as const
-            ).map(([choice, text]) => (
-              <label key={choice} className="choice">
-                <input type="radio" name="target" value={choice} checked={values.target === choice} onChange={() => set({ target: choice })} />
-                {text}
-              </label>
-            ))}
-          </div>
+          <Choices name="target" label="What it runs" value={values.target} options={TARGETS} onChange={(target) => set({ target })} />
           {values.target === "command" ? (
             <Field label="Command line" name="command" fields={shown} hint="split as a shell would (quotes work); nothing is expanded">
               {(a) => <input {...a} className="mono" value={values.command} onChange={(e) => set({ command: e.target.value })} placeholder="sh -c 'echo hello'" autoComplete="off" />}

@@ -1,5 +1,5 @@
 // Small pieces shared by the views.
-import { useEffect, useRef, type ReactNode } from "react";
+import { useEffect, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { JobState } from "@gen/jobmesh/v1/job_pb.js";
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
@@ -95,11 +95,13 @@ export function RunTable({
   height,
   moved,
   label,
+  empty = "No runs yet.",
 }: {
   runs: readonly Run[];
   height: number;
   moved?: ReadonlySet<string>;
   label: string;
+  empty?: ReactNode;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const rows = useVirtualizer({
@@ -119,7 +121,7 @@ export function RunTable({
         <span role="columnheader">Attempt</span>
       </div>
       <div ref={scroller} className="runtable-body" style={{ height }} role="rowgroup">
-        {runs.length === 0 ? <p className="empty">No runs yet.</p> : null}
+        {runs.length === 0 ? <p className="empty">{empty}</p> : null}
         <div style={{ height: rows.getTotalSize(), position: "relative" }}>
           {rows.getVirtualItems().map((item) => {
             const run = runs[item.index];
@@ -149,6 +151,52 @@ export function RunTable({
           })}
         </div>
       </div>
+    </div>
+  );
+}
+
+/** The page tokens of a list: those of the pages before this one, then this one's ("" for the first). */
+export function usePageTokens(): { token: string; count: number; back: () => void; next: (token: string) => void; reset: () => void } {
+  const [tokens, setTokens] = useState<string[]>([""]);
+  return {
+    token: tokens.at(-1) ?? "",
+    count: tokens.length,
+    back: () => setTokens((before) => (before.length > 1 ? before.slice(0, -1) : before)),
+    next: (token) => setTokens((before) => [...before, token]),
+    reset: () => setTokens([""]),
+  };
+}
+
+export function Pager({ pages, nextToken }: { pages: ReturnType<typeof usePageTokens>; nextToken?: string }) {
+  return (
+    <nav className="pager" aria-label="Pages">
+      <button type="button" disabled={pages.count < 2} onClick={pages.back}>
+        Previous
+      </button>
+      <span>Page {pages.count}</span>
+      <button type="button" disabled={!nextToken} onClick={() => nextToken && pages.next(nextToken)}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** Radio buttons for one choice among a few. */
+export function Choices<T extends string>(props: {
+  name: string;
+  label: string;
+  value: T;
+  options: readonly (readonly [T, string])[];
+  onChange: (value: T) => void;
+}) {
+  return (
+    <div className="choices" role="radiogroup" aria-label={props.label}>
+      {props.options.map(([choice, text]) => (
+        <label key={choice} className="choice">
+          <input type="radio" name={props.name} value={choice} checked={props.value === choice} onChange={() => props.onChange(choice)} />
+          {text}
+        </label>
+      ))}
     </div>
   );
 }

@@ -68,7 +68,18 @@ export function Board() {
           those waiting for their time (scheduled)
         </label>
       </h2>
-      <RunTable runs={runs} height={420} moved={moved} label="Runs on the board" />
+      <RunTable
+        runs={runs}
+        height={420}
+        moved={moved}
+        label="Runs on the board"
+        empty={
+          <>
+            No run has moved yet. <a href="#/new">Create a job</a>: its runs appear here as they are queued, run and
+            end.
+          </>
+        }
+      />
     </section>
   );
 }

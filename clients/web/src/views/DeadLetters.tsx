@@ -1,7 +1,7 @@
 // Dead-lettered runs (every attempt of their retry policy failed), newest first, each with a replay.
 import { useState } from "react";
 import { jobService, searchService } from "../api";
-import { ProblemBanner, runTitle } from "../components";
+import { Pager, ProblemBanner, runTitle, usePageTokens } from "../components";
 import { problemOf, type Problem } from "../errors";
 import { useLoad } from "../hooks";
 import { linkTo } from "../router";
@@ -10,7 +10,7 @@ import { formatTime } from "../time";
 const PAGE_SIZE = 25;
 
 export function DeadLetters() {
-  const [tokens, setTokens] = useState<string[]>([""]);
+  const pages = usePageTokens();
   const page = useLoad(
     () =>
       searchService.listRuns({
@@ -18,9 +18,9 @@ export function DeadLetters() {
         filter: "state = DEAD_LETTERED",
         orderBy: "end_time desc",
         pageSize: PAGE_SIZE,
-        pageToken: tokens.at(-1) ?? "",
+        pageToken: pages.token,
       }),
-    [tokens],
+    [pages.token],
   );
   const [replayed, setReplayed] = useState<Record<string, string>>({});
   const [problem, setProblem] = useState<Problem>();
@@ -76,15 +76,7 @@ export function DeadLetters() {
         </tbody>
       </table>
       {page.value && page.value.runs.length === 0 ? <p className="empty">No dead letters.</p> : null}
-      <nav className="pager" aria-label="Pages">
-        <button type="button" disabled={tokens.length < 2} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous
-        </button>
-        <span>Page {tokens.length}</span>
-        <button type="button" disabled={!page.value?.nextPageToken} onClick={() => setTokens((t) => [...t, page.value?.nextPageToken ?? ""])}>
-          Next
-        </button>
-      </nav>
+      <Pager pages={pages} nextToken={page.value?.nextPageToken} />
     </section>
   );
 }

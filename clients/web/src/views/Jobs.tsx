@@ -1,6 +1,6 @@
 // The jobs list: filters (state, label, schedule kind, text) in the URL, and pages by the API's page tokens.
 import { useState, type FormEvent } from "react";
-import { JobStateBadge, ProblemBanner } from "../components";
+import { JobStateBadge, Pager, ProblemBanner, usePageTokens } from "../components";
 import { searchService } from "../api";
 import { jobFilter, NO_FILTERS, type JobFilters } from "../filters";
 import { useLoad } from "../hooks";
@@ -24,9 +24,8 @@ export function Jobs() {
   const { query } = useRoute();
   const filters = filtersOf(query);
   const [draft, setDraft] = useState<JobFilters>(filters);
-  // The tokens of the pages before this one, and this one's: "Previous" pops, "Next" pushes.
-  const [tokens, setTokens] = useState<string[]>([""]);
-  const token = tokens.at(-1) ?? "";
+  const pages = usePageTokens();
+  const token = pages.token;
   const filter = jobFilter(filters);
   const page = useLoad(
     () => searchService.listJobs({ filter, pageSize: PAGE_SIZE, pageToken: token, orderBy: "create_time desc" }),
@@ -34,7 +33,7 @@ export function Jobs() {
   );
   const apply = (event: FormEvent) => {
     event.preventDefault();
-    setTokens([""]);
+    pages.reset();
     navigate(
       link(["jobs"], { state: draft.state, kind: draft.kind, label: draft.label, text: draft.text, in: draft.textIn === "name" ? "" : draft.textIn }),
     );
@@ -83,7 +82,7 @@ export function Jobs() {
           </select>
         </label>
         <button type="submit">Apply</button>
-        <button type="button" onClick={() => { setDraft(NO_FILTERS); setTokens([""]); navigate("#/jobs"); }}>
+        <button type="button" onClick={() => { setDraft(NO_FILTERS); pages.reset(); navigate("#/jobs"); }}>
           Clear
         </button>
       </form>
@@ -123,19 +122,7 @@ export function Jobs() {
         </tbody>
       </table>
       {page.value && page.value.jobs.length === 0 ? <p className="empty">No jobs match.</p> : null}
-      <nav className="pager" aria-label="Pages">
-        <button type="button" disabled={tokens.length < 2} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous
-        </button>
-        <span>Page {tokens.length}</span>
-        <button
-          type="button"
-          disabled={!page.value?.nextPageToken}
-          onClick={() => setTokens((t) => [...t, page.value?.nextPageToken ?? ""])}
-        >
-          Next
-        </button>
-      </nav>
+      <Pager pages={pages} nextToken={page.value?.nextPageToken} />
     </section>
   );
 }
