@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.records import JobState, Priority, RunState, RunTrigger, ScheduleKind
-from jobmesh.core.timestamps import within_timestamp_range
 
 MAX_FILTER_LENGTH = 2048
 MAX_COMPARISONS = 32
@@ -227,8 +226,8 @@ def parse_timestamp(text: str, field: str, name: str) -> datetime:
     if value.tzinfo is None:
         raise InvalidArgument.single(field, f"{name!r} timestamp needs a time zone offset, got {text[:64]!r}")
     try:
-        return within_timestamp_range(value.astimezone(UTC))
-    except (OverflowError, ValueError):
+        return value.astimezone(UTC)
+    except OverflowError:
         raise InvalidArgument.single(
             field, f"{name!r} timestamp out of range (years 0001 to 9999 in UTC), got {text[:64]!r}"
         ) from None

@@ -30,6 +30,12 @@ def new_run_id(schedule_time: datetime) -> str:
     return _base32(millis, _TIME_CHARS) + _base32(secrets.randbits(80), _RANDOM_CHARS)
 
 
+def run_id_floor(moment: datetime) -> str:
+    """The smallest id of a run scheduled at `moment` or later: a day's run ids lie between two floors."""
+    millis = max(0, (moment - _EPOCH) // timedelta(milliseconds=1))
+    return _base32(millis, _TIME_CHARS) + _ALPHABET[0] * _RANDOM_CHARS
+
+
 def schedule_window(run_id: str) -> tuple[datetime, datetime] | None:
     """The millisecond the run's schedule time lies in, [start, end); None for an id not made here."""
     if len(run_id) != _TIME_CHARS + _RANDOM_CHARS:

@@ -31,16 +31,3 @@ def to_duration(value: timedelta) -> duration_pb2.Duration:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-# What a protobuf Timestamp holds, kept a day inside datetime's own limits so that a day of arithmetic on it
-# (a jitter, a microsecond before a start time) cannot overflow.
-EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
-LATEST = datetime(9999, 12, 30, tzinfo=UTC)
-
-
-def within_timestamp_range(value: datetime) -> datetime:
-    """`value`, or ValueError when it lies outside EARLIEST..LATEST."""
-    if not EARLIEST <= value <= LATEST:
-        raise ValueError(f"{value.isoformat()} is outside {EARLIEST.date()}..{LATEST.date()}")
-    return value

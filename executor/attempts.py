@@ -57,6 +57,12 @@ class _AttemptIO:
         if self._attempt.stop.reason is not StopReason.FENCE:
             self._outbox.progress(self._attempt.key, fraction, message)
 
+    def full(self) -> bool:
+        return self._outbox.logs.full()
+
+    async def room(self) -> None:
+        await self._outbox.logs.room()
+
 
 class Attempts:
     def __init__(self, *, settings: RunnerSettings, outbox: Outbox, capacity: int) -> None:

@@ -75,12 +75,22 @@ async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop
         tree.close()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(process.wait())
-        try:  # the rest of the output
-            await asyncio.wait([output.done for output in outputs], timeout=READERS_GRACE)
+        try:  # the rest of the output: however long the server takes it, but not a grace past that
+            await _drained(outputs)
         finally:
             for output in outputs:
                 output.close()
     return _outcome_of(line, command.argv[0], where, process.returncode)
+
+
+async def _drained(outputs: list[_LineReader]) -> None:
+    """Waits for the pipes to end. A reader waiting for room in the log buffer is waited for (the server is
+    taking the lines); otherwise READERS_GRACE at the most."""
+    pending = {output.done for output in outputs}
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=READERS_GRACE)
+        if pending and not any(output.paused for output in outputs):
+            return
 
 
 class _Tree:
@@ -115,14 +125,20 @@ async def _ending(fd: int) -> str:
 
 class _LineReader(asyncio.Protocol):
     """Turns one pipe's bytes into log lines. Splits lines longer than MAX_LOG_LINE_CHARS (a log line is a
-    message field, not a file) and decodes leniently."""
+    message field, not a file) and decodes leniently. While the log buffer is full it reads no further: the
+    command's writes block, and its output is slowed rather than lost (executor/log_buffer)."""
 
     def __init__(self, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> None:
         self._stream = stream
         self._io = io
         self._pending = b""
-        self._transport: asyncio.BaseTransport | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._resuming: asyncio.Task[None] | None = None
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @property
+    def paused(self) -> bool:
+        return self._resuming is not None
 
     @classmethod
     async def open(cls, fd: int, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> _LineReader:
@@ -136,6 +152,7 @@ class _LineReader(asyncio.Protocol):
         return reader
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.ReadTransport)
         self._transport = transport
 
     def data_received(self, data: bytes) -> None:
@@ -145,6 +162,15 @@ class _LineReader(asyncio.Protocol):
         while len(self._pending) > MAX_LOG_LINE_CHARS:
             self._emit(self._pending[:MAX_LOG_LINE_CHARS])
             self._pending = self._pending[MAX_LOG_LINE_CHARS:]
+        if self._io.full() and self._resuming is None and self._transport is not None:
+            self._transport.pause_reading()
+            self._resuming = asyncio.ensure_future(self._resume_when_room())
+
+    async def _resume_when_room(self) -> None:
+        await self._io.room()
+        self._resuming = None
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._pending:
@@ -154,6 +180,8 @@ class _LineReader(asyncio.Protocol):
             self.done.set_result(None)
 
     def close(self) -> None:
+        if self._resuming is not None:
+            self._resuming.cancel()
         if self._transport is not None:
             self._transport.close()
 

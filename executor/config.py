@@ -39,7 +39,11 @@ class ExecutorConfig:
     fallback_heartbeat_ttl: timedelta = timedelta(seconds=30)
     flush_interval: timedelta = timedelta(milliseconds=150)  # logs and progress are batched this long at most
     flush_lines: int = 500  # ... or until this many lines wait
-    max_buffered_log_bytes: int = 8 * 1024 * 1024  # lines beyond this (stream down) are dropped and counted
+    # Log lines waiting to be sent: a command's output waits while this is full (see executor/log_buffer).
+    max_buffered_log_bytes: int = 4 * 1024 * 1024
+    # What one attempt may leave in its run's log; past it, lines are counted and a marker says so.
+    attempt_log_bytes: int = 10 * 1024 * 1024
+    attempt_log_lines: int = 100_000
     max_buffered_results: int = 10_000  # unacknowledged results kept for resending
     reconnect_min: timedelta = timedelta(
         milliseconds=100
@@ -60,6 +64,9 @@ class ExecutorConfig:
         return self.consumer_group or f"{CONSUMER_GROUP}.{'+'.join(sorted(self.queues))}"
 
     def __post_init__(self) -> None:
+        for name in ("max_buffered_log_bytes", "attempt_log_bytes", "attempt_log_lines"):
+            if getattr(self, name) < 1:
+                raise InvalidConfig(name, "must be at least 1")
         if self.concurrency < 1:
             raise InvalidConfig("concurrency", f"must be at least 1, not {self.concurrency}")
         if not self.queues or not all(self.queues):

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits beyond this
+LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
 
 
@@ -64,6 +65,8 @@ class Executor:
         self.outbox = Outbox(
             flush_lines=config.flush_lines,
             max_log_bytes=config.max_buffered_log_bytes,
+            attempt_log_bytes=config.attempt_log_bytes,
+            attempt_log_lines=config.attempt_log_lines,
             max_results=config.max_buffered_results,
         )
         self.attempts = Attempts(settings=settings, outbox=self.outbox, capacity=config.concurrency)
@@ -240,7 +243,10 @@ class Executor:
                     self.config.flush_interval.total_seconds()
                 )  # the writer is behind: let it catch up
                 continue
-            requests = self.outbox.take()
+            # Log lines wait in the outbox's bounded buffer, not in the stream's queue, while it is behind.
+            if self.outbox.logs and self.stream.backlog() >= LOG_BACKLOG_LIMIT:
+                await self.stream.wait_backlog_below(LOG_BACKLOG_LIMIT)
+            requests = self.outbox.take(log_batches=max(LOG_BACKLOG_LIMIT - self.stream.backlog(), 0))
             for index, request in enumerate(requests):
                 try:
                     self.stream.send(request)

@@ -63,6 +63,7 @@ class ControlStream:
         self._ready = asyncio.Event()  # connected and the server takes claims
         self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
         self._claims: deque[asyncio.Future[list[pb.ClaimResult]]] = deque()
+        self._wrote = asyncio.Event()  # set by the writer after each request it writes
         self._no_claims = asyncio.Event()
         self._no_claims.set()
 
@@ -81,6 +82,12 @@ class ControlStream:
 
     def backlog(self) -> int:
         return self._outgoing.qsize() if self._outgoing is not None else 0
+
+    async def wait_backlog_below(self, limit: int) -> None:
+        """Returns once fewer than `limit` requests wait for the writer (or the stream is down)."""
+        while self.backlog() >= limit and self.connected:
+            self._wrote.clear()
+            await within(self._wrote.wait(), 1.0)
 
     def send(self, request: pb.ConnectRequest) -> None:
         if self._outgoing is None or not self.connected:
@@ -185,6 +192,7 @@ class ControlStream:
             request = await outgoing.get()
             try:
                 await call.write(request)
+                self._wrote.set()
             except BaseException:
                 outgoing.put_nowait(request)  # not known to be written: handed back with the rest
                 raise

@@ -90,6 +90,21 @@ def positive_integer(text: str) -> int:
     return int(text)
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|kib|m|mib|g|gib)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
+
+
+def size(text: str) -> int:
+    """A number of bytes: `1048576`, `512KiB`, `10MiB`, `1GiB` (K, M, G alone mean the same)."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise ValueError(f"expected a size such as 512KiB, 10MiB or a number of bytes, got {text!r}")
+    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    if not 1 <= value <= 2**40:
+        raise ValueError(f"expected a size from 1 byte to 1 TiB, got {text!r}")
+    return value
+
+
 def days(text: str) -> timedelta:
     return timedelta(days=positive_integer(text))
 
@@ -388,6 +403,24 @@ SETTINGS: tuple[Setting, ...] = (
         default="`30s`",
         help="on SIGTERM, how long running work may finish; the rest ends FAILED `Drained` and is retried",
         metavar="DURATION",
+    ),
+    Setting(
+        name="attempt_log_bytes",
+        variables=("JOBMESH_ATTEMPT_LOG_BYTES",),
+        parse=size,
+        commands=_WORK,
+        default="`10MiB`",
+        help="what one attempt may leave in its run's log; past it, lines are counted and a marker says so",
+        metavar="SIZE",
+    ),
+    Setting(
+        name="attempt_log_lines",
+        variables=("JOBMESH_ATTEMPT_LOG_LINES",),
+        parse=positive_integer,
+        commands=_WORK,
+        default="`100000`",
+        help="the same budget in lines",
+        metavar="N",
     ),
     Setting(
         name="handlers",

@@ -206,6 +206,9 @@ run_logs = Table(
     Column("stream", Text, nullable=False),
     Column("text", Text, nullable=False),
     PrimaryKeyConstraint("job_id", "run_id", "sequence", name="pk_run_logs"),
+    # A day's runs have ids between two floors (`core.ids.run_id_floor`): their logs share a partition,
+    # dropped with the runs' own (`sql_partitions`).
+    postgresql_partition_by="RANGE (run_id)",
 )
 
 # Leadership and shard leases of the watchers: one row per lease, taken by an upsert (`sql_leases`).
@@ -219,3 +222,5 @@ leases = Table(
 
 RUN_PARTITION_PREFIX = "job_runs_p"
 RUN_DEFAULT_PARTITION = "job_runs_default"
+LOG_PARTITION_PREFIX = "run_logs_p"
+LOG_DEFAULT_PARTITION = "run_logs_default"

@@ -3,7 +3,8 @@
 Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
 many runs cross in few statements. Stream work runs on threads of its own, never queued behind the API's
 creates, and several messages of a stream are handled at once: a claim does not wait for the result batch
-before it, nor a heartbeat for either (each write is fenced by attempt, so their order does not matter).
+before it, nor a heartbeat for either (each write is fenced by attempt, so their order does not matter). Logs,
+progress and results keep their order among themselves.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
 IN_FLIGHT_PER_STREAM = 4
+# An attempt's log lines keep their order, and its result comes after them (a follower of its log stops at the
+# result); claims and heartbeats are fenced by attempt and may overtake them.
+ORDERED = frozenset({"logs", "progress", "results"})
 STREAM_THREADS = 8
 
 
@@ -116,12 +120,18 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         """Handles the executor's messages, several at once. The first that fails ends the stream, at once:
         the executor reconnects and sends again what was not acknowledged (a failure is never dropped)."""
         slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
+        in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
         pending: set[asyncio.Task[None]] = set()
         failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         async def handle(request: pb.ConnectRequest) -> None:
             try:
-                for answer in await self._in_thread(lambda: self._handle(executor, request)):
+                if request.WhichOneof("message") in ORDERED:
+                    async with in_order:
+                        answers = await self._in_thread(lambda: self._handle(executor, request))
+                else:
+                    answers = await self._in_thread(lambda: self._handle(executor, request))
+                for answer in answers:
                     queue.put(answer)
             finally:
                 slots.release()

@@ -234,3 +234,41 @@ def running_sleep(
     wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "sleep 60 to run")
     pid = eventually(lambda: pid_file.read_text().strip() if pid_file.exists() else None, 10, "the pid")
     return run_name, int(pid)
+
+
+# A job that prints 2,000,000 lines of 100 characters: 202 MB with their newlines.
+FLOOD_LINES = 2_000_000
+FLOOD = f"yes {'x' * 99} | head -n {FLOOD_LINES}"
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def peak_rss_while(pid: int, done: Callable[[], bool], timeout: float) -> int:
+    """The process's largest resident set, sampled every 50 ms until `done()` (or the timeout)."""
+    peak, deadline = rss_bytes(pid), time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not done after {timeout}s")
+        peak = max(peak, rss_bytes(pid))
+        time.sleep(0.05)
+    return max(peak, rss_bytes(pid))
+
+
+def log_texts(search: search_service_pb2_grpc.SearchServiceStub, run: str) -> list[str]:
+    lines = search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=run), timeout=120)
+    return [line.text for response in lines for line in response.lines]
+
+
+def assert_flood_told_truly(texts: list[str], budget_lines: int) -> None:
+    """Kept lines up to the budget, then one marker whose count is exactly what was not kept."""
+    kept = [text for text in texts if not text.startswith("jobmesh:")]
+    [marker] = [text for text in texts if text.startswith("jobmesh:")]
+    assert len(kept) == budget_lines
+    assert f"{FLOOD_LINES - budget_lines:,} more lines" in marker
+    assert "log budget" in marker
+    assert texts[-1] == marker

@@ -15,13 +15,19 @@ import grpc
 
 from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from tests.acceptance.mesh import (
+    FLOOD,
     STAMP,
+    TERMINAL,
+    assert_flood_told_truly,
     create,
     eventually,
     get_run,
+    log_texts,
+    peak_rss_while,
     pid_gone,
     pids_in,
     read_times,
+    rss_bytes,
     runs_of,
     wait_for_run,
 )
@@ -79,6 +85,19 @@ def test_the_commands_of_a_killed_dev_die_with_it(tmp_path: Path) -> None:
         sleeps = eventually(lambda: pids_in(pids, 2), 20, "both sleeps to start")
         os.killpg(process.pid, signal.SIGKILL)  # the dev process and its own group: not the sleeps' sessions
         eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with jobmesh dev")
+
+
+def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker(tmp_path: Path) -> None:
+    """On SQLite. The executor's memory is measured where it is a process of its own (test_pipeline): here it
+    shares one with the server and SQLite's caches, and the figure is printed only."""
+    with dev(tmp_path, f"127.0.0.1:{free_port()}") as (process, (jobs, search)):
+        before = rss_bytes(process.pid)
+        name = create(jobs, command(FLOOD)).run.name
+        peak = peak_rss_while(process.pid, lambda: get_run(search, name).state in TERMINAL, timeout=120)
+        growth = (peak - before) / 2**20
+        print(f"a 202 MB flood: jobmesh dev (server, watcher, executor) grew by {growth:.1f} MiB")
+        assert get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED
+        assert_flood_told_truly(log_texts(search, name), budget_lines=100_000)
 
 
 def test_runs_queued_in_memory_run_at_once_after_a_restart(tmp_path: Path) -> None:

@@ -19,17 +19,22 @@ from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import message_of
 from jobmesh.v1 import dispatch_pb2, job_pb2, job_service_pb2, run_pb2
 from tests.acceptance.mesh import (
+    FLOOD,
     STAMP,
     TERMINAL,
     Mesh,
+    assert_flood_told_truly,
     at,
     command_job,
     create,
     eventually,
     get_run,
+    log_texts,
+    peak_rss_while,
     pid_gone,
     pids_in,
     read_times,
+    rss_bytes,
     running_sleep,
     runs_of,
     wait_for_run,
@@ -179,6 +184,21 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
     assert lost.state == run_pb2.RUN_STATE_FAILED
     assert lost.error.type == "HeartbeatLost"
     assert "executor-" in lost.error.message
+
+
+def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker_and_flat_memory(mesh: Mesh) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    executor = mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    before = rss_bytes(executor.popen.pid)
+    name = create(jobs, command_job(mesh.queue, FLOOD)).run.name
+    peak = peak_rss_while(executor.popen.pid, lambda: get_run(search, name).state in TERMINAL, timeout=120)
+    assert get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED
+    print(f"a 202 MB flood: the executor grew by {(peak - before) / 2**20:.1f} MiB")
+    assert peak - before < 20 * 2**20, f"the executor grew by {(peak - before) / 2**20:.1f} MiB"
+    assert_flood_told_truly(log_texts(search, name), budget_lines=100_000)
 
 
 def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp_path: Path) -> None:

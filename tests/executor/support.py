@@ -41,6 +41,12 @@ class RecordingIO:
     def texts(self, stream: int) -> list[str]:
         return [text for line_stream, text in self.lines if line_stream == stream]
 
+    def full(self) -> bool:
+        return False
+
+    async def room(self) -> None:
+        return None
+
 
 def command(*argv: str, env: Mapping[str, str] | None = None, cwd: str = "") -> job_pb2.Target:
     return job_pb2.Target(command=job_pb2.Target.Command(argv=argv, env=env or {}, working_dir=cwd))

@@ -157,6 +157,10 @@ class Print:
         print(text, flush=True)
     def progress(self, fraction, message):
         pass
+    def full(self):
+        return False
+    async def room(self):
+        pass
 
 asyncio.run(run_command(job_pb2.Target.Command(argv=["sh", "-c", sys.argv[1]]), Print(), Stop()))
 """

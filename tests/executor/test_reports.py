@@ -61,15 +61,61 @@ def test_batches_hold_at_most_flush_lines_and_long_lines_are_split() -> None:
     assert [len(text) for text in lines_of(requests)[B]] == [MAX_LOG_LINE_CHARS, 1]
 
 
-def test_a_full_buffer_drops_lines_and_says_how_many() -> None:
-    outbox = Outbox(max_log_bytes=200)
+def test_output_that_cannot_wait_past_twice_the_buffer_is_counted_and_said_so() -> None:
+    outbox = Outbox(max_log_bytes=250)  # a line of this size costs ~210 in memory: two fit in twice that
     for index in range(10):
         outbox.log(A, OUT, f"line {index}")
+    assert outbox.logs.full()
     texts = lines_of(outbox.take())[A]
     assert texts[:3] == ["line 0", "line 1", "line 2"]
-    assert texts[-1].startswith("jobmesh: 7 log lines dropped")
+    assert texts[3].startswith("jobmesh: 7 lines (0.0 MiB) were not kept: the executor's log buffer")
+    assert "unreachable or slower" in texts[3]
+    assert not outbox.logs.full()
     outbox.log(A, OUT, "room again")
     assert lines_of(outbox.take())[A] == ["room again"]
+
+
+def test_an_attempt_past_its_budget_ends_with_one_marker_that_counts_what_was_not_kept() -> None:
+    outbox = Outbox(attempt_log_lines=3, attempt_log_bytes=1000)
+    for index in range(10):
+        outbox.log(A, OUT, f"line {index}")
+    outbox.log(B, OUT, "another attempt has a budget of its own")
+    outbox.result(A, result(A))
+    requests = outbox.take()
+    assert kinds(requests) == ["logs", "results"]  # the marker goes before the result
+    assert lines_of(requests)[A] == [
+        "line 0",
+        "line 1",
+        "line 2",
+        "jobmesh: this attempt's log budget (0.0 MiB or 3 lines) was spent: "
+        "7 more lines (0.0 MiB) were not kept",
+    ]
+    assert lines_of(requests)[B] == ["another attempt has a budget of its own"]
+
+
+def test_the_byte_budget_counts_utf8() -> None:
+    outbox = Outbox(attempt_log_bytes=10)
+    outbox.log(A, OUT, "ééééé")  # 10 bytes: kept
+    outbox.log(A, OUT, "é")
+    outbox.result(A, result(A))
+    texts = lines_of(outbox.take())[A]
+    assert texts[0] == "ééééé"
+    assert "1 more lines (0.0 MiB) were not kept" in texts[1]
+
+
+def test_a_full_buffer_has_room_again_once_half_of_it_is_sent() -> None:
+    async def scenario() -> None:
+        outbox = Outbox(max_log_bytes=1000)
+        for index in range(5):
+            outbox.log(A, OUT, f"line {index}")
+        assert outbox.logs.full()
+        room = asyncio.ensure_future(outbox.logs.room())
+        await asyncio.sleep(0)
+        assert not room.done()
+        outbox.take()
+        await asyncio.wait_for(room, 1)
+
+    asyncio.run(scenario())
 
 
 def test_results_are_resent_until_acknowledged() -> None:

@@ -46,6 +46,8 @@ BAD_VALUES = {
     "JOBMESH_DASHBOARD": "maybe",
     "JOBMESH_DEMO": "sometimes",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
+    "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
+    "JOBMESH_ATTEMPT_LOG_LINES": "-5",
 }
 
 
@@ -225,3 +227,17 @@ def _help(command: str) -> str:
 
 def _field_defaults(config: object) -> dict[str, object]:
     return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1", 1), ("512KiB", 512 * 1024), ("10MiB", 10 * 2**20), ("10m", 10 * 2**20), ("1 GiB", 2**30)],
+)
+def test_sizes(text: str, expected: int) -> None:
+    assert settings.size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "0", "-1", "1.5MiB", "10 MB", "2TiB", "1" * 20])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(ValueError, match="size"):
+        settings.size(text)

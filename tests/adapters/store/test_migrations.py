@@ -16,7 +16,13 @@ from sqlalchemy import create_engine, inspect, text
 
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import alembic_config, upgrade
-from jobmesh.adapters.store.schema import RUN_PARTITION_PREFIX, metadata
+from jobmesh.adapters.store.schema import (
+    LOG_DEFAULT_PARTITION,
+    LOG_PARTITION_PREFIX,
+    RUN_DEFAULT_PARTITION,
+    RUN_PARTITION_PREFIX,
+    metadata,
+)
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from tests.adapters.store.backend import Backend
@@ -27,7 +33,9 @@ def _schema_drift(url: str) -> list[Any]:
     def include(obj: Any, name: str | None, kind: str, reflected: bool, compare_to: Any) -> bool:
         table = obj if kind == "table" else getattr(obj, "table", None)
         table_name = getattr(table, "name", "") or ""
-        partition = table_name.startswith((RUN_PARTITION_PREFIX, "job_runs_default"))
+        partition = table_name.startswith(
+            (RUN_PARTITION_PREFIX, RUN_DEFAULT_PARTITION, LOG_PARTITION_PREFIX, LOG_DEFAULT_PARTITION)
+        )
         sqlite_gin = kind == "index" and name == "ix_jobs_labels" and url.startswith("sqlite")
         return not partition and not sqlite_gin
 
@@ -49,7 +57,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0002",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0003",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 

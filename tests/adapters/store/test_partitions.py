@@ -12,9 +12,10 @@ import pytest
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import NotFound
+from jobmesh.core.ids import new_run_id
 from jobmesh.core.records import RunState
 from tests.adapters.store.backend import Backend
-from tests.adapters.store.builders import new_job, run
+from tests.adapters.store.builders import log, new_job, run
 
 pytestmark = pytest.mark.postgres
 
@@ -100,3 +101,40 @@ def test_runs_outside_every_partition_go_to_default_and_move_out_later(pg: Backe
     assert _home(pg, "ancient-running") == "job_runs_default"
     with pytest.raises(NotFound):
         pg.store.get_run("alpha", "ancient-done")
+
+
+def _log_partitions(pg: Backend) -> list[str]:
+    rows = pg.execute(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "WHERE i.inhparent = 'run_logs'::regclass"
+    )
+    return sorted(name for (name,) in rows)
+
+
+def _with_logs(pg: Backend, moment: datetime, state: RunState) -> str:
+    run_id = new_run_id(moment)
+    pg.store.create_run(_day(moment, run_id, state))
+    pg.store.append_logs([log("alpha", run_id, 1), log("alpha", run_id, 2)])
+    return run_id
+
+
+def test_logs_are_partitioned_by_their_runs_day_and_go_with_them(pg: Backend) -> None:
+    pg.store.maintain_partitions(DAY0)
+    assert _log_partitions(pg) == [
+        "run_logs_default",
+        "run_logs_p20300310",
+        "run_logs_p20300311",
+        "run_logs_p20300312",
+    ]
+    finished = _with_logs(pg, DAY0, RunState.SUCCEEDED)
+    running = _with_logs(pg, DAY0 + timedelta(days=1), RunState.RUNNING)
+    recent = _with_logs(pg, DAY0 + timedelta(days=2), RunState.SUCCEEDED)
+    [(home,)] = pg.execute(
+        "SELECT DISTINCT tableoid::regclass::text FROM run_logs WHERE run_id = :r", {"r": finished}
+    )
+    assert home == "run_logs_p20300310"
+    pg.store.maintain_partitions(DAY0 + timedelta(days=5))  # retention 3 days
+    assert "run_logs_p20300310" not in _log_partitions(pg)
+    assert pg.store.list_logs("alpha", finished, after_sequence=0, limit=10) == []
+    assert len(pg.store.list_logs("alpha", running, after_sequence=0, limit=10)) == 2  # its run is kept
+    assert len(pg.store.list_logs("alpha", recent, after_sequence=0, limit=10)) == 2
