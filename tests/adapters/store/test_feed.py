@@ -10,9 +10,10 @@ from sqlalchemy import create_engine, text
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.filters import DEFAULT_RUN_ORDER, RUN_FIELDS, ListQuery, parse_filter, run_matches
 from jobmesh.core.ports.pipeline_store import Heartbeat
 from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, FeedCursor, NewJob, RunChange
-from jobmesh.core.records import RunState
+from jobmesh.core.records import RunState, RunTrigger
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, job, log, new_job, run
 
@@ -126,3 +127,45 @@ def test_other_processes_changes_are_heard(backend: Backend) -> None:
         assert heard.wait(timeout=5)
     finally:
         subscription.close()
+
+
+FILTERS = [
+    "",
+    "state = RUNNING",
+    "state != RUNNING",
+    "attempt >= 2",
+    "attempt < 2",
+    'executor = "e1"',
+    'executor != "e1"',  # an unset executor reads as ""
+    'executor = ""',
+    "labels:team",
+    'labels.team = "core"',
+    'labels.team != "core"',  # a job without the label passes
+    'job = "jobs/alpha"',
+    'job != "jobs/alpha"',
+    "trigger = RUN_NOW",
+    f'start_time > "{at(50).isoformat()}"',  # an unstarted run passes neither
+    f'start_time <= "{at(50).isoformat()}"',
+    f'schedule_time >= "{at(60).isoformat()}" AND state = SUCCEEDED',
+    f'update_time < "{at(1000).isoformat()}" AND labels.team = "core" AND attempt = 1',
+]
+
+
+@pytest.mark.parametrize("text", FILTERS)
+def test_the_feeds_filter_answers_as_the_stores_query(store: SqlStore, text: str) -> None:
+    store.create_jobs([new_job("alpha", labels={"team": "core"}), new_job("beta", labels={"team": "ops"})])
+    store.create_jobs([new_job("gamma", labels={})])
+    samples = [
+        run("alpha", "a1", state=RunState.RUNNING, executor="e1", start_time=at(40)),
+        run("alpha", "a2", state=RunState.SUCCEEDED, attempt=2, executor="e2", start_time=at(70)),
+        run("beta", "b1", state=RunState.SCHEDULED, trigger=RunTrigger.RUN_NOW),
+        run("gamma", "g1", state=RunState.FAILED, attempt=3, executor="e1", start_time=at(10)),
+        run("gamma", "g2", state=RunState.SUCCEEDED, schedule_time=at(30), due_time=at(30)),
+    ]
+    for sample in samples:
+        store.create_run(sample)
+    query = ListQuery(parse_filter(text, RUN_FIELDS), DEFAULT_RUN_ORDER, 100, "")
+    from_store = {r.run_id for r in store.list_runs(None, query).items}
+    changes, _ = everything_after(store, FeedCursor(0))
+    in_memory = {c.run.run_id for c in changes if run_matches(query.comparisons, c.run, c.labels)}
+    assert in_memory == from_store
