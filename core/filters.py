@@ -10,13 +10,15 @@ INVALID_ARGUMENT.
 from __future__ import annotations
 
 import enum
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from jobmesh.core.errors import InvalidArgument
-from jobmesh.core.records import JobState, Priority, RunState, RunTrigger, ScheduleKind
+from jobmesh.core.records import JobState, Priority, RunRecord, RunState, RunTrigger, ScheduleKind
 
 MAX_FILTER_LENGTH = 2048
 MAX_COMPARISONS = 32
@@ -295,3 +297,36 @@ JOB_FIELDS: Mapping[str, FieldSpec] = _job_fields()
 RUN_FIELDS: Mapping[str, FieldSpec] = _run_fields()
 DEFAULT_JOB_ORDER = (OrderKey("create_time", descending=True),)
 DEFAULT_RUN_ORDER = (OrderKey("schedule_time", descending=True),)
+
+
+# Run fields whose record attribute has another name, and those whose unset value reads as a value (an
+# executor nobody took yet is "", as in the API's message).
+_RUN_ATTRIBUTES = {"job": "job_id"}
+_UNSET_READS_AS = {"executor": ""}
+_COMPARE: Mapping[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def run_matches(comparisons: Sequence[Comparison], run: RunRecord, labels: Mapping[str, str]) -> bool:
+    """Whether a run passes a filter, answered as the store's query answers it (a live feed filters in
+    memory; tests/adapters/store/test_feed.py holds them to it): a comparison with an unset time is false, an
+    unset executor is "", and `labels.k != v` holds when k is absent."""
+    return all(_holds(comparison, run, labels) for comparison in comparisons)
+
+
+def _holds(comparison: Comparison, run: RunRecord, labels: Mapping[str, str]) -> bool:
+    if comparison.field == "labels":
+        if comparison.operator == ":":
+            return comparison.label_key in labels
+        equal = labels.get(comparison.label_key or "") == comparison.value
+        return equal if comparison.operator == "=" else not equal
+    value = getattr(run, _RUN_ATTRIBUTES.get(comparison.field, comparison.field))
+    if value is None:
+        value = _UNSET_READS_AS.get(comparison.field)
+    return value is not None and _COMPARE[comparison.operator](value, comparison.value)

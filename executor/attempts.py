@@ -60,6 +60,12 @@ class _AttemptIO:
     def full(self) -> bool:
         return self._outbox.logs.full()
 
+    def spent(self) -> bool:
+        return self._outbox.logs.spent(self._attempt.key)
+
+    def count_spent(self, lines: int, size: int) -> None:
+        self._outbox.logs.count_spent(self._attempt.key, lines, size)
+
     async def room(self) -> None:
         await self._outbox.logs.room()
 

@@ -156,6 +156,9 @@ class _LineReader(asyncio.Protocol):
         self._transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self._io.spent():  # past the budget: counted, not split (a flood is read at the pipe's speed)
+            self._count_spent(data)
+            return
         *lines, self._pending = (self._pending + data).split(b"\n")
         for line in lines:
             self._emit(line)
@@ -165,6 +168,21 @@ class _LineReader(asyncio.Protocol):
         if self._io.full() and self._resuming is None and self._transport is not None:
             self._transport.pause_reading()
             self._resuming = asyncio.ensure_future(self._resume_when_room())
+
+    def _count_spent(self, data: bytes) -> None:
+        """Lines past the budget, counted as `data_received` would split them (at newlines, and into pieces of
+        MAX_LOG_LINE_CHARS), without making them."""
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            lines = data.count(b"\n")
+            self._io.count_spent(lines, len(self._pending) + cut + 1 - lines)
+            self._pending = data[cut + 1 :]
+        else:
+            self._pending += data
+        if len(self._pending) > MAX_LOG_LINE_CHARS:
+            pieces = len(self._pending) // MAX_LOG_LINE_CHARS
+            self._io.count_spent(pieces, pieces * MAX_LOG_LINE_CHARS)
+            self._pending = self._pending[pieces * MAX_LOG_LINE_CHARS :]
 
     async def _resume_when_room(self) -> None:
         await self._io.room()

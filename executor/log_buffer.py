@@ -87,6 +87,17 @@ class LogBuffer:
                 self._append(_Line(key, stream, at, piece, encoded + LINE_OVERHEAD))
         return len(self._lines) >= self._batch_lines
 
+    def spent(self, key: AttemptRef) -> bool:
+        """True once a line of the attempt was not kept for its budget: what follows is only counted."""
+        budget = self._budgets.get(key)
+        return budget is not None and budget.over_lines > 0
+
+    def count_spent(self, key: AttemptRef, lines: int, size: int) -> None:
+        """Output past the budget, counted in bulk (a command's pipe, read but not split into lines)."""
+        budget = self._budgets.setdefault(key, _Budget(self._attempt_bytes, self._attempt_lines))
+        budget.over_lines += lines
+        budget.over_bytes += size
+
     def waiting(self, key: AttemptRef) -> bool:
         return key in self._waiting
 

@@ -8,7 +8,8 @@ import threading
 from collections.abc import Sequence
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.ports.signals import CancelNotice, SignalBus, Subscription
+from jobmesh.core.ports.signals import CancelNotice, SignalBus
+from jobmesh.core.ports.subscription import Subscription
 from jobmesh.v1 import executor_control_pb2 as pb
 
 

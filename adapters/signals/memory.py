@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 
 from jobmesh.adapters.signals import wire
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.ports.signals import CancelNotice, Subscription
+from jobmesh.core.ports.signals import CancelNotice
+from jobmesh.core.ports.subscription import Subscription
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from redis.retry import Retry
 
 from jobmesh.adapters.signals import wire
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.ports.signals import CancelNotice, SignalsUnavailable, Subscription
+from jobmesh.core.ports.signals import CancelNotice, SignalsUnavailable
+from jobmesh.core.ports.subscription import Subscription
 
 log = logging.getLogger(__name__)
 

@@ -137,6 +137,8 @@ job_runs = Table(
     Column("heartbeat_timeout_ms", BigInteger, nullable=False, server_default=text("15000")),
     # While an attempt runs: when it is declared lost (last heartbeat + timeout); the sweeper scans it.
     Column("heartbeat_deadline", UtcDateTime, nullable=True),
+    # Where the run's latest visible change lies in the change feed (migration 0004, `sql_feed`).
+    Column("change_position", BigInteger, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
@@ -170,6 +172,8 @@ Index(
 Index(
     "ix_job_runs_job_schedule", job_runs.c.job_id, job_runs.c.schedule_time.desc(), job_runs.c.run_id.desc()
 )
+# The change feed reads runs in the order of their changes, after a cursor (`sql_feed`).
+Index("ix_job_runs_change", job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
 Index(
     "ix_job_runs_request",
     job_runs.c.job_id,

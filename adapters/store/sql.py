@@ -8,14 +8,25 @@ and the translation of driver errors (`sql_engine.translate_errors`). Pipeline w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from jobmesh.adapters.store import sql_attempts, sql_jobs, sql_leases, sql_partitions, sql_pipeline, sql_runs
+from jobmesh.adapters.store import (
+    sql_attempts,
+    sql_feed,
+    sql_jobs,
+    sql_leases,
+    sql_partitions,
+    sql_pipeline,
+    sql_runs,
+)
 from jobmesh.adapters.store.sql_engine import (
     make_engine,
     read_connection,
@@ -26,11 +37,32 @@ from jobmesh.adapters.store.sql_engine import (
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.pipeline_store import Claim, Heartbeat, PipelineStore, ProgressReport
-from jobmesh.core.ports.store import CreateJobOutcome, CreateRunOutcome, NewJob, Page, Store
+from jobmesh.core.ports.store import (
+    LOGS_CHANGED,
+    RUNS_CHANGED,
+    ChangePage,
+    CreateJobOutcome,
+    CreateRunOutcome,
+    FeedCursor,
+    NewJob,
+    Page,
+    Store,
+)
+from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 
+R = TypeVar("R")
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_PARTITION_AHEAD_DAYS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class _Unwatch:
+    store: SqlStore
+    key: int
+
+    def close(self) -> None:
+        self.store._unwatch(self.key)
 
 
 class SqlStore:
@@ -48,6 +80,9 @@ class SqlStore:
         self._engine = make_engine(url)
         self._retention_days = retention_days
         self._partition_ahead_days = partition_ahead_days
+        self._listeners: dict[int, Callable[[str], None]] = {}
+        self._listeners_lock = threading.Lock()
+        self._listener: sql_feed.Listener | None = None
 
     @property
     def dialect(self) -> str:
@@ -64,7 +99,7 @@ class SqlStore:
     def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
         if not items:
             return []
-        with write_transaction(self._engine) as connection:
+        with self._writing() as connection:
             return sql_jobs.create_jobs(connection, items)
 
     @translate_errors
@@ -74,14 +109,14 @@ class SqlStore:
 
     @translate_errors
     def update_job(self, job: JobRecord, *, expected_version: int | None) -> JobRecord:
-        with write_transaction(self._engine) as connection:
+        with self._writing() as connection:
             return sql_jobs.update_job(connection, job, expected_version=expected_version)
 
     @translate_errors
     def delete_job(
         self, job_id: str, *, expected_version: int | None, now: datetime
     ) -> tuple[JobRecord, int]:
-        with write_transaction(self._engine) as connection:
+        with self._writing() as connection:
             return sql_jobs.delete_job(connection, job_id, expected_version=expected_version, now=now)
 
     @translate_errors
@@ -93,7 +128,7 @@ class SqlStore:
 
     @translate_errors
     def create_run(self, run: RunRecord) -> CreateRunOutcome:
-        with write_transaction(self._engine) as connection:
+        with self._writing() as connection:
             return sql_runs.create_run(connection, run)
 
     @translate_errors
@@ -108,7 +143,7 @@ class SqlStore:
 
     @translate_errors
     def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
-        with write_transaction(self._engine) as connection:
+        with self._writing() as connection:
             return sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now)
 
     # Logs ------------------------------------------------------------------------------------------------
@@ -117,7 +152,7 @@ class SqlStore:
     def append_logs(self, records: Sequence[LogRecord]) -> None:
         if not records:
             return
-        with write_transaction(self._engine) as connection:
+        with self._writing(LOGS_CHANGED) as connection:
             sql_runs.append_logs(connection, records)
 
     @translate_errors
@@ -136,7 +171,7 @@ class SqlStore:
     def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
         if not refs:
             return []
-        return run_write(self._engine, lambda connection: sql_pipeline.mark_queued(connection, refs, now))
+        return self._run_write(lambda connection: sql_pipeline.mark_queued(connection, refs, now))
 
     @translate_errors
     def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
@@ -158,8 +193,7 @@ class SqlStore:
         next_run_time: datetime | None,
         completed: bool,
     ) -> list[RunRecord]:
-        return run_write(
-            self._engine,
+        return self._run_write(
             lambda connection: sql_pipeline.materialize(
                 connection,
                 job_id,
@@ -186,14 +220,14 @@ class SqlStore:
     def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
         if not refs:
             return []
-        return run_write(self._engine, lambda connection: sql_attempts.claim(connection, refs, executor, now))
+        return self._run_write(lambda connection: sql_attempts.claim(connection, refs, executor, now))
 
     @translate_errors
     def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:
         if not beats:
             return []
-        return run_write(
-            self._engine, lambda connection: sql_attempts.heartbeat(connection, executor, beats, now)
+        return self._run_write(
+            lambda connection: sql_attempts.heartbeat(connection, executor, beats, now), notice=None
         )
 
     @translate_errors
@@ -207,31 +241,86 @@ class SqlStore:
     def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
         if not ends:
             return []
-        return run_write(self._engine, lambda connection: sql_attempts.finish_attempts(connection, ends))
+        return self._run_write(lambda connection: sql_attempts.finish_attempts(connection, ends))
 
     @translate_errors
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
         if reports:
-            run_write(self._engine, lambda connection: sql_attempts.report_progress(connection, reports, now))
+            self._run_write(lambda connection: sql_attempts.report_progress(connection, reports, now))
 
     @translate_errors
     def append_attempt_logs(self, lines: Sequence[LogRecord]) -> list[LogRecord]:
         if not lines:
             return []
-        return run_write(self._engine, lambda connection: sql_runs.append_attempt_logs(connection, lines))
+        return self._run_write(
+            lambda connection: sql_runs.append_attempt_logs(connection, lines), notice=LOGS_CHANGED
+        )
 
     # Leadership --------------------------------------------------------------------------------------------
 
     @translate_errors
     def try_lease(self, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
-        return run_write(
-            self._engine, lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now)
+        return self._run_write(
+            lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now), notice=None
         )
 
     @translate_errors
     def release_lease(self, name: str, holder: str) -> None:
-        with write_transaction(self._engine) as connection:
+        with self._writing(None) as connection:
             sql_leases.release_lease(connection, name, holder)
+
+    # The change feed --------------------------------------------------------------------------------------
+
+    @translate_errors
+    def feed_cursor(self) -> FeedCursor:
+        with read_connection(self._engine) as connection:
+            return sql_feed.feed_cursor(connection)
+
+    @translate_errors
+    def changes_after(self, cursor: FeedCursor, *, limit: int) -> ChangePage:
+        with read_connection(self._engine) as connection:
+            return sql_feed.changes_after(connection, cursor, limit)
+
+    def watch_changes(self, callback: Callable[[str], None]) -> Subscription:
+        with self._listeners_lock:
+            key = id(callback)
+            self._listeners[key] = callback
+            if self.dialect == "postgresql" and self._listener is None:
+                self._listener = sql_feed.Listener(self._engine.url, self._notify)
+        return _Unwatch(self, key)
+
+    @property
+    def notices_from_other_processes(self) -> bool:
+        return self.dialect == "postgresql"
+
+    def _unwatch(self, key: int) -> None:
+        with self._listeners_lock:
+            self._listeners.pop(key, None)
+            listener = self._listener if not self._listeners else None
+            if listener is not None:
+                self._listener = None
+        if listener is not None:
+            listener.close()
+
+    def _notify(self, what: str) -> None:
+        with self._listeners_lock:
+            callbacks = list(self._listeners.values())
+        for callback in callbacks:
+            callback(what)
+
+    @contextmanager
+    def _writing(self, notice: str | None = RUNS_CHANGED) -> Iterator[Connection]:
+        """A write transaction; once it has committed, this process's feed hears of it."""
+        with write_transaction(self._engine) as connection:
+            yield connection
+        if notice is not None:
+            self._notify(notice)
+
+    def _run_write(self, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED) -> R:
+        result = run_write(self._engine, work)
+        if notice is not None:
+            self._notify(notice)
+        return result
 
     # Maintenance -------------------------------------------------------------------------------------------
 
@@ -244,6 +333,11 @@ class SqlStore:
         )
 
     def close(self) -> None:
+        with self._listeners_lock:
+            listener, self._listener = self._listener, None
+            self._listeners.clear()
+        if listener is not None:
+            listener.close()
         self._engine.dispose()
 
     def __enter__(self) -> SqlStore:

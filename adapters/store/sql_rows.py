@@ -22,7 +22,10 @@ from jobmesh.core.records import (
 )
 
 _RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
-_RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
+_RUN_STORE_MANAGED = ("change_position",)  # set by the database (migration 0004), not part of the record
+_RUN_PLAIN_FIELDS = tuple(
+    column.name for column in job_runs.c if column.name not in (*_RUN_CONVERTED, *_RUN_STORE_MANAGED)
+)
 _MILLISECOND = timedelta(milliseconds=1)
 
 

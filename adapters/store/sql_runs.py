@@ -161,6 +161,13 @@ def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str,
 def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:
     if records:
         connection.execute(upsert_ignoring_conflicts(connection, run_logs), [log_values(r) for r in records])
+        notify_logs(connection)
+
+
+def notify_logs(connection: Connection) -> None:
+    """Tells other processes' feeds, when this transaction commits, that logs were added (PostgreSQL)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_notify('jobmesh_logs', '')"))
 
 
 def list_logs(
@@ -214,4 +221,5 @@ def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> l
     columns = [(column.name, column.type) for column in run_logs.c]
     rows = [tuple(log_values(line)[name] for name, _ in columns) for line in stored]
     insert_rows(connection, run_logs, columns, rows, skip_taken=False)
+    notify_logs(connection)
     return stored

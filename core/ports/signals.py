@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.subscription import Subscription
 
 
 class SignalsUnavailable(Exception):
@@ -25,10 +26,6 @@ class CancelNotice:
     executor_id: str
     attempts: tuple[AttemptRef, ...]
     reason: str
-
-
-class Subscription(Protocol):
-    def close(self) -> None: ...
 
 
 class SignalBus(Protocol):

@@ -8,12 +8,13 @@ token. Every method is synchronous and safe to call from several threads.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
 from jobmesh.core.filters import ListQuery
+from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 
 T = TypeVar("T")
@@ -54,6 +55,35 @@ class CreateJobOutcome:
 class CreateRunOutcome:
     status: CreateStatus
     run: RunRecord | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FeedCursor:
+    """A place in the change feed: just after the change of run (job_id, run_id) at `position`."""
+
+    position: int
+    job_id: str = ""
+    run_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """A run as a change left it, with its job's labels (a filter may name them), and where it lies."""
+
+    run: RunRecord
+    labels: Mapping[str, str]
+    cursor: FeedCursor
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    changes: list[RunChange]
+    cursor: FeedCursor  # where to read on from: after the last change, or past all there is to read now
+    complete: bool  # nothing more is readable now
+
+
+# What a change notice is about.
+RUNS_CHANGED, LOGS_CHANGED = "runs", "logs"
 
 
 class Store(Protocol):
@@ -134,6 +164,28 @@ class Store(Protocol):
 
     def list_logs(self, job_id: str, run_id: str, *, after_sequence: int, limit: int) -> list[LogRecord]:
         """Lines of a run with sequence > after_sequence, in sequence order, at most `limit`."""
+        ...
+
+    # The change feed --------------------------------------------------------------------------------------
+
+    def feed_cursor(self) -> FeedCursor:
+        """Where the feed stands now: every change committed from now on lies after it."""
+        ...
+
+    def changes_after(self, cursor: FeedCursor, *, limit: int) -> ChangePage:
+        """Runs whose latest visible change (their update_time changed) lies after `cursor`, in feed order.
+        Never skips a change: one whose transaction may still commit before others is left for a later read.
+        """
+        ...
+
+    def watch_changes(self, callback: Callable[[str], None]) -> Subscription:
+        """Calls `callback(RUNS_CHANGED)` or `callback(LOGS_CHANGED)`, from any thread, when runs or logs may
+        have changed, by this process or, where the database can tell (PostgreSQL), by another."""
+        ...
+
+    @property
+    def notices_from_other_processes(self) -> bool:
+        """False when changes made by other processes send no notice (SQLite): a feed polls then."""
         ...
 
     # Maintenance -------------------------------------------------------------------------------------------

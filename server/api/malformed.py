@@ -50,18 +50,15 @@ async def _refuse(context: Context, unparsed: Unparsed) -> None:
     await context.abort_with_status(rpc_status.to_status(status_of(error)))
 
 
-def _unary_request(behaviour: Callable[..., Any], streaming_response: bool) -> Callable[..., Any]:
-    if streaming_response:
+def _unary_request(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    """The same shape as `behaviour`: an async generator (gRPC iterates it) or a coroutine."""
+    if inspect.isasyncgenfunction(behaviour):
 
         async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
             if isinstance(request, Unparsed):
                 await _refuse(context, request)
-            produced = behaviour(request, context)
-            if inspect.isasyncgen(produced):
-                async for item in produced:
-                    yield item
-            else:
-                await produced
+            async for item in behaviour(request, context):
+                yield item
 
         return stream
 
@@ -73,17 +70,32 @@ def _unary_request(behaviour: Callable[..., Any], streaming_response: bool) -> C
     return unary
 
 
-def _streaming_request(behaviour: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    async def checked(requests: AsyncIterator[Any], context: Context) -> Any:
-        async def parsed() -> AsyncIterator[Any]:
-            async for request in requests:
-                if isinstance(request, Unparsed):
-                    await _refuse(context, request)
-                yield request
+async def _parsed(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+    async for request in requests:
+        if isinstance(request, Unparsed):
+            await _refuse(context, request)
+        yield request
 
-        return await behaviour(parsed(), context)
+
+def _streaming_request(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    """The same shape as `behaviour`: an async generator (gRPC iterates it) or a coroutine (it writes)."""
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def stream(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+            async for item in behaviour(_parsed(requests, context), context):
+                yield item
+
+        return stream
+
+    async def checked(requests: AsyncIterator[Any], context: Context) -> Any:
+        return await behaviour(_parsed(requests, context), context)
 
     return checked
+
+
+def _asynchronous(handler: grpc.RpcMethodHandler[Any, Any]) -> bool:
+    behaviour = handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream
+    return inspect.iscoroutinefunction(behaviour) or inspect.isasyncgenfunction(behaviour)
 
 
 class MalformedRequests(grpc.aio.ServerInterceptor):
@@ -93,13 +105,13 @@ class MalformedRequests(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or not hasattr(handler, "_replace"):
-            return handler
+        if handler is None or not hasattr(handler, "_replace") or not _asynchronous(handler):
+            return handler  # a framework's synchronous handler (reflection's) is left as gRPC made it
         changes: dict[str, Any] = {"request_deserializer": _tolerant(handler.request_deserializer)}
         if handler.unary_unary is not None:
-            changes["unary_unary"] = _unary_request(handler.unary_unary, streaming_response=False)
+            changes["unary_unary"] = _unary_request(handler.unary_unary)
         elif handler.unary_stream is not None:
-            changes["unary_stream"] = _unary_request(handler.unary_stream, streaming_response=True)
+            changes["unary_stream"] = _unary_request(handler.unary_stream)
         elif handler.stream_stream is not None:
             changes["stream_stream"] = _streaming_request(handler.stream_stream)
         elif handler.stream_unary is not None:

@@ -44,6 +44,12 @@ class RecordingIO:
     def full(self) -> bool:
         return False
 
+    def spent(self) -> bool:
+        return False
+
+    def count_spent(self, lines: int, size: int) -> None:
+        raise AssertionError("a RecordingIO keeps every line")
+
     async def room(self) -> None:
         return None
 

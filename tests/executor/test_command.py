@@ -159,6 +159,8 @@ class Print:
         pass
     def full(self):
         return False
+    def spent(self):
+        return False
     async def room(self):
         pass
 

@@ -171,3 +171,17 @@ def _valid_or_invalid(call: Callable[[], Any], field: str) -> None:
     if failed is not None:
         assert failed.code() == grpc.StatusCode.INVALID_ARGUMENT, f"{failed.code()}: {failed.details()}"
         assert field in field_violations(failed)
+
+
+def test_a_stream_frame_that_does_not_parse_ends_the_stream_as_invalid(api: Api) -> None:
+    with grpc.insecure_channel(api.address) as channel:
+        connect: grpc.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(
+            "/jobmesh.v1.ExecutorControl/Connect"
+        )
+        with pytest.raises(grpc.RpcError) as caught:
+            list(connect(iter([b"\x0a\x05\xff\xfe"]), timeout=10))
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        reflection: grpc.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+        )
+        assert list(reflection(iter([b"\x3a\x00"]), timeout=10))  # a well-formed list_services: answered

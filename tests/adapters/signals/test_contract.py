@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.ports.signals import CancelNotice, SignalBus, Subscription
+from jobmesh.core.ports.signals import CancelNotice, SignalBus
+from jobmesh.core.ports.subscription import Subscription
 from tests.adapters.signals.conftest import OpenBus
 from tests.adapters.signals.helpers import Inbox, eventually, notice
 

@@ -1,0 +1,110 @@
+"""The change feed's reads, and its notices (migration 0004 sets the change positions).
+
+A run's `change_position` is, on PostgreSQL, the id of the transaction that last changed it visibly. Ids
+are handed out when transactions begin writing, not when they commit, so a reader takes only positions below
+the oldest transaction still open (`pg_snapshot_xmin`): every transaction below it has ended, so nothing can
+appear there later, and the feed never skips a change. On SQLite, where one writer at a time advances a
+counter, every committed position is final.
+
+Notices: writers here call the store's listeners after each commit; PostgreSQL's triggers and log writes send
+`NOTIFY jobmesh_runs` / `NOTIFY jobmesh_logs`, which `Listener` turns into the same calls in other processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+from sqlalchemy import Connection, RowMapping, select, text, tuple_
+from sqlalchemy.engine import URL
+
+from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.adapters.store.sql_rows import run_from_row
+from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, ChangePage, FeedCursor, RunChange
+
+log = logging.getLogger(__name__)
+
+CHANNELS = {"jobmesh_runs": RUNS_CHANGED, "jobmesh_logs": LOGS_CHANGED}
+RECONNECT_DELAY = 1.0
+
+
+def horizon(connection: Connection) -> int | None:
+    """The lowest position a transaction still open may write (PostgreSQL); None where every committed
+    position is final."""
+    if connection.dialect.name != "postgresql":
+        return None
+    return int(
+        connection.execute(text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")).scalar_one()
+    )
+
+
+# Sorts after every id: a cursor at (position, AFTER_EVERY_ID) lies past all changes at that position.
+AFTER_EVERY_ID = "\U0010ffff"
+
+
+def feed_cursor(connection: Connection) -> FeedCursor:
+    limit = horizon(connection)
+    if limit is not None:
+        return FeedCursor(limit)
+    latest = select(job_runs.c.change_position).order_by(job_runs.c.change_position.desc()).limit(1)
+    return FeedCursor(int(connection.execute(latest).scalar() or 0), AFTER_EVERY_ID)
+
+
+def changes_after(connection: Connection, cursor: FeedCursor, limit: int) -> ChangePage:
+    limit_position = horizon(connection)
+    key = tuple_(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+    statement = (
+        select(job_runs, jobs.c.labels)
+        .join(jobs, jobs.c.job_id == job_runs.c.job_id)
+        .where(key > tuple_(cursor.position, cursor.job_id, cursor.run_id))
+        .order_by(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+        .limit(limit)
+    )
+    if limit_position is not None:
+        statement = statement.where(job_runs.c.change_position < limit_position)
+    rows = connection.execute(statement).mappings().all()
+    changes = [_change(row) for row in rows]
+    if len(changes) == limit:
+        return ChangePage(changes, changes[-1].cursor, complete=False)
+    if limit_position is not None:
+        # Everything below the horizon has been read: the next read starts there.
+        return ChangePage(changes, max(FeedCursor(limit_position), cursor), complete=True)
+    return ChangePage(changes, changes[-1].cursor if changes else cursor, complete=True)
+
+
+def _change(row: RowMapping) -> RunChange:
+    cursor = FeedCursor(row["change_position"], row["job_id"], row["run_id"])
+    return RunChange(run_from_row(row), dict(row["labels"] or {}), cursor)
+
+
+class Listener:
+    """`LISTEN` on a connection of its own, in a thread of its own: each notice calls `callback` with what
+    changed. Reconnects after a failure; the feed reads on after a reconnect whatever it missed meanwhile."""
+
+    def __init__(self, url: URL, callback: Callable[[str], None]) -> None:
+        self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._callback = callback
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jobmesh-listen", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5) as connection:
+                    for channel in CHANNELS:
+                        connection.execute(f"LISTEN {channel}")
+                    self._callback(RUNS_CHANGED)  # what changed while this was not listening
+                    self._callback(LOGS_CHANGED)
+                    while not self._stop.is_set():
+                        for notice in connection.notifies(timeout=0.5):
+                            self._callback(CHANNELS.get(notice.channel, RUNS_CHANGED))
+            except psycopg.Error as error:
+                log.warning("change notices unavailable, retrying: %s", error)
+                self._stop.wait(RECONNECT_DELAY)

@@ -1,0 +1,171 @@
+"""The change feed's contract, on every store: runs in the order of their visible changes, after a cursor,
+never skipping one (a transaction that commits late included), and notices when they may have changed."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.filters import DEFAULT_RUN_ORDER, RUN_FIELDS, ListQuery, parse_filter, run_matches
+from jobmesh.core.ports.pipeline_store import Heartbeat
+from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, FeedCursor, NewJob, RunChange
+from jobmesh.core.records import RunState, RunTrigger
+from tests.adapters.store.backend import Backend
+from tests.adapters.store.builders import at, job, log, new_job, run
+
+
+def everything_after(
+    store: SqlStore, cursor: FeedCursor, limit: int = 1000
+) -> tuple[list[RunChange], FeedCursor]:
+    changes: list[RunChange] = []
+    while True:
+        page = store.changes_after(cursor, limit=limit)
+        changes += page.changes
+        cursor = page.cursor
+        if page.complete:
+            return changes, cursor
+
+
+def test_changes_come_in_order_once_each_and_again_when_changed_again(store: SqlStore) -> None:
+    start = store.feed_cursor()
+    assert everything_after(store, start)[0] == []
+    store.create_jobs([new_job("alpha", labels={"team": "core"}), new_job("beta")])
+    for name in ("r1", "r2"):
+        store.create_run(run("alpha", name))
+    store.create_run(run("beta", "r3"))
+    changes, cursor = everything_after(store, start)
+    assert [(c.run.job_id, c.run.run_id) for c in changes] == [
+        ("alpha", "r1"),
+        ("alpha", "r2"),
+        ("beta", "r3"),
+    ]
+    assert changes[0].labels == {"team": "core"}
+    assert [c.cursor for c in changes] == sorted(c.cursor for c in changes)
+    assert everything_after(store, cursor)[0] == []
+
+    store.cancel_run("alpha", "r1", reason="x", now=at(100))
+    [again], cursor = everything_after(store, cursor)
+    assert (again.run.run_id, again.run.state) == ("r1", RunState.CANCELLED)
+
+
+def test_a_heartbeat_is_no_change(store: SqlStore) -> None:
+    store.create_jobs([new_job("alpha")])
+    store.create_run(run("alpha", "r1", state=RunState.RUNNING, executor="e1", attempt=1))
+    cursor = everything_after(store, FeedCursor(0))[1]
+    store.heartbeat("e1", [Heartbeat(AttemptRef("alpha", "r1", 1), at(500))], at(5))
+    assert everything_after(store, cursor)[0] == []
+
+
+def test_five_thousand_runs_written_in_one_transaction_all_come(store: SqlStore) -> None:
+    start = store.feed_cursor()
+    store.create_jobs([NewJob(job(f"job-{i}"), run(f"job-{i}", "r")) for i in range(5000)])
+    changes, _ = everything_after(store, start, limit=700)
+    assert len(changes) == 5000
+    assert len({(c.run.job_id, c.run.run_id) for c in changes}) == 5000
+
+
+def test_writes_call_the_stores_listeners(store: SqlStore) -> None:
+    heard: list[str] = []
+    subscription = store.watch_changes(heard.append)
+    try:
+        store.create_jobs([new_job("alpha")])
+        store.create_run(run("alpha", "r1"))
+        store.append_logs([log("alpha", "r1", 1)])
+        assert RUNS_CHANGED in heard
+        assert LOGS_CHANGED in heard
+    finally:
+        subscription.close()
+    heard.clear()
+    store.create_run(run("alpha", "r2"))
+    assert RUNS_CHANGED not in heard
+
+
+@pytest.mark.postgres
+def test_a_transaction_that_commits_late_is_not_skipped(backend: Backend) -> None:
+    if backend.name != "postgres":
+        pytest.skip("SQLite has one writer at a time: nothing commits out of order")
+    store = backend.store
+    store.create_jobs([new_job("alpha")])
+    for name in ("early", "late"):
+        store.create_run(run("alpha", name))
+    cursor = everything_after(store, FeedCursor(0))[1]
+    engine = create_engine(backend.url)
+    try:
+        with engine.connect() as slow, engine.connect() as quick:
+            slow_transaction = slow.begin()
+            slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'early'"))
+            with quick.begin():  # begins writing after the slow one, commits first
+                quick.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'late'"))
+            seen, cursor_before = everything_after(store, cursor)
+            assert seen == []  # 'late' waits: 'early''s transaction is still open below it
+            slow_transaction.commit()
+        changes, _ = everything_after(store, cursor_before)
+        assert sorted(c.run.run_id for c in changes) == ["early", "late"]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_other_processes_changes_are_heard(backend: Backend) -> None:
+    if backend.name != "postgres":
+        pytest.skip("SQLite tells no other process")
+    heard = threading.Event()
+    subscription = backend.store.watch_changes(lambda what: heard.set() if what == RUNS_CHANGED else None)
+    try:
+        backend.store.create_jobs([new_job("alpha")])
+        heard.wait(timeout=5)
+        heard.clear()
+        other = SqlStore(backend.url)  # another process's store: its writes reach us through NOTIFY
+        try:
+            other.create_run(run("alpha", "elsewhere"))
+        finally:
+            other.close()
+        assert heard.wait(timeout=5)
+    finally:
+        subscription.close()
+
+
+FILTERS = [
+    "",
+    "state = RUNNING",
+    "state != RUNNING",
+    "attempt >= 2",
+    "attempt < 2",
+    'executor = "e1"',
+    'executor != "e1"',  # an unset executor reads as ""
+    'executor = ""',
+    "labels:team",
+    'labels.team = "core"',
+    'labels.team != "core"',  # a job without the label passes
+    'job = "jobs/alpha"',
+    'job != "jobs/alpha"',
+    "trigger = RUN_NOW",
+    f'start_time > "{at(50).isoformat()}"',  # an unstarted run passes neither
+    f'start_time <= "{at(50).isoformat()}"',
+    f'schedule_time >= "{at(60).isoformat()}" AND state = SUCCEEDED',
+    f'update_time < "{at(1000).isoformat()}" AND labels.team = "core" AND attempt = 1',
+]
+
+
+@pytest.mark.parametrize("text", FILTERS)
+def test_the_feeds_filter_answers_as_the_stores_query(store: SqlStore, text: str) -> None:
+    store.create_jobs([new_job("alpha", labels={"team": "core"}), new_job("beta", labels={"team": "ops"})])
+    store.create_jobs([new_job("gamma", labels={})])
+    samples = [
+        run("alpha", "a1", state=RunState.RUNNING, executor="e1", start_time=at(40)),
+        run("alpha", "a2", state=RunState.SUCCEEDED, attempt=2, executor="e2", start_time=at(70)),
+        run("beta", "b1", state=RunState.SCHEDULED, trigger=RunTrigger.RUN_NOW),
+        run("gamma", "g1", state=RunState.FAILED, attempt=3, executor="e1", start_time=at(10)),
+        run("gamma", "g2", state=RunState.SUCCEEDED, schedule_time=at(30), due_time=at(30)),
+    ]
+    for sample in samples:
+        store.create_run(sample)
+    query = ListQuery(parse_filter(text, RUN_FIELDS), DEFAULT_RUN_ORDER, 100, "")
+    from_store = {r.run_id for r in store.list_runs(None, query).items}
+    changes, _ = everything_after(store, FeedCursor(0))
+    in_memory = {c.run.run_id for c in changes if run_matches(query.comparisons, c.run, c.labels)}
+    assert in_memory == from_store
