@@ -59,19 +59,23 @@ def browser() -> Iterator[Browser]:
 
 
 def open_page(browser: Browser, dashboard: Dashboard, *, dark: bool = False) -> tuple[Page, list[str]]:
+    """A tab, and the problems it met: script errors, and any request that left the dashboard's origin
+    (nothing is fetched from outside at run time)."""
     context = browser.new_context(
         viewport=VIEWPORT, base_url=dashboard.url, color_scheme="dark" if dark else "light"
     )
     page = context.new_page()
     page.set_default_timeout(20_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return page, errors
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    origin = f"{dashboard.url}/"
+    page.on("request", lambda r: None if r.url.startswith((origin, "data:")) else problems.append(r.url))
+    return page, problems
 
 
 @pytest.fixture
 def page(browser: Browser, dashboard: Dashboard) -> Iterator[Page]:
-    """A tab at 1280 by 800; a script error in the page fails the test."""
+    """A tab at 1280 by 800; a script error, or a request off the origin, fails the test."""
     tab, errors = open_page(browser, dashboard)
     yield tab
     tab.context.close()

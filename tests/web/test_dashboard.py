@@ -214,6 +214,8 @@ def test_a_configured_token_goes_with_every_call(dashboard: Dashboard, page: Pag
     with page.expect_request(lambda request: "/jobmesh.v1.SearchService/" in request.url) as call:
         page.goto("/#/jobs")
     assert call.value.headers.get("authorization") == "Bearer dashboard-secret"
+    page.goto("/#/settings")
+    screenshot(page, "settings")
 
 
 def test_the_board_in_dark_mode_at_1280_by_800(browser: Browser, dashboard: Dashboard) -> None:
@@ -227,3 +229,49 @@ def test_the_board_in_dark_mode_at_1280_by_800(browser: Browser, dashboard: Dash
     screenshot(board, "board-dark")
     board.context.close()
     assert errors == []
+
+
+def test_a_job_at_a_time_made_in_the_form(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("later")
+    page.goto("/#/new")
+    page.locator('input[name="jobId"]').fill(job_id)
+    page.get_by_label("At a time, once").check()
+    page.locator('input[name="runAt"]').fill("2031-06-01T12:30")
+    page.locator('input[name="command"]').fill("echo later")
+    page.get_by_role("button", name="Create job").click()
+    expect(page).to_have_url(re.compile(f"#/jobs/{job_id}$"))
+    expect(page.locator(".schedule-words")).to_have_text(re.compile(r"^Once, at .*01 Jun 2031, 12:30:00 UTC"))
+    expect(page.get_by_role("list", name="Next fire times").locator("li")).to_have_count(1)
+    job = dashboard.jobs.GetJob(job_service_pb2.GetJobRequest(name=f"jobs/{job_id}")).job
+    assert job.schedule.run_at.ToJsonString() == "2031-06-01T12:30:00Z"  # the browser's zone here is UTC
+
+
+def test_the_jobs_list_pages_by_the_apis_tokens(dashboard: Dashboard, page: Page) -> None:
+    tag = uuid.uuid4().hex[:6]
+    requests = []
+    for i in range(30):
+        job = job_pb2.Job(target=command("true"), labels={"pages": tag})
+        job.schedule.cron.expression = "0 6 * * *"
+        requests.append(job_service_pb2.CreateJobRequest(job=job, job_id=f"page-{tag}-{i:02d}"))
+    dashboard.jobs.BatchCreateJobs(job_service_pb2.BatchCreateJobsRequest(requests=requests))
+    page.goto(f"/#/jobs?label=pages%3D{tag}")
+    rows = page.locator("tr[data-job]")
+    expect(rows).to_have_count(25)
+    first_page = rows.all_inner_texts()
+    page.get_by_role("button", name="Next").click()
+    expect(rows).to_have_count(5)
+    expect(page.get_by_role("button", name="Next")).to_be_disabled()
+    assert not set(rows.all_inner_texts()) & set(first_page)
+    page.get_by_role("button", name="Previous").click()
+    expect(rows).to_have_count(25)
+
+
+def test_the_keyboard_reaches_the_content_first(page: Page) -> None:
+    page.goto("/#/jobs")
+    expect(page.get_by_role("heading", name="Jobs")).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_be_focused()
+    page.keyboard.press("Tab")  # the first control of the view
+    expect(page.get_by_role("link", name="New job").last).to_be_focused()

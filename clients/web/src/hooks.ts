@@ -117,7 +117,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]): Lo
     return () => {
       current = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [...deps, round]);
+  }, [...deps, round]); // `load` is a new closure each render: `deps` say when it asks for something else
   return { ...state, reload: () => setRound((n) => n + 1) };
 }
