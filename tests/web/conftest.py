@@ -62,7 +62,10 @@ def open_page(browser: Browser, dashboard: Dashboard, *, dark: bool = False) -> 
     """A tab, and the problems it met: script errors, and any request that left the dashboard's origin
     (nothing is fetched from outside at run time)."""
     context = browser.new_context(
-        viewport=VIEWPORT, base_url=dashboard.url, color_scheme="dark" if dark else "light"
+        viewport=VIEWPORT,
+        base_url=dashboard.url,
+        color_scheme="dark" if dark else "light",
+        timezone_id="UTC",  # the browser's own zone, whatever the machine's
     )
     page = context.new_page()
     page.set_default_timeout(20_000)

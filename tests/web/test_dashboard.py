@@ -243,7 +243,7 @@ def test_a_job_at_a_time_made_in_the_form(dashboard: Dashboard, page: Page) -> N
     expect(page.locator(".schedule-words")).to_have_text(re.compile(r"^Once, at .*01 Jun 2031, 12:30:00 UTC"))
     expect(page.get_by_role("list", name="Next fire times").locator("li")).to_have_count(1)
     job = dashboard.jobs.GetJob(job_service_pb2.GetJobRequest(name=f"jobs/{job_id}")).job
-    assert job.schedule.run_at.ToJsonString() == "2031-06-01T12:30:00Z"  # the browser's zone here is UTC
+    assert job.schedule.run_at.ToJsonString() == "2031-06-01T12:30:00Z"  # the page's zone is UTC
 
 
 def test_the_jobs_list_pages_by_the_apis_tokens(dashboard: Dashboard, page: Page) -> None:
