@@ -96,6 +96,17 @@ class FailedPrecondition(JobmeshError):
         self.reason = reason
 
 
+class ResourceExhausted(JobmeshError):
+    """A limit of the server's was reached; `reason` says which, `metadata` how to go on."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str, *, reason: str, metadata: Mapping[str, str] | None = None) -> None:
+        super().__init__(message, metadata=metadata)
+        self.reason = reason
+
+
 class StoreUnavailable(JobmeshError):
     """The database could not be reached; the caller may retry."""
 

@@ -288,6 +288,35 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="on|off",
     ),
     Setting(
+        name="max_live_streams",
+        variables=("JOBMESH_MAX_LIVE_STREAMS",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`4096`",
+        help="`WatchRuns` and `TailRunLogs` streams one server holds open at once; more are"
+        " `RESOURCE_EXHAUSTED`",
+        metavar="N",
+    ),
+    Setting(
+        name="max_live_streams_per_client",
+        variables=("JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`256`",
+        help="the same for one client address (behind a proxy, the proxy's)",
+        metavar="N",
+    ),
+    Setting(
+        name="watch_buffer_runs",
+        variables=("JOBMESH_WATCH_BUFFER_RUNS",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`10000`",
+        help="run changes a `WatchRuns` stream may hold unsent (at least 1000); past it the stream ends"
+        " `RESOURCE_EXHAUSTED` with a token to resume from",
+        metavar="N",
+    ),
+    Setting(
         name="watcher_id",
         variables=("JOBMESH_WATCHER_ID",),
         parse=identifier,

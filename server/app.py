@@ -25,9 +25,11 @@ from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.config import ServerConfig
+from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.sessions import Sessions
+from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.v1 import (
     executor_control_pb2,
     executor_control_pb2_grpc,
@@ -72,6 +74,7 @@ class Services:
     health: health.aio.HealthServicer
     sessions: Sessions
     bypass: BackgroundDispatcher
+    feed: RunFeed
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -83,11 +86,14 @@ class Services:
         reflection.enable_server_reflection((*SERVICE_NAMES, health_name, reflection.SERVICE_NAME), server)
 
     async def serving(self) -> None:
-        """Health reports every service SERVING (once the server listens)."""
+        """Starts the live feed on the server's loop, then health reports every service SERVING (once the
+        server listens)."""
+        await self.feed.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     def close(self) -> None:
+        self.feed.close()
         self.sessions.close()
         self.control.close()
         self.bypass.close()
@@ -108,13 +114,16 @@ def build_services(
     control = ExecutorControl(
         reports, sessions, server_id=new_server_id(), heartbeat_interval=config.heartbeat_interval
     )
+    feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
+    slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
     return Services(
         JobService(commands),
-        SearchService(JobQueries(store)),
+        SearchService(JobQueries(store), feed, slots),
         control,
         health.aio.HealthServicer(),
         sessions,
         bypass,
+        feed,
     )
 
 
@@ -141,6 +150,6 @@ async def start_server(
     if port == 0:
         services.close()
         raise OSError(f"cannot listen on {config.listen}")
+    await services.serving()  # the feed reads before the first stream can come
     await server.start()
-    await services.serving()
     return RunningServer(server, port, services)

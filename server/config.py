@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.server.feed import FEED_PAGE
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -17,9 +18,21 @@ class ServerConfig:
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # Executors heartbeat this often (the server's welcome tells them).
     heartbeat_interval: timedelta = timedelta(seconds=3)
+    # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
+    max_live_streams: int = 4096
+    max_live_streams_per_client: int = 256
+    # Changes a `WatchRuns` stream may hold unsent before it is cut (its reader resumes from its token).
+    watch_buffer_runs: int = 10_000
 
     def __post_init__(self) -> None:
         if not self.listen:
             raise InvalidConfig("listen", "the address is empty")
         if self.heartbeat_interval <= timedelta(0):
             raise InvalidConfig("heartbeat_interval", "must be longer than zero")
+        for name in ("max_live_streams", "max_live_streams_per_client"):
+            if getattr(self, name) < 1:
+                raise InvalidConfig(name, "must be at least 1")
+        if self.watch_buffer_runs < FEED_PAGE:
+            raise InvalidConfig(
+                "watch_buffer_runs", f"must be at least {FEED_PAGE}, the changes the feed reads at once"
+            )

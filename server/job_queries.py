@@ -8,6 +8,7 @@ from jobmesh.core.filters import (
     DEFAULT_RUN_ORDER,
     JOB_FIELDS,
     RUN_FIELDS,
+    Comparison,
     ListQuery,
     parse_filter,
     parse_order_by,
@@ -41,6 +42,14 @@ def _list_query(
     return ListQuery(comparisons, order_by, clamp_page_size(page_size), page_token)
 
 
+def _run_parent(found: Violations, parent: str) -> str | None:
+    try:
+        return parse_run_parent(parent)
+    except InvalidArgument as error:
+        found.items.extend(error.violations)
+        return None
+
+
 class JobQueries:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -56,11 +65,7 @@ class JobQueries:
 
     def list_runs(self, request: search_service_pb2.ListRunsRequest) -> Page[RunRecord]:
         found = Violations()
-        job_id = None
-        try:
-            job_id = parse_run_parent(request.parent)
-        except InvalidArgument as error:
-            found.items.extend(error.violations)
+        job_id = _run_parent(found, request.parent)
         query = _list_query(
             found, request.filter, request.order_by, request.page_size, request.page_token, runs=True
         )
@@ -69,6 +74,24 @@ class JobQueries:
         if job_id is not None:
             self._store.get_job(job_id, include_deleted=True)  # NOT_FOUND for a job that never existed
         return self._store.list_runs(job_id, query)
+
+    def runs_to_watch(
+        self, request: search_service_pb2.WatchRunsRequest
+    ) -> tuple[str | None, tuple[Comparison, ...]]:
+        """The job (None for every job) and the filter a `WatchRuns` stream asks for, checked as `ListRuns`
+        checks them."""
+        found = Violations()
+        job_id = _run_parent(found, request.parent)
+        check_page_size(found, request.initial_page_size, "initial_page_size")
+        comparisons: tuple[Comparison, ...] = ()
+        try:
+            comparisons = parse_filter(request.filter, RUN_FIELDS)
+        except InvalidArgument as error:
+            found.items.extend(error.violations)
+        found.raise_if_any()
+        if job_id is not None:
+            self._store.get_job(job_id, include_deleted=True)
+        return job_id, comparisons
 
     def get_run(self, name: str) -> RunRecord:
         job_id, run_id = parse_run_name(name)

@@ -40,16 +40,13 @@ def horizon(connection: Connection) -> int | None:
     )
 
 
-# Sorts after every id: a cursor at (position, AFTER_EVERY_ID) lies past all changes at that position.
-AFTER_EVERY_ID = "\U0010ffff"
-
-
 def feed_cursor(connection: Connection) -> FeedCursor:
     limit = horizon(connection)
     if limit is not None:
         return FeedCursor(limit)
     latest = select(job_runs.c.change_position).order_by(job_runs.c.change_position.desc()).limit(1)
-    return FeedCursor(int(connection.execute(latest).scalar() or 0), AFTER_EVERY_ID)
+    # Ids are never empty: the cursor just before the next position lies past every change at this one.
+    return FeedCursor(int(connection.execute(latest).scalar() or 0) + 1)
 
 
 def changes_after(connection: Connection, cursor: FeedCursor, limit: int) -> ChangePage:

@@ -3,31 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from datetime import datetime
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
 
-from jobmesh.core.errors import InvalidArgument
-from jobmesh.core.records import RunRecord
-from jobmesh.core.timestamps import to_timestamp, utcnow
+from jobmesh.core.errors import ResourceExhausted
+from jobmesh.core.ports.store import FeedCursor, RunChange
+from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.resources import job_to_proto, log_to_proto, run_to_proto
+from jobmesh.server.api.resume_tokens import decode_resume_token, encode_resume_token
 from jobmesh.server.api.status import server_streaming, unary
+from jobmesh.server.feed import FellBehind, RunFeed
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.schedule_preview import preview_schedule
+from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.validation import clamp_page_size
+from jobmesh.v1 import run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as pb
-from jobmesh.v1 import search_service_pb2_grpc
 
 Context = grpc.aio.ServicerContext[Any, Any]
-POLL_INTERVAL = 0.5
-WATCH_BATCH = 500
+# A WatchRuns message: small enough for any client's default limit (4 MiB).
+MESSAGE_RUNS = 500
+MESSAGE_BYTES = 1024 * 1024
+STREAM_FELL_BEHIND = "STREAM_FELL_BEHIND"
 
 
 class SearchService(search_service_pb2_grpc.SearchServiceServicer):
-    def __init__(self, queries: JobQueries, poll_interval: float = POLL_INTERVAL) -> None:
+    def __init__(self, queries: JobQueries, feed: RunFeed, slots: StreamSlots) -> None:
         self._queries = queries
-        self._poll_interval = poll_interval
+        self._feed = feed
+        self._slots = slots
 
     @unary
     async def ListJobs(self, request: pb.ListJobsRequest, context: Context) -> pb.ListJobsResponse:
@@ -52,56 +58,73 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
     async def WatchRuns(
         self, request: pb.WatchRunsRequest, context: Context
     ) -> AsyncIterator[pb.WatchRunsResponse]:
-        if request.initial_page_size < 0:
-            raise InvalidArgument.single("initial_page_size", "must not be negative")
+        job_id, comparisons = await asyncio.to_thread(self._queries.runs_to_watch, request)
+        after = decode_resume_token(request.resume_token) if request.resume_token else None
+        with self._slots.held(context.peer()):
+            async with self._feed.watching(job_id, comparisons, after) as watcher:
+                if after is None:
+                    yield await self._initial_page(request, watcher.cursor)
+                else:
+                    yield pb.WatchRunsResponse(resume_token=encode_resume_token(watcher.cursor))
+                try:
+                    async for changes in watcher.changes():
+                        for message in _messages(changes):
+                            yield message
+                except FellBehind as behind:
+                    raise ResourceExhausted(
+                        "the stream fell behind the changes it asked for: resume from resume_token",
+                        reason=STREAM_FELL_BEHIND,
+                        metadata={"resume_token": encode_resume_token(behind.cursor)},
+                    ) from None
+
+    async def _initial_page(self, request: pb.WatchRunsRequest, cursor: FeedCursor) -> pb.WatchRunsResponse:
+        """The runs that match now, newest first (read after the stream joined the feed: a change meanwhile
+        comes again as a change)."""
         first = pb.ListRunsRequest(
             parent=request.parent,
             filter=request.filter,
-            page_size=min(request.initial_page_size or 50, 1000),
+            page_size=clamp_page_size(request.initial_page_size),
             order_by="update_time desc",
         )
         page = await asyncio.to_thread(self._queries.list_runs, first)
-        yield pb.WatchRunsResponse(runs=[run_to_proto(run) for run in reversed(page.items)])
-        watermark = max((run.update_time for run in page.items), default=None)
-        seen = {(run.run_id, run.update_time) for run in page.items}
-        while True:
-            await asyncio.sleep(self._poll_interval)
-            changed = await asyncio.to_thread(self._changes_since, request, watermark)
-            fresh = [run for run in changed if (run.run_id, run.update_time) not in seen]
-            if changed:
-                watermark = changed[-1].update_time
-                seen = {(run.run_id, run.update_time) for run in changed if run.update_time == watermark}
-            if fresh:
-                yield pb.WatchRunsResponse(runs=[run_to_proto(run) for run in fresh])
-
-    def _changes_since(self, request: pb.WatchRunsRequest, watermark: datetime | None) -> list[RunRecord]:
-        condition = request.filter
-        if watermark is not None:
-            since = f'update_time >= "{to_timestamp(watermark).ToJsonString()}"'
-            condition = f"{condition} AND {since}" if condition.strip() else since
-        query = pb.ListRunsRequest(
-            parent=request.parent, filter=condition, page_size=WATCH_BATCH, order_by="update_time"
+        return pb.WatchRunsResponse(
+            runs=[run_to_proto(run) for run in reversed(page.items)], resume_token=encode_resume_token(cursor)
         )
-        return self._queries.list_runs(query).items
 
     @server_streaming
     async def TailRunLogs(
         self, request: pb.TailRunLogsRequest, context: Context
     ) -> AsyncIterator[pb.TailRunLogsResponse]:
         after = request.after_sequence
-        while True:
-            run = await asyncio.to_thread(self._queries.get_run, request.name)
-            lines = await asyncio.to_thread(self._queries.list_logs, request.name, after)
-            if lines:
-                after = lines[-1].sequence
-                yield pb.TailRunLogsResponse(lines=[log_to_proto(line) for line in lines])
-                continue
-            if not request.follow or run.state.is_terminal:
-                return
-            await asyncio.sleep(self._poll_interval)
+        with self._slots.held(context.peer()):
+            async with self._feed.log_waker() as woken:
+                while True:
+                    woken.clear()  # before reading: what is written meanwhile wakes the next wait
+                    run = await asyncio.to_thread(self._queries.get_run, request.name)
+                    lines = await asyncio.to_thread(self._queries.list_logs, request.name, after)
+                    if lines:
+                        after = lines[-1].sequence
+                        yield pb.TailRunLogsResponse(lines=[log_to_proto(line) for line in lines])
+                        continue
+                    if not request.follow or run.state.is_terminal:
+                        return
+                    await woken.wait()
 
     @unary
     async def PreviewSchedule(
         self, request: pb.PreviewScheduleRequest, context: Context
     ) -> pb.PreviewScheduleResponse:
         return await asyncio.to_thread(preview_schedule, request, utcnow())
+
+
+def _messages(changes: list[RunChange]) -> Iterator[pb.WatchRunsResponse]:
+    """Changes as messages of at most MESSAGE_RUNS runs and about MESSAGE_BYTES, each with its token."""
+    runs: list[run_pb2.Run] = []
+    size = 0
+    for index, change in enumerate(changes):
+        run = run_to_proto(change.run)
+        runs.append(run)
+        size += run.ByteSize()
+        if len(runs) == MESSAGE_RUNS or size >= MESSAGE_BYTES or index == len(changes) - 1:
+            yield pb.WatchRunsResponse(runs=runs, resume_token=encode_resume_token(change.cursor))
+            runs, size = [], 0

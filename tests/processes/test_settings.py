@@ -29,6 +29,9 @@ BAD_VALUES = {
     "JOBMESH_REDIS_URL": "localhost:6379",
     "JOBMESH_RETENTION_DAYS": "thirty",
     "JOBMESH_LISTEN": "127.0.0.1:99999",
+    "JOBMESH_MAX_LIVE_STREAMS": "0",
+    "JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": "many",
+    "JOBMESH_WATCH_BUFFER_RUNS": "10",  # parses, but it is less than a page of the feed
     "JOBMESH_WATCHER_ID": "has spaces",
     "JOBMESH_WATCHER_SCAN_INTERVAL": "0s",
     "JOBMESH_WATCHER_WINDOW": "-5m",

@@ -122,10 +122,16 @@ def _grpc_server(store: SchedulerStore) -> AioServerThread:
 
 
 @pytest.fixture(scope="module")
-def grpc_servicer(store: SchedulerStore) -> Iterator[Services]:
+def server_config() -> ServerConfig:
+    """The servers' config; a module overrides it to test a limit."""
+    return ServerConfig(listen="127.0.0.1:0")
+
+
+@pytest.fixture(scope="module")
+def grpc_servicer(store: SchedulerStore, server_config: ServerConfig) -> Iterator[Services]:
     name = f"memory://servicers-{uuid.uuid4().hex[:8]}"
     queue, signals = open_queue(name), open_signals(name)
-    services = build_services(ServerConfig(listen="127.0.0.1:0"), store, queue, signals)
+    services = build_services(server_config, store, queue, signals)
     yield services
     services.close()
     signals.close()

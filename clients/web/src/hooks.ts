@@ -68,11 +68,26 @@ function useBatchedStream<T>(
   return liveness;
 }
 
+/** Runs of `parent` as they change. A reopened stream resumes after the last message it had (its resume
+ * token), so a reconnect misses nothing; if that resume is refused, the next try starts afresh. */
 export function useWatchRuns(parent: string, onBatch: (runs: Run[]) => void, initialPageSize = 200): Liveness {
+  const resume = useRef("");
+  useEffect(() => {
+    resume.current = ""; // another parent starts with its first page (declared before the stream's effect)
+  }, [parent]);
   const open = useCallback(
     async function* (signal: AbortSignal) {
-      for await (const response of searchService.watchRuns({ parent, initialPageSize }, { signal })) {
-        yield response.runs;
+      const resumeToken = resume.current;
+      let answered = false;
+      try {
+        for await (const response of searchService.watchRuns({ parent, initialPageSize, resumeToken }, { signal })) {
+          answered = true;
+          resume.current = response.resumeToken;
+          yield response.runs;
+        }
+      } catch (error) {
+        if (!answered) resume.current = "";
+        throw error;
       }
     },
     [parent, initialPageSize],

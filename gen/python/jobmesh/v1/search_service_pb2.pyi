@@ -212,22 +212,29 @@ class WatchRunsRequest(_message.Message):
     PARENT_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     INITIAL_PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
     """`jobs/{job}`, or `jobs/-` for every job."""
     filter: _builtins.str
     """As in `ListRuns`."""
     initial_page_size: _builtins.int
     """How many matching runs the first message holds, newest first; 0 means 50, at most 1,000."""
+    resume_token: _builtins.str
+    """A `resume_token` of an earlier stream: the stream starts just after the message that carried it. There
+    is no initial page: the first message, sent at once, holds no runs, and the matching changes since
+    follow. A token may be used with another filter or parent.
+    """
     def __init__(
         self,
         *,
         parent: _builtins.str = ...,
         filter: _builtins.str = ...,
         initial_page_size: _builtins.int = ...,
+        resume_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "initial_page_size", b"initial_page_size", "parent", b"parent"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "initial_page_size", b"initial_page_size", "parent", b"parent", "resume_token", b"resume_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -240,6 +247,9 @@ class WatchRunsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RUNS_FIELD_NUMBER: _builtins.int
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    resume_token: _builtins.str
+    """Resumes a stream just after this message (`WatchRunsRequest.resume_token`)."""
     @_builtins.property
     def runs(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.Run]:
         """Runs in their new state, oldest change first."""
@@ -248,10 +258,11 @@ class WatchRunsResponse(_message.Message):
         self,
         *,
         runs: _abc.Iterable[_run_pb2.Run] | None = ...,
+        resume_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["runs", b"runs"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_token", b"resume_token", "runs", b"runs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -117,8 +117,15 @@ class SearchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchRuns(self, request, context):
-        """Streams runs as they change, for as long as the caller listens. The first message holds the runs that
-        match now (up to `initial_page_size`), the next ones each change that matches.
+        """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
+        the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+        order the changes were committed. A run may come again in a state it was already sent in; its
+        `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
+        just after that message, so nothing is missed across a reconnect.
+
+        A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
+        its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
+        streams for one client or in all (reason `TOO_MANY_STREAMS`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

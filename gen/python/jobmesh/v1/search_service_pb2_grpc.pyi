@@ -53,8 +53,15 @@ class SearchServiceStub:
     GetRun: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.GetRunRequest, _search_service_pb2.GetRunResponse]
     """Gets a run."""
     WatchRuns: _grpc.UnaryStreamMultiCallable[_search_service_pb2.WatchRunsRequest, _search_service_pb2.WatchRunsResponse]
-    """Streams runs as they change, for as long as the caller listens. The first message holds the runs that
-    match now (up to `initial_page_size`), the next ones each change that matches.
+    """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
+    the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+    order the changes were committed. A run may come again in a state it was already sent in; its
+    `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
+    just after that message, so nothing is missed across a reconnect.
+
+    A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
+    its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
+    streams for one client or in all (reason `TOO_MANY_STREAMS`).
     """
     TailRunLogs: _grpc.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
@@ -89,8 +96,15 @@ class SearchServiceAsyncStub(SearchServiceStub):
     GetRun: _aio.UnaryUnaryMultiCallable[_search_service_pb2.GetRunRequest, _search_service_pb2.GetRunResponse]  # type: ignore[assignment]
     """Gets a run."""
     WatchRuns: _aio.UnaryStreamMultiCallable[_search_service_pb2.WatchRunsRequest, _search_service_pb2.WatchRunsResponse]  # type: ignore[assignment]
-    """Streams runs as they change, for as long as the caller listens. The first message holds the runs that
-    match now (up to `initial_page_size`), the next ones each change that matches.
+    """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
+    the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+    order the changes were committed. A run may come again in a state it was already sent in; its
+    `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
+    just after that message, so nothing is missed across a reconnect.
+
+    A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
+    its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
+    streams for one client or in all (reason `TOO_MANY_STREAMS`).
     """
     TailRunLogs: _aio.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]  # type: ignore[assignment]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
@@ -146,8 +160,15 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _search_service_pb2.WatchRunsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_search_service_pb2.WatchRunsResponse], _abc.AsyncIterator[_search_service_pb2.WatchRunsResponse]]:
-        """Streams runs as they change, for as long as the caller listens. The first message holds the runs that
-        match now (up to `initial_page_size`), the next ones each change that matches.
+        """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
+        the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+        order the changes were committed. A run may come again in a state it was already sent in; its
+        `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
+        just after that message, so nothing is missed across a reconnect.
+
+        A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
+        its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
+        streams for one client or in all (reason `TOO_MANY_STREAMS`).
         """
 
     @_abc_1.abstractmethod

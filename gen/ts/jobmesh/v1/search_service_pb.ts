@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/search_service.proto.
  */
 export const file_jobmesh_v1_search_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuIlMKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBSIyChFXYXRjaFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8uam9ibWVzaC52MS5SdW4iUAoSVGFpbFJ1bkxvZ3NSZXF1ZXN0EhIKBG5hbWUYASABKAlCBOJBAQISFgoOYWZ0ZXJfc2VxdWVuY2UYAiABKAMSDgoGZm9sbG93GAMgASgIIjkKE1RhaWxSdW5Mb2dzUmVzcG9uc2USIgoFbGluZXMYASADKAsyEy5qb2JtZXNoLnYxLkxvZ0xpbmUihQEKFlByZXZpZXdTY2hlZHVsZVJlcXVlc3QSLAoIc2NoZWR1bGUYASABKAsyFC5qb2JtZXNoLnYxLlNjaGVkdWxlQgTiQQECEg0KBWNvdW50GAIgASgFEi4KCmFmdGVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKF1ByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEi4KCmZpcmVfdGltZXMYASADKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXRpbWVfem9uZRgCIAEoCTLYAwoNU2VhcmNoU2VydmljZRJFCghMaXN0Sm9icxIbLmpvYm1lc2gudjEuTGlzdEpvYnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0Sm9ic1Jlc3BvbnNlEkUKCExpc3RSdW5zEhsuam9ibWVzaC52MS5MaXN0UnVuc1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RSdW5zUmVzcG9uc2USPwoGR2V0UnVuEhkuam9ibWVzaC52MS5HZXRSdW5SZXF1ZXN0Ghouam9ibWVzaC52MS5HZXRSdW5SZXNwb25zZRJKCglXYXRjaFJ1bnMSHC5qb2JtZXNoLnYxLldhdGNoUnVuc1JlcXVlc3QaHS5qb2JtZXNoLnYxLldhdGNoUnVuc1Jlc3BvbnNlMAESUAoLVGFpbFJ1bkxvZ3MSHi5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVxdWVzdBofLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXNwb25zZTABEloKD1ByZXZpZXdTY2hlZHVsZRIiLmpvYm1lc2gudjEuUHJldmlld1NjaGVkdWxlUmVxdWVzdBojLmpvYm1lc2gudjEuUHJldmlld1NjaGVkdWxlUmVzcG9uc2ViBnByb3RvMw", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuImkKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBRIUCgxyZXN1bWVfdG9rZW4YBCABKAkiSAoRV2F0Y2hSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJQChJUYWlsUnVuTG9nc1JlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAxIOCgZmb2xsb3cYAyABKAgiOQoTVGFpbFJ1bkxvZ3NSZXNwb25zZRIiCgVsaW5lcxgBIAMoCzITLmpvYm1lc2gudjEuTG9nTGluZSKFAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIsCghzY2hlZHVsZRgBIAEoCzIULmpvYm1lc2gudjEuU2NoZWR1bGVCBOJBAQISDQoFY291bnQYAiABKAUSLgoKYWZ0ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoXUHJldmlld1NjaGVkdWxlUmVzcG9uc2USLgoKZmlyZV90aW1lcxgBIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdGltZV96b25lGAIgASgJMtgDCg1TZWFyY2hTZXJ2aWNlEkUKCExpc3RKb2JzEhsuam9ibWVzaC52MS5MaXN0Sm9ic1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RKb2JzUmVzcG9uc2USRQoITGlzdFJ1bnMSGy5qb2JtZXNoLnYxLkxpc3RSdW5zUmVxdWVzdBocLmpvYm1lc2gudjEuTGlzdFJ1bnNSZXNwb25zZRI/CgZHZXRSdW4SGS5qb2JtZXNoLnYxLkdldFJ1blJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldFJ1blJlc3BvbnNlEkoKCVdhdGNoUnVucxIcLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVzcG9uc2UwARJQCgtUYWlsUnVuTG9ncxIeLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXF1ZXN0Gh8uam9ibWVzaC52MS5UYWlsUnVuTG9nc1Jlc3BvbnNlMAESWgoPUHJldmlld1NjaGVkdWxlEiIuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiMuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZWIGcHJvdG8z", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `ListJobs`.
@@ -243,6 +243,15 @@ export type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & {
    * @generated from field: int32 initial_page_size = 3;
    */
   initialPageSize: number;
+
+  /**
+   * A `resume_token` of an earlier stream: the stream starts just after the message that carried it. There
+   * is no initial page: the first message, sent at once, holds no runs, and the matching changes since
+   * follow. A token may be used with another filter or parent.
+   *
+   * @generated from field: string resume_token = 4;
+   */
+  resumeToken: string;
 };
 
 /**
@@ -264,6 +273,13 @@ export type WatchRunsResponse = Message<"jobmesh.v1.WatchRunsResponse"> & {
    * @generated from field: repeated jobmesh.v1.Run runs = 1;
    */
   runs: Run[];
+
+  /**
+   * Resumes a stream just after this message (`WatchRunsRequest.resume_token`).
+   *
+   * @generated from field: string resume_token = 2;
+   */
+  resumeToken: string;
 };
 
 /**
@@ -442,8 +458,15 @@ export const SearchService: GenService<{
     output: typeof GetRunResponseSchema;
   },
   /**
-   * Streams runs as they change, for as long as the caller listens. The first message holds the runs that
-   * match now (up to `initial_page_size`), the next ones each change that matches.
+   * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
+   * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+   * order the changes were committed. A run may come again in a state it was already sent in; its
+   * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
+   * just after that message, so nothing is missed across a reconnect.
+   *
+   * A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
+   * its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
+   * streams for one client or in all (reason `TOO_MANY_STREAMS`).
    *
    * @generated from rpc jobmesh.v1.SearchService.WatchRuns
    */

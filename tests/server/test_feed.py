@@ -1,0 +1,127 @@
+"""The live feed on a real SQLite store: a resumed watcher gets what it missed and then what came meanwhile,
+in order and once; one that falls behind while catching up is cut at the last change it got; a store that
+fails for a while delays the feed and loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
+from jobmesh.server.feed import FEED_PAGE, FellBehind, RunFeed, Watcher
+from tests.adapters.store.builders import new_job, run
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = open_store(f"sqlite:///{tmp_path / 'feed.sqlite3'}")
+    assert isinstance(opened, SqlStore)
+    yield opened
+    opened.close()
+
+
+def add_runs(store: SqlStore, job_id: str, count: int) -> list[str]:
+    store.create_jobs([new_job(job_id)])
+    ids = [f"r{index}" for index in range(count)]
+    for run_id in ids:
+        store.create_run(run(job_id, run_id))
+    return ids
+
+
+async def take(watcher: Watcher, count: int) -> list[RunChange]:
+    got: list[RunChange] = []
+    async with asyncio.timeout(10):
+        async for batch in watcher.changes():
+            got += batch
+            if len(got) >= count:
+                return got
+    return got
+
+
+async def read_into(watcher: Watcher, got: list[RunChange]) -> None:
+    async with asyncio.timeout(10):
+        async for batch in watcher.changes():
+            got += batch
+
+
+def test_a_resumed_watcher_gets_what_it_missed_then_what_came_meanwhile_once_each(store: SqlStore) -> None:
+    async def scenario() -> list[str]:
+        start = store.feed_cursor()
+        missed = add_runs(store, "alpha", 3)
+        feed = RunFeed(store)
+        await feed.start()
+        try:
+            async with feed.watching(None, (), start) as watcher:
+                meanwhile = add_runs(store, "beta", 2)  # live, while the watcher has not caught up
+                await asyncio.sleep(0.3)  # the feed reads them and holds them for the watcher
+                got = await take(watcher, len(missed) + len(meanwhile))
+        finally:
+            feed.close()
+        return [f"{c.run.job_id}/{c.run.run_id}" for c in got]
+
+    assert asyncio.run(scenario()) == ["alpha/r0", "alpha/r1", "alpha/r2", "beta/r0", "beta/r1"]
+
+
+def test_a_watcher_that_falls_behind_while_catching_up_is_cut_after_what_it_got(store: SqlStore) -> None:
+    async def scenario() -> tuple[list[RunChange], FeedCursor]:
+        start = store.feed_cursor()
+        add_runs(store, "alpha", 2)
+        feed = RunFeed(store, watcher_capacity=FEED_PAGE)
+        await feed.start()
+        got: list[RunChange] = []
+        try:
+            async with feed.watching(None, (), start) as watcher:
+                store.create_jobs([new_job(f"many-{index}", first_run="r") for index in range(FEED_PAGE + 1)])
+                await asyncio.sleep(0.5)  # held past the watcher's capacity
+                with pytest.raises(FellBehind) as behind:
+                    await read_into(watcher, got)
+        finally:
+            feed.close()
+        return got, behind.value.cursor
+
+    got, cursor = asyncio.run(scenario())
+    assert [c.run.job_id for c in got] == ["alpha", "alpha"]  # what it missed, then the cut
+    assert cursor == got[-1].cursor
+
+
+class FailingFor:
+    """A store whose change reads fail `times` times, then work."""
+
+    def __init__(self, store: SqlStore, times: int) -> None:
+        self._store = store
+        self.failures_left = times
+
+    def changes_after(self, cursor: FeedCursor, limit: int) -> ChangePage:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise StoreUnavailable("connection refused")
+        return self._store.changes_after(cursor, limit=limit)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_failing_store_delays_the_feed_and_loses_nothing(store: SqlStore) -> None:
+    flaky = FailingFor(store, times=2)
+
+    async def scenario() -> list[str]:
+        feed = RunFeed(flaky, retry_delay=timedelta(milliseconds=50))
+        await feed.start()
+        try:
+            async with feed.watching(None, (), None) as watcher:
+                add_runs(store, "alpha", 2)
+                got = await take(watcher, 2)
+        finally:
+            feed.close()
+        return [c.run.run_id for c in got]
+
+    assert asyncio.run(scenario()) == ["r0", "r1"]
+    assert flaky.failures_left == 0
