@@ -13,13 +13,13 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
 from jobmesh.core.text import storable
-from jobmesh.executor.clock import now_ns, sleep_until, timestamp_of_ns, within
+from jobmesh.executor.clock import now_ns, seconds_of, sleep_until, timestamp_of_ns, within
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.runners import RunnerSettings, run_target
@@ -32,11 +32,19 @@ REMEMBER_RUN = 100_000  # attempts that ran here, kept to refuse a second start
 REMEMBER_EARLY_STOP = 300.0  # seconds a cancel or fence for an attempt not (yet) held here is kept
 
 
+def contact_margin(heartbeat_timeout: float) -> float:
+    """How long before its heartbeat timeout an attempt out of contact is killed: room for the kill and for
+    clocks that run at slightly different rates, a fifth of the timeout and at least half a second."""
+    return max(heartbeat_timeout / 5, 0.5)
+
+
 @dataclass(slots=True)
 class Attempt:
     key: AttemptRef
     run: dispatch_pb2.DispatchedRun
     start_ns: int  # not before this
+    # Monotonic: when the latest heartbeat known to have kept it alive (its claim, to begin with) was sent.
+    kept_alive_at: float
     stop: Stop = field(default_factory=Stop)
     started_ns: int | None = None
     task: asyncio.Task[None] | None = None
@@ -95,15 +103,16 @@ class Attempts:
     def holds(self, key: AttemptRef) -> bool:
         return key in self._held
 
-    def start(self, run: dispatch_pb2.DispatchedRun, start_ns: int) -> bool:
+    def start(self, run: dispatch_pb2.DispatchedRun, start_ns: int, claimed_at: float) -> bool:
         """Holds a granted attempt: it starts at `start_ns` or at once if that has passed. False when it
-        is already held or ran here, or was cancelled or fenced before its grant arrived."""
+        is already held or ran here, or was cancelled or fenced before its grant arrived. `claimed_at` is
+        when its claim was sent (monotonic): the grant kept it alive from then."""
         key = AttemptRef.from_proto(run.attempt)  # the queue's codec refuses a malformed one
         if key in self._held or key in self._ran:
             log.warning("attempt %s is already held or ran here: not started again", key)
             return False
         self._remember_ran(key)
-        attempt = Attempt(key, run, start_ns)
+        attempt = Attempt(key, run, start_ns, claimed_at)
         if (early := self._early_stops.pop(key, None)) is not None:
             reason, message, _ = early
             attempt.stop.request(reason, 0.0, message)
@@ -120,6 +129,28 @@ class Attempts:
         """Kill at once and report nothing more: the server has given the attempt up."""
         self._stop(key, StopReason.FENCE, 0.0, "fenced by the server")
         self._outbox.forget(key)
+
+    def kept_alive(self, keys: Iterable[AttemptRef], sent_at: float) -> None:
+        """A heartbeat sent at `sent_at` (monotonic) kept these attempts alive."""
+        for key in keys:
+            if (attempt := self._held.get(key)) is not None:
+                attempt.kept_alive_at = max(attempt.kept_alive_at, sent_at)
+
+    def stop_out_of_contact(self, now: float) -> list[AttemptRef]:
+        """Kills the attempts nothing has kept alive for nearly their heartbeat timeout: past it, the server
+        may retry them elsewhere (docs/design.md, "At least once"). Returns them."""
+        stopped = []
+        for attempt in list(self._held.values()):
+            timeout = seconds_of(attempt.run.heartbeat_timeout)
+            silent = now - attempt.kept_alive_at
+            if timeout > 0 and silent >= timeout - contact_margin(timeout) and not attempt.stop.requested:
+                message = (
+                    f"no heartbeat was known to reach the server for {silent:.1f} s (timeout {timeout:g} s)"
+                )
+                log.warning("stopping %s: %s", attempt.key, message)
+                attempt.stop.request(StopReason.CONTACT_LOST, 0.0, message)
+                stopped.append(attempt.key)
+        return stopped
 
     def stop_all(self, reason: StopReason, message: str) -> None:
         for attempt in list(self._held.values()):
@@ -200,6 +231,8 @@ class Attempts:
             )
         elif reason is StopReason.DRAIN:
             self._report(attempt, failed("Drained", attempt.stop.message))
+        elif reason is StopReason.CONTACT_LOST:
+            self._report(attempt, failed("ContactLost", attempt.stop.message))
 
     def _report(self, attempt: Attempt, outcome: TargetOutcome) -> None:
         if attempt.stop.reason is StopReason.FENCE:

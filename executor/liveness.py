@@ -1,7 +1,8 @@
 """Keeping held attempts alive and cancellable: heartbeats over the stream while it is up; while it is down,
 heartbeats written to the signal bus and the bus polled for cancel keys (docs/design.md, "Flows"), so that
-a cancel still stops an attempt within about a second. A bus that is down too is logged and tolerated: the
-attempts keep running, and the server's sweeper decides their fate.
+a cancel still stops an attempt within about a second. A bus that is down too is logged and tolerated for a
+while; an attempt that nothing has kept alive for nearly its heartbeat timeout is killed, because the server
+may declare it lost and retry it elsewhere.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -28,7 +30,32 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-async def heartbeat_over_stream(stream: ControlStream, attempts: Attempts, outbox: Outbox) -> None:
+CONTACT_CHECK = 0.25  # seconds between looks for attempts out of contact
+
+
+class HeartbeatLedger:
+    """When the heartbeat batches the server has not answered yet were sent (monotonic), oldest first. The
+    server answers each batch that names attempts once; an answer is taken to be the oldest batch's, which
+    is never later than the one it really answers, so an attempt is never thought alive for longer than it is.
+    """
+
+    def __init__(self) -> None:
+        self._sent: deque[float] = deque()
+
+    def sent(self, at: float) -> None:
+        self._sent.append(at)
+
+    def answered(self) -> float | None:
+        return self._sent.popleft() if self._sent else None
+
+    def forget(self) -> None:
+        """The stream the batches went out on is gone: their answers will never come."""
+        self._sent.clear()
+
+
+async def heartbeat_over_stream(
+    stream: ControlStream, attempts: Attempts, outbox: Outbox, ledger: HeartbeatLedger
+) -> None:
     """One message naming every attempt held (even none: an empty one still says the executor is alive) at
     once on connecting, then every heartbeat interval (the server's, from its welcome). An attempt whose
     result the server has not acknowledged yet is still held: under load a result may wait longer than the
@@ -37,8 +64,19 @@ async def heartbeat_over_stream(stream: ControlStream, attempts: Attempts, outbo
         await stream.wait_connected()
         with contextlib.suppress(StreamDown):
             refs = [key.to_proto() for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
+            sent_at = time.monotonic()
             stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
+            if refs:
+                ledger.sent(sent_at)
         await within(stream.wait_disconnected(), stream.heartbeat_interval)  # a reconnect beats at once
+
+
+async def stop_attempts_out_of_contact(attempts: Attempts) -> None:
+    """Kills, for the executor's life, the attempts that neither the server nor the signal bus has kept alive
+    for nearly their heartbeat timeout (docs/design.md, "At least once")."""
+    while True:
+        attempts.stop_out_of_contact(time.monotonic())
+        await asyncio.sleep(CONTACT_CHECK)
 
 
 class Fallback:
@@ -73,9 +111,16 @@ class Fallback:
             await within(self._stream.wait_connected(), self._config.fallback_poll_interval.total_seconds())
 
     async def _put_heartbeats(self, keys: list[AttemptRef]) -> None:
+        """Leaves the attempts' heartbeats on the bus, where the sweeper looks before it declares one lost."""
         ttl = self._config.fallback_heartbeat_ttl
-        at = datetime.now(UTC)
-        await self._call(self._bus.put_heartbeats, self._config.executor_id, keys, at, ttl)
+        at, sent_at = datetime.now(UTC), time.monotonic()
+
+        def put() -> bool:
+            self._bus.put_heartbeats(self._config.executor_id, keys, at, ttl)
+            return True
+
+        if await self._call(put):
+            self._attempts.kept_alive(keys, sent_at)
 
     async def _cancelled(self, keys: list[AttemptRef]) -> set[AttemptRef]:
         return await self._call(self._bus.cancelled, keys) or set()

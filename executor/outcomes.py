@@ -32,6 +32,9 @@ class StopReason(enum.Enum):
     TIMEOUT = "timed out"  # the execution timeout: report TIMED_OUT
     DRAIN = "drained"  # the executor is leaving: report FAILED `Drained`, the server retries elsewhere
     FENCE = "fenced"  # the server gave the attempt up (maybe to another executor): kill, report nothing
+    # No heartbeat known to have kept it alive for nearly its timeout: kill, report FAILED `ContactLost`
+    # (the server may have retried it elsewhere already; if so the report is fenced)
+    CONTACT_LOST = "out of contact with the server"
 
 
 class Stop:

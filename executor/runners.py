@@ -73,4 +73,6 @@ def _after_stop(stop: Stop, outcome: TargetOutcome) -> TargetOutcome:
         )
     if stop.reason is StopReason.DRAIN:
         return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
+    if stop.reason is StopReason.CONTACT_LOST:
+        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "ContactLost", stop.message)
     return outcome  # no stop, or a fence: a fenced outcome is never reported

@@ -26,7 +26,12 @@ from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import ns_of_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler, HandlerRegistry
-from jobmesh.executor.liveness import Fallback, heartbeat_over_stream
+from jobmesh.executor.liveness import (
+    Fallback,
+    HeartbeatLedger,
+    heartbeat_over_stream,
+    stop_attempts_out_of_contact,
+)
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
@@ -70,6 +75,7 @@ class Executor:
             max_results=config.max_buffered_results,
         )
         self.attempts = Attempts(settings=settings, outbox=self.outbox, capacity=config.concurrency)
+        self.heartbeats = HeartbeatLedger()
         self.stream = ControlStream(config, _Listener(self))
 
     @property
@@ -101,10 +107,12 @@ class Executor:
                 asyncio.create_task(self.stream.run(), name="jobmesh-stream"),  # first: shut down last
                 claims,
                 asyncio.create_task(
-                    heartbeat_over_stream(self.stream, self.attempts, self.outbox), name="jobmesh-heartbeats"
+                    heartbeat_over_stream(self.stream, self.attempts, self.outbox, self.heartbeats),
+                    name="jobmesh-heartbeats",
                 ),
                 asyncio.create_task(self._flush_loop(), name="jobmesh-flush"),
                 asyncio.create_task(Fallback(self.config, signals, self.stream, self.attempts).run()),
+                asyncio.create_task(stop_attempts_out_of_contact(self.attempts), name="jobmesh-contact"),
             ]
             await self._until_drain(tasks)
             # The claim loop ends its cycle (granted attempts start, deliveries are committed); a server that
@@ -209,6 +217,7 @@ class Executor:
         refs = [delivery.run.attempt for delivery in deliveries]
         while True:
             try:
+                claimed_at = time.monotonic()  # a grant keeps the attempt alive from no earlier than this
                 results = await self.stream.claim(refs)
                 break
             except StreamDown:
@@ -229,7 +238,7 @@ class Executor:
                 continue
             # Never before the server's start time, nor before the run's own due time.
             start_ns = max(ns_of_timestamp(answer.start_time), ns_of_timestamp(delivery.run.due_time))
-            self.attempts.start(delivery.run, start_ns)
+            self.attempts.start(delivery.run, start_ns, claimed_at)
         return True
 
     async def _flush_loop(self) -> None:
@@ -289,10 +298,18 @@ class _Listener:
         )
 
     def connected(self, welcome: pb.ExecutorWelcome) -> None:
+        self._executor.heartbeats.forget()
         self._executor.outbox.unsend_all()
 
     def disconnected(self, unsent: list[pb.ConnectRequest]) -> None:
+        self._executor.heartbeats.forget()  # their answers will never come
         self._executor.outbox.put_back(unsent)
+
+    def heartbeat_answer(self, answer: pb.HeartbeatAnswer) -> None:
+        sent_at = self._executor.heartbeats.answered()
+        if sent_at is not None:
+            kept = filter(None, map(AttemptRef.from_proto_or_none, answer.kept_alive))
+            self._executor.attempts.kept_alive(kept, sent_at)
 
     def acks(self, acks: pb.AckBatch) -> None:
         self._executor.outbox.acknowledge(acks.recorded)

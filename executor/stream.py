@@ -43,6 +43,8 @@ class StreamListener(Protocol):
 
     def acks(self, acks: pb.AckBatch) -> None: ...
 
+    def heartbeat_answer(self, answer: pb.HeartbeatAnswer) -> None: ...
+
     def cancels(self, cancels: pb.CancelBatch) -> None: ...
 
 
@@ -204,6 +206,8 @@ class ControlStream:
                 self._answer_claims(list(response.claim_results.results))
             elif kind == "acks":
                 self._listener.acks(response.acks)
+            elif kind == "heartbeat_answer":
+                self._listener.heartbeat_answer(response.heartbeat_answer)
             elif kind == "cancels":
                 self._listener.cancels(response.cancels)
             elif kind == "drain":

@@ -84,10 +84,11 @@ class AttemptReports:
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
 
     def heartbeats(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
-        """Extends the held attempts' deadlines; answers with the fenced ones and re-sends pending cancels."""
+        """Extends the held attempts' deadlines; answers which were kept alive and which are fenced, and
+        re-sends pending cancels. A batch naming attempts is always answered (its executor counts on it)."""
         refs = _refs(wire)
         if not refs:
-            return []
+            return [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer())] if wire else []
         now = self._clock()
         current = self._store.attempts(refs)
         beats = [Heartbeat(ref, now + current[ref].run.heartbeat_timeout) for ref in refs if ref in current]
@@ -99,7 +100,8 @@ class AttemptReports:
             for ref in refs
             if ref in current and current[ref].run.state is RunState.CANCELLING and ref not in fenced
         ]
-        answers = []
+        kept = [ref.to_proto() for ref in refs if ref in current and ref not in fenced]
+        answers = [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer(kept_alive=kept))]
         if cancelling:
             answers.append(cancel_message(cancelling, "cancelled"))
         if fenced:

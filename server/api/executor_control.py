@@ -78,7 +78,8 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await context.write(self._welcome())
             running = hello.running
             for answer in await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running)):
-                queue.put(answer)
+                if answer.WhichOneof("message") != "heartbeat_answer":  # it answers batches, not a hello
+                    queue.put(answer)
             reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, queue))
             await self._write(context, queue, reader)
         except JobmeshError as error:

@@ -30,6 +30,13 @@ T = TypeVar("T")
 STAMP = 'date +%s.%N >> "{file}"'  # a command that records the instant it really starts
 
 
+def escaping_sleeps(starts: Path, pids: Path) -> str:
+    """A command that stamps its start, then runs `sleep 60` and a `setsid sleep 60` that leaves its process
+    group, their pids appended to `pids`."""
+    stamp = STAMP.format(file=starts)
+    return f'{stamp}; setsid sleep 60 & echo $! >> "{pids}"; sleep 60 & echo $! >> "{pids}"; wait'
+
+
 @dataclass
 class Process:
     name: str

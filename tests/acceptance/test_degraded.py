@@ -24,9 +24,11 @@ from tests.acceptance.mesh import (
     Mesh,
     command_job,
     create,
+    escaping_sleeps,
     eventually,
     get_run,
     pid_gone,
+    pids_in,
     read_times,
     running_sleep,
     warm_up,
@@ -110,3 +112,43 @@ def test_cancel_over_the_stream_works_while_redis_is_down(mesh: Mesh, tmp_path: 
         assert answer.result().run.state in (run_pb2.RUN_STATE_CANCELLING, run_pb2.RUN_STATE_CANCELLED)
     assert stopped_after < 1.0, stopped_after
     eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_CANCELLED, 30, "CANCELLED")
+
+
+@contextlib.contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_an_executor_cut_off_from_server_and_bus_kills_its_attempt_before_it_may_be_retried(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    """The server and Redis frozen: nothing keeps the attempt alive, so its executor kills it within its
+    heartbeat timeout (5 s) less the margin; the retry, once they thaw, starts after its processes died."""
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    pids, starts = tmp_path / "pids", tmp_path / "starts"
+    job = command_job(mesh.queue, escaping_sleeps(starts, pids))
+    job.heartbeat_timeout.FromSeconds(5)
+    job.retry_policy.max_attempts = 2
+    job.retry_policy.initial_backoff.FromMilliseconds(100)
+    run_name = create(jobs, job).run.name
+    sleeps = eventually(lambda: pids_in(pids, 2), 20, "the command and its escapee to start")
+    with stopped(server.popen.pid), frozen("redis"):
+        cut_at = time.monotonic()
+        eventually(
+            lambda: all(pid_gone(pid) for pid in sleeps), 6, "the cut-off executor to kill its attempt"
+        )
+        killed_after = time.monotonic() - cut_at
+        gone_at = time.time()
+    assert killed_after < 4.5, f"killed {killed_after:.1f} s after the cut: the heartbeat timeout is 5 s"
+    eventually(lambda: len(read_times(starts)) == 2, 60, "the retry to start", interval=0.5)
+    assert read_times(starts)[1].timestamp() > gone_at
+    eventually(lambda: get_run(search, run_name).attempt == 2, 30, "the retry in the run")
+    [first] = get_run(search, run_name).previous_attempts
+    assert first.error.type in {"ContactLost", "HeartbeatLost"}

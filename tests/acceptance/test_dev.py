@@ -20,6 +20,7 @@ from tests.acceptance.mesh import (
     TERMINAL,
     assert_flood_told_truly,
     create,
+    escaping_sleeps,
     eventually,
     get_run,
     log_texts,
@@ -79,9 +80,8 @@ def command(script: str) -> job_pb2.Job:
 
 def test_the_commands_of_a_killed_dev_die_with_it(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    script = f'setsid sleep 30 & echo $! >> "{pids}"; sleep 30 & echo $! >> "{pids}"; wait'
     with dev(tmp_path, f"127.0.0.1:{free_port()}") as (process, (jobs, _)):
-        create(jobs, command(script))
+        create(jobs, command(escaping_sleeps(tmp_path / "starts", pids)))
         sleeps = eventually(lambda: pids_in(pids, 2), 20, "both sleeps to start")
         os.killpg(process.pid, signal.SIGKILL)  # the dev process and its own group: not the sleeps' sessions
         eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with jobmesh dev")

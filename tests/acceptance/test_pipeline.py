@@ -27,6 +27,7 @@ from tests.acceptance.mesh import (
     at,
     command_job,
     create,
+    escaping_sleeps,
     eventually,
     get_run,
     log_texts,
@@ -143,16 +144,14 @@ def _dead_letter_topic(bootstrap: str, wanted: str) -> set[str]:
 def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone(
     mesh: Mesh, tmp_path: Path
 ) -> None:
-    """The command runs `sleep 30` and a `setsid sleep 30` that left its process group: SIGKILL of the
+    """The command runs `sleep 60` and a `setsid sleep 60` that left its process group: SIGKILL of the
     executor takes both down within 2 s, and the retry starts on the other executor only after that."""
     server = mesh.server()
     mesh.watcher()
     first, second = mesh.executor(server, "executor-a"), mesh.executor(server, "executor-b")
     jobs, search = mesh.stubs(server)
     pids = tmp_path / "pids"
-    stamp = STAMP.format(file=tmp_path / "starts")
-    script = f'{stamp}; setsid sleep 30 & echo $! >> "{pids}"; sleep 30 & echo $! >> "{pids}"; wait'
-    job = command_job(mesh.queue, script)
+    job = command_job(mesh.queue, escaping_sleeps(tmp_path / "starts", pids))
     job.heartbeat_timeout.FromSeconds(5)
     job.retry_policy.max_attempts = 2
     job.retry_policy.initial_backoff.FromMilliseconds(100)
@@ -176,8 +175,12 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
         "the retry to run",
     )
     assert retried.executor == survivor.name
-    starts = read_times(tmp_path / "starts")
-    assert len(starts) == 2
+
+    def both_starts() -> list[datetime] | None:  # RUNNING comes with the claim, the command's stamp after
+        starts = read_times(tmp_path / "starts")
+        return starts if len(starts) == 2 else None
+
+    starts = eventually(both_starts, 5, "the retry's command to start")
     assert starts[1] > gone_at  # never beside the first attempt's processes
     assert retried.start_time.ToDatetime(UTC) - killed_at < timedelta(seconds=5 + 2)
     [lost] = retried.previous_attempts

@@ -1,7 +1,8 @@
 """A small, scriptable ExecutorControl server for the executor's tests (grpc.aio on 127.0.0.1).
 
 It grants claims once per attempt (a second claim is a DUPLICATE, as the real server answers), records
-everything the executor sends, acknowledges results, and can push cancels, fences and drain notices. `stop()`
+everything the executor sends, answers heartbeats, acknowledges results, and can push cancels, fences and
+drain notices. `stop()`
 cuts every stream; `start()` again serves on the same port, so the executor reconnects to it.
 """
 
@@ -42,6 +43,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.refuse: dict[AttemptRef, pb.ClaimOutcome.ValueType] = {}
         self.fenced: set[AttemptRef] = set()
         self.ack_results = True
+        self.answer_heartbeats = True  # as the real server does; off: a server that cannot record them
         self._claimed: set[AttemptRef] = set()
         self._streams: list[_Stream] = []
         self._server: grpc.aio.Server | None = None
@@ -142,6 +144,10 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             elif kind == "heartbeats":
                 keys = [AttemptRef.from_proto(ref) for ref in request.heartbeats.attempts]
                 self.heartbeats.append((time.monotonic(), keys))
+                if keys and self.answer_heartbeats:
+                    kept = [key.to_proto() for key in keys if key not in self.fenced]
+                    answer = pb.HeartbeatAnswer(kept_alive=kept)
+                    stream.outgoing.put_nowait(pb.ConnectResponse(heartbeat_answer=answer))
                 if fenced := [key.to_proto() for key in keys if key in self.fenced]:
                     stream.outgoing.put_nowait(pb.ConnectResponse(acks=pb.AckBatch(fenced=fenced)))
             elif kind == "logs":

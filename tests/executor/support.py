@@ -63,7 +63,12 @@ def handler(name: str, payload: bytes = b"") -> job_pb2.Target:
 
 
 def dispatched(
-    target: job_pb2.Target, *, due_ns: int | None = None, timeout: float | None = None, queue: str = "default"
+    target: job_pb2.Target,
+    *,
+    due_ns: int | None = None,
+    timeout: float | None = None,
+    heartbeat_timeout: float | None = None,
+    queue: str = "default",
 ) -> dispatch_pb2.DispatchedRun:
     number = next(_numbers)
     run = dispatch_pb2.DispatchedRun(
@@ -74,6 +79,8 @@ def dispatched(
     run.due_time.FromNanoseconds(due_ns if due_ns is not None else time.time_ns())
     if timeout is not None:
         run.execution_timeout.FromNanoseconds(int(timeout * 1e9))
+    if heartbeat_timeout is not None:
+        run.heartbeat_timeout.FromNanoseconds(int(heartbeat_timeout * 1e9))
     return run
 
 
@@ -117,9 +124,14 @@ class Rig:
 
 @contextlib.asynccontextmanager
 async def running_executor(
-    fake: FakeControl, handlers: Mapping[str, Handler] | None = None, **settings: object
+    fake: FakeControl,
+    handlers: Mapping[str, Handler] | None = None,
+    *,
+    bus: SignalBus | None = None,
+    **settings: object,
 ) -> AsyncIterator[Rig]:
-    """An Executor on fresh in-process queue and bus names, connected to `fake`; drained and awaited after."""
+    """An Executor on fresh in-process queue and bus names (or on `bus`), connected to `fake`; drained and
+    awaited after."""
     import asyncio
 
     name = f"executor-test-{uuid.uuid4().hex[:10]}"
@@ -137,8 +149,8 @@ async def running_executor(
     values.update(settings)
     config = ExecutorConfig(**values)  # type: ignore[arg-type]
     queue = open_queue(config.queue_url)
-    bus = open_signals(config.signals_url)
-    executor = Executor(config, handlers)
+    bus = bus or open_signals(config.signals_url)
+    executor = Executor(config, handlers, signals=bus)
     task = asyncio.create_task(executor.run())
     try:
         await fake.wait_until(lambda: executor.stream.connected or task.done())

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any, cast
 
+from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.executor.handlers import HandlerContext
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
@@ -256,5 +260,90 @@ def test_drain_lets_short_work_finish_and_reports_the_rest_as_drained() -> None:
             rig.publish(after)
             await asyncio.sleep(0.3)
             assert key(after) not in fake.claims
+
+    scenario(test)
+
+
+class SwitchableBus:
+    """The in-process bus, which a test can take down (its calls then fail as an unreachable Redis's do)."""
+
+    def __init__(self, bus: SignalBus) -> None:
+        self._bus = bus
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._bus, name)
+        if name in {"put_heartbeats", "cancelled"} and self.down:
+
+            def unreachable(*args: object) -> None:
+                raise SignalsUnavailable("the bus is down (a test took it down)")
+
+            return unreachable
+        return attribute
+
+
+async def silent_for(rig: Rig, run_key: AttemptRef, timeout: float) -> float:
+    """Seconds from the claim of `run_key` until its process tree was gone (or `timeout` passed)."""
+    claimed = time.monotonic()
+    pid = await started_pid(rig, run_key)
+    deadline = claimed + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return time.monotonic() - claimed
+
+
+def test_an_attempt_no_heartbeat_answer_keeps_alive_is_killed_before_its_heartbeat_timeout() -> None:
+    """The server is up but records no heartbeat (its database is gone, say): past the heartbeat timeout it
+    may declare the attempt lost and retry it, so the executor kills it first and reports why."""
+
+    async def test(fake: FakeControl) -> None:
+        fake.answer_heartbeats = False
+        async with running_executor(fake) as rig:
+            run = dispatched(
+                command("sh", "-c", "echo $$; setsid sleep 60 & exec sleep 60"), heartbeat_timeout=2
+            )
+            rig.publish(run)
+            lived = await silent_for(rig, key(run), timeout=5)
+            assert 1.0 < lived < 2.0, f"killed {lived:.2f} s after the claim; its heartbeat timeout is 2 s"
+            await fake.wait_until(lambda: fake.results_for(key(run)))
+            result = the_result(fake, key(run))
+            assert (result.state, result.error.type) == (run_pb2.RUN_STATE_FAILED, "ContactLost")
+
+    scenario(test)
+
+
+def test_answered_heartbeats_keep_an_attempt_alive_past_its_heartbeat_timeout() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            run = dispatched(command("sh", "-c", "sleep 2.5; echo done"), heartbeat_timeout=1)
+            rig.publish(run)
+            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=10)
+            assert the_result(fake, key(run)).state == run_pb2.RUN_STATE_SUCCEEDED
+
+    scenario(test)
+
+
+def test_with_the_stream_down_the_bus_keeps_an_attempt_alive_and_without_it_the_attempt_is_killed() -> None:
+    async def test(fake: FakeControl) -> None:
+        name = f"memory://contact-{uuid.uuid4().hex[:8]}"
+        bus = SwitchableBus(open_signals(name))
+        async with running_executor(fake, bus=cast(SignalBus, bus), signals_url=name) as rig:
+            run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"), heartbeat_timeout=1.5)
+            rig.publish(run)
+            pid = await started_pid(rig, key(run))
+            await fake.stop()
+            await asyncio.sleep(3)  # twice its heartbeat timeout, kept alive through the bus
+            assert alive(pid), "an attempt the bus kept alive was killed"
+            bus.down = True
+            began = time.monotonic()
+            while alive(pid) and time.monotonic() - began < 5:
+                await asyncio.sleep(0.01)
+            assert gone(pid)
+            assert time.monotonic() - began < 1.5, (
+                "killed later than its heartbeat timeout after the last beat"
+            )
+            await fake.start()
+            await fake.wait_until(lambda: fake.results_for(key(run)))
+            assert the_result(fake, key(run)).error.type == "ContactLost"
 
     scenario(test)

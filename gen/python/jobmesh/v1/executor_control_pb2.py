@@ -27,51 +27,53 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from jobmesh.v1 import run_pb2 as jobmesh_dot_v1_dot_run__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jobmesh/v1/executor_control.proto\x12\njobmesh.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14jobmesh/v1/run.proto\"\xd8\x02\n\x0e\x43onnectRequest\x12\x31\n\x05hello\x18\x01 \x01(\x0b\x32\x19.jobmesh.v1.ExecutorHelloH\x00R\x05hello\x12<\n\nheartbeats\x18\x02 \x01(\x0b\x32\x1a.jobmesh.v1.HeartbeatBatchH\x00R\nheartbeats\x12\x30\n\x06\x63laims\x18\x03 \x01(\x0b\x32\x16.jobmesh.v1.ClaimBatchH\x00R\x06\x63laims\x12\x37\n\x08progress\x18\x04 \x01(\x0b\x32\x19.jobmesh.v1.ProgressBatchH\x00R\x08progress\x12*\n\x04logs\x18\x05 \x01(\x0b\x32\x14.jobmesh.v1.LogBatchH\x00R\x04logs\x12\x33\n\x07results\x18\x06 \x01(\x0b\x32\x17.jobmesh.v1.ResultBatchH\x00R\x07resultsB\t\n\x07message\"\xac\x02\n\x0f\x43onnectResponse\x12\x37\n\x07welcome\x18\x01 \x01(\x0b\x32\x1b.jobmesh.v1.ExecutorWelcomeH\x00R\x07welcome\x12\x43\n\rclaim_results\x18\x02 \x01(\x0b\x32\x1c.jobmesh.v1.ClaimResultBatchH\x00R\x0c\x63laimResults\x12*\n\x04\x61\x63ks\x18\x03 \x01(\x0b\x32\x14.jobmesh.v1.AckBatchH\x00R\x04\x61\x63ks\x12\x33\n\x07\x63\x61ncels\x18\x04 \x01(\x0b\x32\x17.jobmesh.v1.CancelBatchH\x00R\x07\x63\x61ncels\x12/\n\x05\x64rain\x18\x05 \x01(\x0b\x32\x17.jobmesh.v1.DrainNoticeH\x00R\x05\x64rainB\t\n\x07message\"8\n\nAttemptRef\x12\x10\n\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\"\xd4\x01\n\rExecutorHello\x12\x1f\n\x0b\x65xecutor_id\x18\x01 \x01(\tR\nexecutorId\x12\x1a\n\x08hostname\x18\x02 \x01(\tR\x08hostname\x12\x16\n\x06queues\x18\x03 \x03(\tR\x06queues\x12 \n\x0b\x63oncurrency\x18\x04 \x01(\x05R\x0b\x63oncurrency\x12\x1a\n\x08handlers\x18\x05 \x03(\tR\x08handlers\x12\x30\n\x07running\x18\x06 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07running\"x\n\x0f\x45xecutorWelcome\x12H\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n\tserver_id\x18\x02 \x01(\tR\x08serverId\"D\n\x0eHeartbeatBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\"@\n\nClaimBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\"\xae\x01\n\x0b\x43laimResult\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12\x32\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.jobmesh.v1.ClaimOutcomeR\x07outcome\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\"E\n\x10\x43laimResultBatch\x12\x31\n\x07results\x18\x01 \x03(\x0b\x32\x17.jobmesh.v1.ClaimResultR\x07results\"x\n\x0eProgressUpdate\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12\x1a\n\x08progress\x18\x02 \x01(\x01R\x08progress\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"E\n\rProgressBatch\x12\x34\n\x07updates\x18\x01 \x03(\x0b\x32\x1a.jobmesh.v1.ProgressUpdateR\x07updates\"g\n\x08LogChunk\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12)\n\x05lines\x18\x02 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"8\n\x08LogBatch\x12,\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x14.jobmesh.v1.LogChunkR\x06\x63hunks\"\xbb\x02\n\rAttemptResult\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12 \n\texit_code\x18\x03 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rror\x12\x39\n\nstart_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTimeB\x0c\n\n_exit_code\"B\n\x0bResultBatch\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.jobmesh.v1.AttemptResultR\x07results\"n\n\x08\x41\x63kBatch\x12\x32\n\x08recorded\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08recorded\x12.\n\x06\x66\x65nced\x18\x02 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x06\x66\x65nced\"Y\n\x0b\x43\x61ncelBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"E\n\x0b\x44rainNotice\x12\x36\n\x08\x64\x65\x61\x64line\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line*\xb8\x01\n\x0c\x43laimOutcome\x12\x1d\n\x19\x43LAIM_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_OUTCOME_GRANTED\x10\x01\x12\x1b\n\x17\x43LAIM_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x43LAIM_OUTCOME_CANCELLED\x10\x03\x12\x17\n\x13\x43LAIM_OUTCOME_STALE\x10\x04\x12\x1b\n\x17\x43LAIM_OUTCOME_NOT_FOUND\x10\x05\x32Y\n\x0f\x45xecutorControl\x12\x46\n\x07\x43onnect\x12\x1a.jobmesh.v1.ConnectRequest\x1a\x1b.jobmesh.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jobmesh/v1/executor_control.proto\x12\njobmesh.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14jobmesh/v1/run.proto\"\xd8\x02\n\x0e\x43onnectRequest\x12\x31\n\x05hello\x18\x01 \x01(\x0b\x32\x19.jobmesh.v1.ExecutorHelloH\x00R\x05hello\x12<\n\nheartbeats\x18\x02 \x01(\x0b\x32\x1a.jobmesh.v1.HeartbeatBatchH\x00R\nheartbeats\x12\x30\n\x06\x63laims\x18\x03 \x01(\x0b\x32\x16.jobmesh.v1.ClaimBatchH\x00R\x06\x63laims\x12\x37\n\x08progress\x18\x04 \x01(\x0b\x32\x19.jobmesh.v1.ProgressBatchH\x00R\x08progress\x12*\n\x04logs\x18\x05 \x01(\x0b\x32\x14.jobmesh.v1.LogBatchH\x00R\x04logs\x12\x33\n\x07results\x18\x06 \x01(\x0b\x32\x17.jobmesh.v1.ResultBatchH\x00R\x07resultsB\t\n\x07message\"\xf6\x02\n\x0f\x43onnectResponse\x12\x37\n\x07welcome\x18\x01 \x01(\x0b\x32\x1b.jobmesh.v1.ExecutorWelcomeH\x00R\x07welcome\x12\x43\n\rclaim_results\x18\x02 \x01(\x0b\x32\x1c.jobmesh.v1.ClaimResultBatchH\x00R\x0c\x63laimResults\x12*\n\x04\x61\x63ks\x18\x03 \x01(\x0b\x32\x14.jobmesh.v1.AckBatchH\x00R\x04\x61\x63ks\x12\x33\n\x07\x63\x61ncels\x18\x04 \x01(\x0b\x32\x17.jobmesh.v1.CancelBatchH\x00R\x07\x63\x61ncels\x12/\n\x05\x64rain\x18\x05 \x01(\x0b\x32\x17.jobmesh.v1.DrainNoticeH\x00R\x05\x64rain\x12H\n\x10heartbeat_answer\x18\x06 \x01(\x0b\x32\x1b.jobmesh.v1.HeartbeatAnswerH\x00R\x0fheartbeatAnswerB\t\n\x07message\"8\n\nAttemptRef\x12\x10\n\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\"\xd4\x01\n\rExecutorHello\x12\x1f\n\x0b\x65xecutor_id\x18\x01 \x01(\tR\nexecutorId\x12\x1a\n\x08hostname\x18\x02 \x01(\tR\x08hostname\x12\x16\n\x06queues\x18\x03 \x03(\tR\x06queues\x12 \n\x0b\x63oncurrency\x18\x04 \x01(\x05R\x0b\x63oncurrency\x12\x1a\n\x08handlers\x18\x05 \x03(\tR\x08handlers\x12\x30\n\x07running\x18\x06 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07running\"x\n\x0f\x45xecutorWelcome\x12H\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n\tserver_id\x18\x02 \x01(\tR\x08serverId\"D\n\x0eHeartbeatBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\"@\n\nClaimBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\"\xae\x01\n\x0b\x43laimResult\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12\x32\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.jobmesh.v1.ClaimOutcomeR\x07outcome\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\"E\n\x10\x43laimResultBatch\x12\x31\n\x07results\x18\x01 \x03(\x0b\x32\x17.jobmesh.v1.ClaimResultR\x07results\"x\n\x0eProgressUpdate\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12\x1a\n\x08progress\x18\x02 \x01(\x01R\x08progress\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"E\n\rProgressBatch\x12\x34\n\x07updates\x18\x01 \x03(\x0b\x32\x1a.jobmesh.v1.ProgressUpdateR\x07updates\"g\n\x08LogChunk\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12)\n\x05lines\x18\x02 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"8\n\x08LogBatch\x12,\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x14.jobmesh.v1.LogChunkR\x06\x63hunks\"\xbb\x02\n\rAttemptResult\x12\x30\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12 \n\texit_code\x18\x03 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rror\x12\x39\n\nstart_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTimeB\x0c\n\n_exit_code\"B\n\x0bResultBatch\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\x19.jobmesh.v1.AttemptResultR\x07results\"n\n\x08\x41\x63kBatch\x12\x32\n\x08recorded\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08recorded\x12.\n\x06\x66\x65nced\x18\x02 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x06\x66\x65nced\"H\n\x0fHeartbeatAnswer\x12\x35\n\nkept_alive\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\tkeptAlive\"Y\n\x0b\x43\x61ncelBatch\x12\x32\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AttemptRefR\x08\x61ttempts\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"E\n\x0b\x44rainNotice\x12\x36\n\x08\x64\x65\x61\x64line\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line*\xb8\x01\n\x0c\x43laimOutcome\x12\x1d\n\x19\x43LAIM_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_OUTCOME_GRANTED\x10\x01\x12\x1b\n\x17\x43LAIM_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x43LAIM_OUTCOME_CANCELLED\x10\x03\x12\x17\n\x13\x43LAIM_OUTCOME_STALE\x10\x04\x12\x1b\n\x17\x43LAIM_OUTCOME_NOT_FOUND\x10\x05\x32Y\n\x0f\x45xecutorControl\x12\x46\n\x07\x43onnect\x12\x1a.jobmesh.v1.ConnectRequest\x1a\x1b.jobmesh.v1.ConnectResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jobmesh.v1.executor_control_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CLAIMOUTCOME']._serialized_start=2582
-  _globals['_CLAIMOUTCOME']._serialized_end=2766
+  _globals['_CLAIMOUTCOME']._serialized_start=2730
+  _globals['_CLAIMOUTCOME']._serialized_end=2914
   _globals['_CONNECTREQUEST']._serialized_start=137
   _globals['_CONNECTREQUEST']._serialized_end=481
   _globals['_CONNECTRESPONSE']._serialized_start=484
-  _globals['_CONNECTRESPONSE']._serialized_end=784
-  _globals['_ATTEMPTREF']._serialized_start=786
-  _globals['_ATTEMPTREF']._serialized_end=842
-  _globals['_EXECUTORHELLO']._serialized_start=845
-  _globals['_EXECUTORHELLO']._serialized_end=1057
-  _globals['_EXECUTORWELCOME']._serialized_start=1059
-  _globals['_EXECUTORWELCOME']._serialized_end=1179
-  _globals['_HEARTBEATBATCH']._serialized_start=1181
-  _globals['_HEARTBEATBATCH']._serialized_end=1249
-  _globals['_CLAIMBATCH']._serialized_start=1251
-  _globals['_CLAIMBATCH']._serialized_end=1315
-  _globals['_CLAIMRESULT']._serialized_start=1318
-  _globals['_CLAIMRESULT']._serialized_end=1492
-  _globals['_CLAIMRESULTBATCH']._serialized_start=1494
-  _globals['_CLAIMRESULTBATCH']._serialized_end=1563
-  _globals['_PROGRESSUPDATE']._serialized_start=1565
-  _globals['_PROGRESSUPDATE']._serialized_end=1685
-  _globals['_PROGRESSBATCH']._serialized_start=1687
-  _globals['_PROGRESSBATCH']._serialized_end=1756
-  _globals['_LOGCHUNK']._serialized_start=1758
-  _globals['_LOGCHUNK']._serialized_end=1861
-  _globals['_LOGBATCH']._serialized_start=1863
-  _globals['_LOGBATCH']._serialized_end=1919
-  _globals['_ATTEMPTRESULT']._serialized_start=1922
-  _globals['_ATTEMPTRESULT']._serialized_end=2237
-  _globals['_RESULTBATCH']._serialized_start=2239
-  _globals['_RESULTBATCH']._serialized_end=2305
-  _globals['_ACKBATCH']._serialized_start=2307
-  _globals['_ACKBATCH']._serialized_end=2417
-  _globals['_CANCELBATCH']._serialized_start=2419
-  _globals['_CANCELBATCH']._serialized_end=2508
-  _globals['_DRAINNOTICE']._serialized_start=2510
-  _globals['_DRAINNOTICE']._serialized_end=2579
-  _globals['_EXECUTORCONTROL']._serialized_start=2768
-  _globals['_EXECUTORCONTROL']._serialized_end=2857
+  _globals['_CONNECTRESPONSE']._serialized_end=858
+  _globals['_ATTEMPTREF']._serialized_start=860
+  _globals['_ATTEMPTREF']._serialized_end=916
+  _globals['_EXECUTORHELLO']._serialized_start=919
+  _globals['_EXECUTORHELLO']._serialized_end=1131
+  _globals['_EXECUTORWELCOME']._serialized_start=1133
+  _globals['_EXECUTORWELCOME']._serialized_end=1253
+  _globals['_HEARTBEATBATCH']._serialized_start=1255
+  _globals['_HEARTBEATBATCH']._serialized_end=1323
+  _globals['_CLAIMBATCH']._serialized_start=1325
+  _globals['_CLAIMBATCH']._serialized_end=1389
+  _globals['_CLAIMRESULT']._serialized_start=1392
+  _globals['_CLAIMRESULT']._serialized_end=1566
+  _globals['_CLAIMRESULTBATCH']._serialized_start=1568
+  _globals['_CLAIMRESULTBATCH']._serialized_end=1637
+  _globals['_PROGRESSUPDATE']._serialized_start=1639
+  _globals['_PROGRESSUPDATE']._serialized_end=1759
+  _globals['_PROGRESSBATCH']._serialized_start=1761
+  _globals['_PROGRESSBATCH']._serialized_end=1830
+  _globals['_LOGCHUNK']._serialized_start=1832
+  _globals['_LOGCHUNK']._serialized_end=1935
+  _globals['_LOGBATCH']._serialized_start=1937
+  _globals['_LOGBATCH']._serialized_end=1993
+  _globals['_ATTEMPTRESULT']._serialized_start=1996
+  _globals['_ATTEMPTRESULT']._serialized_end=2311
+  _globals['_RESULTBATCH']._serialized_start=2313
+  _globals['_RESULTBATCH']._serialized_end=2379
+  _globals['_ACKBATCH']._serialized_start=2381
+  _globals['_ACKBATCH']._serialized_end=2491
+  _globals['_HEARTBEATANSWER']._serialized_start=2493
+  _globals['_HEARTBEATANSWER']._serialized_end=2565
+  _globals['_CANCELBATCH']._serialized_start=2567
+  _globals['_CANCELBATCH']._serialized_end=2656
+  _globals['_DRAINNOTICE']._serialized_start=2658
+  _globals['_DRAINNOTICE']._serialized_end=2727
+  _globals['_EXECUTORCONTROL']._serialized_start=2916
+  _globals['_EXECUTORCONTROL']._serialized_end=3005
 # @@protoc_insertion_point(module_scope)

@@ -125,6 +125,7 @@ class ConnectResponse(_message.Message):
     ACKS_FIELD_NUMBER: _builtins.int
     CANCELS_FIELD_NUMBER: _builtins.int
     DRAIN_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_ANSWER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___ExecutorWelcome:
         """The answer to `hello`."""
@@ -145,6 +146,10 @@ class ConnectResponse(_message.Message):
     def drain(self) -> Global___DrainNotice:
         """Stop taking work."""
 
+    @_builtins.property
+    def heartbeat_answer(self) -> Global___HeartbeatAnswer:
+        """The answer to a `heartbeats` batch that named attempts."""
+
     def __init__(
         self,
         *,
@@ -153,12 +158,13 @@ class ConnectResponse(_message.Message):
         acks: Global___AckBatch | None = ...,
         cancels: Global___CancelBatch | None = ...,
         drain: Global___DrainNotice | None = ...,
+        heartbeat_answer: Global___HeartbeatAnswer | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "cancels", b"cancels", "claim_results", b"claim_results", "drain", b"drain", "message", b"message", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "cancels", b"cancels", "claim_results", b"claim_results", "drain", b"drain", "heartbeat_answer", b"heartbeat_answer", "message", b"message", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "cancels", b"cancels", "claim_results", b"claim_results", "drain", b"drain", "message", b"message", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acks", b"acks", "cancels", b"cancels", "claim_results", b"claim_results", "drain", b"drain", "heartbeat_answer", b"heartbeat_answer", "message", b"message", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "claim_results", "acks", "cancels", "drain"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "claim_results", "acks", "cancels", "drain", "heartbeat_answer"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
@@ -587,6 +593,35 @@ class AckBatch(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AckBatch: _TypeAlias = AckBatch  # noqa: Y015
+
+@_typing.final
+class HeartbeatAnswer(_message.Message):
+    """Which attempts of a heartbeat batch were kept alive: one answer per batch that named attempts.
+
+    An attempt kept alive may run for its heartbeat timeout from when the batch was sent; past it the server may
+    declare it lost and retry it elsewhere. An executor that hears no answer for an attempt (and cannot leave a
+    heartbeat on the signal bus) for nearly that long stops it itself, so that it never runs alongside its retry.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEPT_ALIVE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def kept_alive(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
+        """The attempts whose deadline was moved a heartbeat timeout ahead. Those fenced off are in an `AckBatch`."""
+
+    def __init__(
+        self,
+        *,
+        kept_alive: _abc.Iterable[Global___AttemptRef] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kept_alive", b"kept_alive"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeartbeatAnswer: _TypeAlias = HeartbeatAnswer  # noqa: Y015
 
 @_typing.final
 class CancelBatch(_message.Message):
