@@ -82,6 +82,7 @@ class Measured:
     end: float
     cpu_seconds: dict[str, float]
     machine_busy_pct: float  # every process on the machine, ours or not
+    attempt_errors: dict[str, int]  # error types of the ended attempts that did not succeed
 
 
 def read_jobs(paths: Sequence[Path]) -> list[Job]:
@@ -134,22 +135,24 @@ def _ns(epoch: object) -> int | None:
     return round(float(str(epoch)) * 1e9) if epoch is not None else None
 
 
-def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
-    """The runs of this queue, by name."""
+def _rows(url: str, query: str, queue: str) -> list[Any]:
+    """The rows of one query about a queue's runs, on a connection of its own."""
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    "SELECT job_id, run_id, state, extract(epoch from schedule_time), "
-                    "extract(epoch from create_time), "
-                    "extract(epoch from dispatch_time), extract(epoch from end_time) "
-                    "FROM job_runs WHERE queue = :queue"
-                ),
-                {"queue": queue},
-            ).all()
+            return list(connection.execute(text(query), {"queue": queue}).all())
     finally:
         engine.dispose()
+
+
+def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
+    """The runs of this queue, by name."""
+    rows = _rows(
+        url,
+        "SELECT job_id, run_id, state, extract(epoch from schedule_time), extract(epoch from create_time), "
+        "extract(epoch from dispatch_time), extract(epoch from end_time) FROM job_runs WHERE queue = :queue",
+        queue,
+    )
     return {
         f"jobs/{job}/runs/{run}": StoredRun(
             state, _ns(scheduled) or 0, _ns(created) or 0, _ns(dispatched), _ns(ended)
@@ -158,20 +161,25 @@ def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
     }
 
 
+def attempt_errors(url: str, queue: str) -> dict[str, int]:
+    """How many attempts of this queue's runs ended with each error type (HeartbeatLost, ContactLost, ...)."""
+    rows = _rows(
+        url,
+        "SELECT a.error_type, count(*) FROM run_attempts a JOIN job_runs r "
+        "ON r.job_id = a.job_id AND r.run_id = a.run_id "
+        "WHERE r.queue = :queue AND a.error_type IS NOT NULL GROUP BY a.error_type",
+        queue,
+    )
+    return {str(error): int(count) for error, count in sorted(rows)}
+
+
 def progress(url: str, queue: str) -> tuple[int, int]:
     """(runs SUCCEEDED, all runs) of this queue."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as connection:
-            succeeded, total = connection.execute(
-                text(
-                    "SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'), count(*) "
-                    "FROM job_runs WHERE queue = :queue"
-                ),
-                {"queue": queue},
-            ).one()
-    finally:
-        engine.dispose()
+    [(succeeded, total)] = _rows(
+        url,
+        "SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'), count(*) FROM job_runs WHERE queue = :queue",
+        queue,
+    )
     return int(succeeded), int(total)
 
 
@@ -250,6 +258,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "failed": sum(1 for run in runs.values() if run.state in FAILED),
         "duplicates": sum(len(instants) - 1 for instants in mine.values()),
         "retried": sum(1 for (_, attempt) in mine if attempt > 1),
+        "attempt_errors": measured.attempt_errors,
         "client_lag_s": spread([(job.submit_ns - job.offered_ns) / 1e9 for job in measured.jobs]),
         "create_call_s": spread([(job.answer_ns - job.submit_ns) / 1e9 for job in records.values()]),
         "submit_to_dispatch_s": spread(to_dispatch),
@@ -305,6 +314,8 @@ def report(result: dict[str, Any]) -> str:
         f"  later than {LATE:g} s {result['late_pct']:.2f}%   early {result['early_pct']:.2f}%   "
         f"lost {result['lost']:,}   failed {result['failed']:,}   duplicates {result['duplicates']:,}   "
         f"retried {result['retried']:,}",
+        "  attempts ended by an error: "
+        + (", ".join(f"{kind} {count:,}" for kind, count in result["attempt_errors"].items()) or "none"),
         f"  starts per executor: {', '.join(f'{count:,}' for count in result['starts_per_executor'])}",
         f"  CPU over {result['window_s']:.1f} s: these processes kept the machine "
         f"{result['machine_busy_pct']:.0f}% busy (all processes: {result['machine_busy_all_pct']:.0f}%)",

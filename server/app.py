@@ -28,6 +28,7 @@ from jobmesh.server.config import ServerConfig
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.v1 import (
@@ -73,6 +74,7 @@ class Services:
     control: ExecutorControl
     health: health.aio.HealthServicer
     sessions: Sessions
+    renewals: SessionRenewals
     bypass: BackgroundDispatcher
     feed: RunFeed
 
@@ -94,6 +96,7 @@ class Services:
 
     def close(self) -> None:
         self.feed.close()
+        self.renewals.close()
         self.sessions.close()
         self.control.close()
         self.bypass.close()
@@ -111,8 +114,13 @@ def build_services(
     reports = AttemptReports(
         store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
     )
+    server_id = new_server_id()
+    renewals = SessionRenewals(
+        store, sessions, utcnow, server_id=server_id, interval=config.session_renewal_interval
+    )
+    renewals.start()
     control = ExecutorControl(
-        reports, sessions, server_id=new_server_id(), heartbeat_interval=config.heartbeat_interval
+        reports, sessions, renewals, server_id=server_id, heartbeat_interval=config.heartbeat_interval
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
@@ -122,6 +130,7 @@ def build_services(
         control,
         health.aio.HealthServicer(),
         sessions,
+        renewals,
         bypass,
         feed,
     )

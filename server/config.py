@@ -18,6 +18,9 @@ class ServerConfig:
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # Executors heartbeat this often (the server's welcome tells them).
     heartbeat_interval: timedelta = timedelta(seconds=3)
+    # How often the sessions of the executors whose streams this server holds are renewed in the database
+    # (heartbeat answers wait for the next renewal).
+    session_renewal_interval: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
@@ -29,6 +32,11 @@ class ServerConfig:
             raise InvalidConfig("listen", "the address is empty")
         if self.heartbeat_interval <= timedelta(0):
             raise InvalidConfig("heartbeat_interval", "must be longer than zero")
+        if not timedelta(0) < self.session_renewal_interval <= timedelta(seconds=1):
+            raise InvalidConfig(
+                "session_renewal_interval",
+                "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
+            )
         for name in ("max_live_streams", "max_live_streams_per_client"):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")
