@@ -131,6 +131,9 @@ class StoredRun:
     end_ns: int | None
 
 
+RESOURCE_EXHAUSTED = 8  # the gRPC status code
+
+
 def _ns(epoch: object) -> int | None:
     return round(float(str(epoch)) * 1e9) if epoch is not None else None
 
@@ -188,6 +191,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
     created: a create whose answer timed out may still have made its run)."""
     runs = {name: run for name, run in measured.runs.items() if name not in measured.warm}
     records = {job.run: job for job in measured.jobs if job.status == 0 and job.run != "-"}
+    refused = [job for job in measured.jobs if job.status == RESOURCE_EXHAUSTED]
     first = starts.first_starts()
     immediate, scheduled, lateness, to_dispatch, dispatch_to_start = [], [], [], [], []
     early = 0
@@ -239,6 +243,9 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "answered": len(records),
         "created": len(runs),
         "not_created": len(measured.jobs) - len(runs),
+        # refused RESOURCE_EXHAUSTED by the server, or held back by their sender while it asked for a pause
+        "refused": len(refused),
+        "refused_answer_s": spread([(job.answer_ns - job.submit_ns) / 1e9 for job in refused]),
         "started": started_runs,
         "completed": completed,
         # from the first offer to the last completion, less the `ahead` the last scheduled runs wait by
@@ -300,6 +307,8 @@ def report(result: dict[str, Any]) -> str:
         f"  created {result['created']:,} (not created {result['not_created']:,}; "
         f"answered in time {result['answered']:,}), started {result['started']:,}, "
         f"completed {result['completed']:,}",
+        f"  refused RESOURCE_EXHAUSTED {result['refused']:,}, answered in ms p50 / p99 / max "
+        f"{lateness_cell(result['refused_answer_s'])}",
         f"  completed/s {result['completed_per_s']:,.0f} (ended in the offered window, from "
         f"{args_ahead(result)} s in: {result['completed_per_s_steady']:,.0f}/s); the last run ended "
         f"{result['last_end_after_window_s']:.1f} s after the window",

@@ -31,6 +31,7 @@ from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.workers import Workers
 from jobmesh.v1 import (
     executor_control_pb2,
     executor_control_pb2_grpc,
@@ -77,6 +78,7 @@ class Services:
     renewals: SessionRenewals
     bypass: BackgroundDispatcher
     feed: RunFeed
+    workers: Workers
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -100,6 +102,7 @@ class Services:
         self.sessions.close()
         self.control.close()
         self.bypass.close()
+        self.workers.close()
 
 
 def build_services(
@@ -124,15 +127,17 @@ def build_services(
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
+    workers = Workers(max_pending_creates=config.max_pending_creates, retry_after=config.retry_after)
     return Services(
-        JobService(commands),
-        SearchService(JobQueries(store), feed, slots),
+        JobService(commands, workers),
+        SearchService(JobQueries(store), workers, feed, slots),
         control,
         health.aio.HealthServicer(),
         sessions,
         renewals,
         bypass,
         feed,
+        workers,
     )
 
 

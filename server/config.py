@@ -21,6 +21,9 @@ class ServerConfig:
     # How often the sessions of the executors whose streams this server holds are renewed in the database
     # (heartbeat answers wait for the next renewal).
     session_renewal_interval: timedelta = timedelta(seconds=1)
+    # Jobs in creation at once; past it creates are refused RESOURCE_EXHAUSTED, to retry after `retry_after`.
+    max_pending_creates: int = 5000
+    retry_after: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
@@ -37,7 +40,9 @@ class ServerConfig:
                 "session_renewal_interval",
                 "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
             )
-        for name in ("max_live_streams", "max_live_streams_per_client"):
+        if self.retry_after <= timedelta(0):
+            raise InvalidConfig("retry_after", "must be longer than zero")
+        for name in ("max_live_streams", "max_live_streams_per_client", "max_pending_creates"):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")
         if self.watch_buffer_runs < FEED_PAGE:
