@@ -82,6 +82,7 @@ class Measured:
     end: float
     cpu_seconds: dict[str, float]
     machine_busy_pct: float  # every process on the machine, ours or not
+    attempt_errors: dict[str, int]  # error types of the ended attempts that did not succeed
 
 
 def read_jobs(paths: Sequence[Path]) -> list[Job]:
@@ -130,26 +131,31 @@ class StoredRun:
     end_ns: int | None
 
 
+RESOURCE_EXHAUSTED = 8  # the gRPC status code
+
+
 def _ns(epoch: object) -> int | None:
     return round(float(str(epoch)) * 1e9) if epoch is not None else None
 
 
-def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
-    """The runs of this queue, by name."""
+def _rows(url: str, query: str, queue: str) -> list[Any]:
+    """The rows of one query about a queue's runs, on a connection of its own."""
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    "SELECT job_id, run_id, state, extract(epoch from schedule_time), "
-                    "extract(epoch from create_time), "
-                    "extract(epoch from dispatch_time), extract(epoch from end_time) "
-                    "FROM job_runs WHERE queue = :queue"
-                ),
-                {"queue": queue},
-            ).all()
+            return list(connection.execute(text(query), {"queue": queue}).all())
     finally:
         engine.dispose()
+
+
+def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
+    """The runs of this queue, by name."""
+    rows = _rows(
+        url,
+        "SELECT job_id, run_id, state, extract(epoch from schedule_time), extract(epoch from create_time), "
+        "extract(epoch from dispatch_time), extract(epoch from end_time) FROM job_runs WHERE queue = :queue",
+        queue,
+    )
     return {
         f"jobs/{job}/runs/{run}": StoredRun(
             state, _ns(scheduled) or 0, _ns(created) or 0, _ns(dispatched), _ns(ended)
@@ -158,20 +164,25 @@ def database_runs(url: str, queue: str) -> dict[str, StoredRun]:
     }
 
 
+def attempt_errors(url: str, queue: str) -> dict[str, int]:
+    """How many attempts of this queue's runs ended with each error type (HeartbeatLost, ContactLost, ...)."""
+    rows = _rows(
+        url,
+        "SELECT a.error_type, count(*) FROM run_attempts a JOIN job_runs r "
+        "ON r.job_id = a.job_id AND r.run_id = a.run_id "
+        "WHERE r.queue = :queue AND a.error_type IS NOT NULL GROUP BY a.error_type",
+        queue,
+    )
+    return {str(error): int(count) for error, count in sorted(rows)}
+
+
 def progress(url: str, queue: str) -> tuple[int, int]:
     """(runs SUCCEEDED, all runs) of this queue."""
-    engine = create_engine(url)
-    try:
-        with engine.connect() as connection:
-            succeeded, total = connection.execute(
-                text(
-                    "SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'), count(*) "
-                    "FROM job_runs WHERE queue = :queue"
-                ),
-                {"queue": queue},
-            ).one()
-    finally:
-        engine.dispose()
+    [(succeeded, total)] = _rows(
+        url,
+        "SELECT count(*) FILTER (WHERE state = 'SUCCEEDED'), count(*) FROM job_runs WHERE queue = :queue",
+        queue,
+    )
     return int(succeeded), int(total)
 
 
@@ -180,6 +191,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
     created: a create whose answer timed out may still have made its run)."""
     runs = {name: run for name, run in measured.runs.items() if name not in measured.warm}
     records = {job.run: job for job in measured.jobs if job.status == 0 and job.run != "-"}
+    refused = [job for job in measured.jobs if job.status == RESOURCE_EXHAUSTED]
     first = starts.first_starts()
     immediate, scheduled, lateness, to_dispatch, dispatch_to_start = [], [], [], [], []
     early = 0
@@ -231,6 +243,9 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "answered": len(records),
         "created": len(runs),
         "not_created": len(measured.jobs) - len(runs),
+        # refused RESOURCE_EXHAUSTED by the server, or held back by their sender while it asked for a pause
+        "refused": len(refused),
+        "refused_answer_s": spread([(job.answer_ns - job.submit_ns) / 1e9 for job in refused]),
         "started": started_runs,
         "completed": completed,
         # from the first offer to the last completion, less the `ahead` the last scheduled runs wait by
@@ -250,6 +265,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "failed": sum(1 for run in runs.values() if run.state in FAILED),
         "duplicates": sum(len(instants) - 1 for instants in mine.values()),
         "retried": sum(1 for (_, attempt) in mine if attempt > 1),
+        "attempt_errors": measured.attempt_errors,
         "client_lag_s": spread([(job.submit_ns - job.offered_ns) / 1e9 for job in measured.jobs]),
         "create_call_s": spread([(job.answer_ns - job.submit_ns) / 1e9 for job in records.values()]),
         "submit_to_dispatch_s": spread(to_dispatch),
@@ -291,6 +307,8 @@ def report(result: dict[str, Any]) -> str:
         f"  created {result['created']:,} (not created {result['not_created']:,}; "
         f"answered in time {result['answered']:,}), started {result['started']:,}, "
         f"completed {result['completed']:,}",
+        f"  refused RESOURCE_EXHAUSTED {result['refused']:,}, answered in ms p50 / p99 / max "
+        f"{lateness_cell(result['refused_answer_s'])}",
         f"  completed/s {result['completed_per_s']:,.0f} (ended in the offered window, from "
         f"{args_ahead(result)} s in: {result['completed_per_s_steady']:,.0f}/s); the last run ended "
         f"{result['last_end_after_window_s']:.1f} s after the window",
@@ -305,6 +323,8 @@ def report(result: dict[str, Any]) -> str:
         f"  later than {LATE:g} s {result['late_pct']:.2f}%   early {result['early_pct']:.2f}%   "
         f"lost {result['lost']:,}   failed {result['failed']:,}   duplicates {result['duplicates']:,}   "
         f"retried {result['retried']:,}",
+        "  attempts ended by an error: "
+        + (", ".join(f"{kind} {count:,}" for kind, count in result["attempt_errors"].items()) or "none"),
         f"  starts per executor: {', '.join(f'{count:,}' for count in result['starts_per_executor'])}",
         f"  CPU over {result['window_s']:.1f} s: these processes kept the machine "
         f"{result['machine_busy_pct']:.0f}% busy (all processes: {result['machine_busy_all_pct']:.0f}%)",

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
 
@@ -62,8 +65,25 @@ def job_request(queue: str, run_at_ns: int | None) -> job_service_pb2.CreateJobR
 class _Call:
     jobs: list[int]
     submit_ns: int
-    future: grpc.Future[job_service_pb2.BatchCreateJobsResponse]
+    # None: not sent, the server having asked for a pause (RESOURCE_EXHAUSTED with a RetryInfo) meanwhile
+    future: grpc.Future[job_service_pb2.BatchCreateJobsResponse] | None
     answer_ns: int = 0
+
+
+@dataclass(slots=True)
+class _Backoff:
+    """Until when the server asked the senders to hold off (epoch ns), from the last refusal's RetryInfo."""
+
+    until_ns: int = 0
+
+    def refused(self, error: grpc.Call) -> None:
+        status = rpc_status.from_call(error) if isinstance(error, grpc.Call) else None
+        details: list[any_pb2.Any] = list(status.details) if status is not None else []
+        for detail in details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                self.until_ns = max(self.until_ns, time.time_ns() + info.retry_delay.ToNanoseconds())
 
 
 def run_sender(plan: Plan, control: Connection) -> None:
@@ -88,6 +108,7 @@ def offer(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, t0: float) -> l
     mine = range(plan.index, plan.total, plan.senders)
     t0_ns = int(t0 * 1e9)
     calls: list[_Call] = []
+    backoff = _Backoff()
     position = 0
     while position < len(mine):
         now = time.time()
@@ -100,14 +121,18 @@ def offer(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, t0: float) -> l
         while position < due:
             batch = list(mine[position : min(due, position + MAX_BATCH)])
             position += len(batch)
-            calls.append(_send(plan, stub, batch, t0_ns))
+            calls.append(_send(plan, stub, batch, t0_ns, backoff))
         # the next tick is keyed to the clock, not to how long this one took
         next_tick = t0 + (math.floor((now - t0) / plan.tick) + 1) * plan.tick
         time.sleep(max(next_tick - time.time(), 0.0))
     return calls
 
 
-def _send(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, batch: list[int], t0_ns: int) -> _Call:
+def _send(
+    plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, batch: list[int], t0_ns: int, backoff: _Backoff
+) -> _Call:
+    if time.time_ns() < backoff.until_ns:  # the server asked for a pause: these jobs are refused unsent
+        return _Call(batch, time.time_ns(), None)
     requests = []
     for n in batch:
         offered_ns = t0_ns + round(n * 1e9 / plan.rate)
@@ -120,11 +145,18 @@ def _send(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, batch: list[int
     )
     call = _Call(batch, submit_ns, future)
 
-    def answered(_: object) -> None:
+    def answered(done: grpc.Future[job_service_pb2.BatchCreateJobsResponse]) -> None:
         call.answer_ns = time.time_ns()
+        error = done.exception()
+        if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            backoff.refused(error)
 
     future.add_done_callback(answered)
     return call
+
+
+class _Unsent(Exception):
+    """A batch the sender held back (see `_Backoff`)."""
 
 
 def write_records(plan: Plan, calls: list[_Call], t0: float) -> int:
@@ -134,8 +166,13 @@ def write_records(plan: Plan, calls: list[_Call], t0: float) -> int:
     with open(plan.output, "w", encoding="utf-8") as out:
         for call in calls:
             try:
+                if call.future is None:
+                    raise _Unsent
                 response: job_service_pb2.BatchCreateJobsResponse = call.future.result()
                 results: list[job_service_pb2.BatchCreateJobsResult | None] = list(response.results)
+            except _Unsent:
+                results = [None] * len(call.jobs)
+                failed_status = grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
             except grpc.RpcError as error:
                 code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
                 results = [None] * len(call.jobs)

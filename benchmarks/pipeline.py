@@ -65,7 +65,16 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from benchmarks import cpu
-from benchmarks.figures import Measured, Starts, database_runs, figures, progress, read_jobs, report
+from benchmarks.figures import (
+    Measured,
+    Starts,
+    attempt_errors,
+    database_runs,
+    figures,
+    progress,
+    read_jobs,
+    report,
+)
 from benchmarks.handlers import STARTS_VARIABLE
 from benchmarks.load import Plan, job_request, run_sender
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc
@@ -408,7 +417,8 @@ def measure(
     cpu_seconds = {name: max(after[name] - before.get(name, 0.0), 0.0) for name in after}
     busy, total = (now - then for now, then in zip(machine_after, machine_before, strict=True))
     busy_pct = 100.0 * busy / total if total else math.nan
-    return Measured(jobs, database_runs(database, queue), warm, t0, end, cpu_seconds, busy_pct)
+    runs, errors = database_runs(database, queue), attempt_errors(database, queue)
+    return Measured(jobs, runs, warm, t0, end, cpu_seconds, busy_pct, errors)
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:

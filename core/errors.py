@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 import grpc
 
@@ -97,14 +98,23 @@ class FailedPrecondition(JobmeshError):
 
 
 class ResourceExhausted(JobmeshError):
-    """A limit of the server's was reached; `reason` says which, `metadata` how to go on."""
+    """A limit of the server's was reached; `reason` says which, `metadata` how to go on, `retry_delay` (a
+    `RetryInfo`) when to try again."""
 
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
     reason = "RESOURCE_EXHAUSTED"
 
-    def __init__(self, message: str, *, reason: str, metadata: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        metadata: Mapping[str, str] | None = None,
+        retry_delay: timedelta | None = None,
+    ) -> None:
         super().__init__(message, metadata=metadata)
         self.reason = reason
+        self.retry_delay = retry_delay
 
 
 class StoreUnavailable(JobmeshError):

@@ -6,22 +6,26 @@ one partition of the time-partitioned `job_runs` (see `schedule_window`), and id
 
 from __future__ import annotations
 
+import base64
 import secrets
 from datetime import UTC, datetime, timedelta
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford's base32, lower case
-_VALUES = {char: index for index, char in enumerate(_ALPHABET)}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIME_CHARS = 10  # 50 bits of milliseconds: until the year 37648
 _RANDOM_CHARS = 16  # 80 bits
+_ID_CHARS = _TIME_CHARS + _RANDOM_CHARS
+# The C codecs do the work (ids are made and read for every run): RFC 4648's base32 alphabet maps digit for
+# digit onto Crockford's, and Crockford's onto the digits `int(text, 32)` reads.
+_FROM_RFC4648 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _ALPHABET)
+_TO_INT_DIGITS = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
+_DIGITS = frozenset(_ALPHABET)
 
 
 def _base32(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        value, digit = divmod(value, 32)
-        chars.append(_ALPHABET[digit])
-    return "".join(reversed(chars))
+    """`value` in `length` Crockford digits (most significant first), for `length` up to 32."""
+    encoded = base64.b32encode(value.to_bytes(20, "big")).decode()  # 160 bits: 32 digits, no padding
+    return encoded[-length:].translate(_FROM_RFC4648)
 
 
 def new_run_id(schedule_time: datetime) -> str:
@@ -38,14 +42,12 @@ def run_id_floor(moment: datetime) -> str:
 
 def schedule_window(run_id: str) -> tuple[datetime, datetime] | None:
     """The millisecond the run's schedule time lies in, [start, end); None for an id not made here."""
-    if len(run_id) != _TIME_CHARS + _RANDOM_CHARS:
+    if len(run_id) != _ID_CHARS:
         return None
-    millis = 0
-    for char in run_id[:_TIME_CHARS]:
-        value = _VALUES.get(char)
-        if value is None:
-            return None
-        millis = millis * 32 + value
+    prefix = run_id[:_TIME_CHARS]
+    if not _DIGITS.issuperset(prefix):
+        return None
+    millis = int(prefix.translate(_TO_INT_DIGITS), 32)
     try:
         start = _EPOCH + timedelta(milliseconds=millis)
     except OverflowError:

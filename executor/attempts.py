@@ -130,6 +130,11 @@ class Attempts:
         self._stop(key, StopReason.FENCE, 0.0, "fenced by the server")
         self._outbox.forget(key)
 
+    def shortest_heartbeat_timeout(self) -> float | None:
+        """Seconds, over the attempts held (None when none has one)."""
+        timeouts = [seconds_of(a.run.heartbeat_timeout) for a in self._held.values()]
+        return min((timeout for timeout in timeouts if timeout > 0), default=None)
+
     def kept_alive(self, keys: Iterable[AttemptRef], sent_at: float) -> None:
         """A heartbeat sent at `sent_at` (monotonic) kept these attempts alive."""
         for key in keys:

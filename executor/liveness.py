@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -57,18 +58,29 @@ async def heartbeat_over_stream(
     stream: ControlStream, attempts: Attempts, outbox: Outbox, ledger: HeartbeatLedger
 ) -> None:
     """One message naming every attempt held (even none: an empty one still says the executor is alive) at
-    once on connecting, then every heartbeat interval (the server's, from its welcome). An attempt whose
-    result the server has not acknowledged yet is still held: under load a result may wait longer than the
-    heartbeat timeout, and the attempt must not be declared lost meanwhile."""
+    once on connecting, then every heartbeat interval (the server's, from its welcome, or shorter for an
+    attempt with a short timeout, looked at as soon as it is held). An attempt whose result the server has
+    not acknowledged yet is still held: under load a result may wait longer than the heartbeat timeout, and
+    the attempt must not be declared lost meanwhile."""
+    sent_at = -math.inf
     while True:
         await stream.wait_connected()
-        with contextlib.suppress(StreamDown):
-            refs = [key.to_proto() for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
-            sent_at = time.monotonic()
-            stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
-            if refs:
-                ledger.sent(sent_at)
-        await within(stream.wait_disconnected(), stream.heartbeat_interval)  # a reconnect beats at once
+        if time.monotonic() - sent_at >= _interval(stream, attempts):
+            with contextlib.suppress(StreamDown):
+                refs = [key.to_proto() for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
+                sent_at = time.monotonic()
+                stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
+                if refs:
+                    ledger.sent(sent_at)
+        if await within(stream.wait_disconnected(), CONTACT_CHECK):
+            sent_at = -math.inf  # a reconnect beats at once
+
+
+def _interval(stream: ControlStream, attempts: Attempts) -> float:
+    """The server's heartbeat interval, shorter when an attempt's heartbeat timeout is short: a few answers
+    must fit in its timeout less the margin (`Attempts.stop_out_of_contact`)."""
+    shortest = attempts.shortest_heartbeat_timeout()
+    return stream.heartbeat_interval if shortest is None else min(stream.heartbeat_interval, shortest / 4)
 
 
 async def stop_attempts_out_of_contact(attempts: Attempts) -> None:

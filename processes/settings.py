@@ -288,6 +288,15 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="on|off",
     ),
     Setting(
+        name="max_pending_creates",
+        variables=("JOBMESH_MAX_PENDING_CREATES",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`5000`",
+        help="jobs a server creates at once; more are refused `RESOURCE_EXHAUSTED` with a `RetryInfo`",
+        metavar="N",
+    ),
+    Setting(
         name="max_live_streams",
         variables=("JOBMESH_MAX_LIVE_STREAMS",),
         parse=positive_integer,

@@ -28,8 +28,10 @@ from jobmesh.server.config import ServerConfig
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.workers import Workers
 from jobmesh.v1 import (
     executor_control_pb2,
     executor_control_pb2_grpc,
@@ -73,8 +75,10 @@ class Services:
     control: ExecutorControl
     health: health.aio.HealthServicer
     sessions: Sessions
+    renewals: SessionRenewals
     bypass: BackgroundDispatcher
     feed: RunFeed
+    workers: Workers
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -94,9 +98,11 @@ class Services:
 
     def close(self) -> None:
         self.feed.close()
+        self.renewals.close()
         self.sessions.close()
         self.control.close()
         self.bypass.close()
+        self.workers.close()
 
 
 def build_services(
@@ -111,19 +117,27 @@ def build_services(
     reports = AttemptReports(
         store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
     )
+    server_id = new_server_id()
+    renewals = SessionRenewals(
+        store, sessions, utcnow, server_id=server_id, interval=config.session_renewal_interval
+    )
+    renewals.start()
     control = ExecutorControl(
-        reports, sessions, server_id=new_server_id(), heartbeat_interval=config.heartbeat_interval
+        reports, sessions, renewals, server_id=server_id, heartbeat_interval=config.heartbeat_interval
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
+    workers = Workers(max_pending_creates=config.max_pending_creates, retry_after=config.retry_after)
     return Services(
-        JobService(commands),
-        SearchService(JobQueries(store), feed, slots),
+        JobService(commands, workers),
+        SearchService(JobQueries(store), workers, feed, slots),
         control,
         health.aio.HealthServicer(),
         sessions,
+        renewals,
         bypass,
         feed,
+        workers,
     )
 
 

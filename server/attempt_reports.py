@@ -14,8 +14,8 @@ from jobmesh.core.attempts import AttemptOutcome, AttemptRef
 from jobmesh.core.dispatch import Handoff
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
-from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, PipelineStore, ProgressReport
-from jobmesh.core.records import LogRecord, RunState
+from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
+from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.server.sessions import cancel_message
@@ -51,6 +51,10 @@ def _refs(wire: Iterable[pb.AttemptRef]) -> list[AttemptRef]:
     return [ref for ref in map(_parsed, wire) if ref is not None]
 
 
+def _holds(run: RunRecord, executor: str) -> bool:
+    return run.state in (RunState.RUNNING, RunState.CANCELLING) and run.executor == executor
+
+
 class AttemptReports:
     def __init__(
         self,
@@ -84,30 +88,22 @@ class AttemptReports:
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
 
     def heartbeats(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
-        """Extends the held attempts' deadlines; answers which were kept alive and which are fenced, and
-        re-sends pending cancels. A batch naming attempts is always answered (its executor counts on it)."""
+        """Checks which attempts of a heartbeat batch this executor still holds: the answer names them (it is
+        sent once the executor's session is renewed, `SessionRenewals`), the others are fenced, and cancels
+        still pending are sent again. Reads only: the session's renewal keeps the held ones alive."""
         refs = _refs(wire)
         if not refs:
             return [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer())] if wire else []
-        now = self._clock()
         current = self._store.attempts(refs)
-        beats = [Heartbeat(ref, now + current[ref].run.heartbeat_timeout) for ref in refs if ref in current]
-        fenced = set(self._store.heartbeat(executor, beats, now)) | {
-            ref for ref in refs if ref not in current
-        }
-        cancelling = [
-            ref
-            for ref in refs
-            if ref in current and current[ref].run.state is RunState.CANCELLING and ref not in fenced
-        ]
-        kept = [ref.to_proto() for ref in refs if ref in current and ref not in fenced]
+        held = [ref for ref in refs if ref in current and _holds(current[ref].run, executor)]
+        fenced = sorted(set(refs) - set(held))
+        cancelling = [ref for ref in held if current[ref].run.state is RunState.CANCELLING]
+        kept = [ref.to_proto() for ref in held]
         answers = [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer(kept_alive=kept))]
         if cancelling:
             answers.append(cancel_message(cancelling, "cancelled"))
         if fenced:
-            answers.append(
-                pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref.to_proto() for ref in sorted(fenced)]))
-            )
+            answers.append(pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref.to_proto() for ref in fenced])))
         return answers
 
     def progress(self, executor: str, updates: Sequence[pb.ProgressUpdate]) -> list[pb.ConnectResponse]:

@@ -18,6 +18,12 @@ class ServerConfig:
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # Executors heartbeat this often (the server's welcome tells them).
     heartbeat_interval: timedelta = timedelta(seconds=3)
+    # How often the sessions of the executors whose streams this server holds are renewed in the database
+    # (heartbeat answers wait for the next renewal).
+    session_renewal_interval: timedelta = timedelta(seconds=1)
+    # Jobs in creation at once; past it creates are refused RESOURCE_EXHAUSTED, to retry after `retry_after`.
+    max_pending_creates: int = 5000
+    retry_after: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
@@ -29,7 +35,14 @@ class ServerConfig:
             raise InvalidConfig("listen", "the address is empty")
         if self.heartbeat_interval <= timedelta(0):
             raise InvalidConfig("heartbeat_interval", "must be longer than zero")
-        for name in ("max_live_streams", "max_live_streams_per_client"):
+        if not timedelta(0) < self.session_renewal_interval <= timedelta(seconds=1):
+            raise InvalidConfig(
+                "session_renewal_interval",
+                "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
+            )
+        if self.retry_after <= timedelta(0):
+            raise InvalidConfig("retry_after", "must be longer than zero")
+        for name in ("max_live_streams", "max_live_streams_per_client", "max_pending_creates"):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")
         if self.watch_buffer_runs < FEED_PAGE:

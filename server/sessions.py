@@ -59,6 +59,10 @@ class Sessions:
             if self._queues.get(executor_id) is queue:
                 del self._queues[executor_id]
 
+    def executor_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._queues)
+
     def _deliver(self, notice: CancelNotice) -> None:
         self.push(notice)
 

@@ -35,7 +35,7 @@ MAX_ATTEMPTS = 100
 MAX_DURATION = timedelta(days=7)
 MAX_FUTURE = timedelta(days=3653)
 MAX_PAST = timedelta(days=366)
-MIN_HEARTBEAT_TIMEOUT = timedelta(seconds=1)
+MIN_HEARTBEAT_TIMEOUT = timedelta(seconds=3)  # a few session renewals (ServerConfig.session_renewal_interval)
 HTTP_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 LABEL_KEY = re.compile(r"^[a-z0-9]([a-z0-9_.\-/]{0,61}[a-z0-9])?$")

@@ -1,8 +1,9 @@
 """Recovering attempts whose executor went silent, and runs whose queue message may be lost.
 
 An attempt past its heartbeat deadline is ended as `HeartbeatLost` through the attempt lifecycle (retried per
-its job's policy; a `CANCELLING` one ends `CANCELLED`), unless its executor kept heartbeating through the
-signal bus while its stream was down. Its executor's late reports are then refused: the attempt is fenced.
+its job's policy; a `CANCELLING` one ends `CANCELLED`), unless its executor is still known alive: a server
+renewed its stream's session within the heartbeat timeout, or it heartbeat through the signal bus while its
+stream was down. Its executor's late reports are then refused: the attempt is fenced.
 """
 
 from __future__ import annotations
@@ -52,23 +53,29 @@ class Sweeper:
         return list(settled.retried)
 
     def _still_lost(self, items: Sequence[Dispatchable], now: datetime) -> list[Dispatchable]:
-        """Drops attempts that heartbeat through the signal bus (stream down); extends their deadline."""
+        """Drops the attempts still known alive, and moves their deadline on: those of an executor whose
+        stream a server renewed within the heartbeat timeout, and those that heartbeat through the signal bus
+        (stream down)."""
         if not items:
             return []
         by_ref = {AttemptRef.of(item.run): item for item in items}
+        renewed = self._store.session_renewals([item.run.executor for item in items if item.run.executor])
         try:
             beats = self._signals.heartbeats(list(by_ref))
         except SignalsUnavailable:
-            return list(items)
+            beats = {}
         lost = []
+        alive: dict[str, list[Heartbeat]] = {}
         for ref, item in by_ref.items():
-            beat = beats.get(ref)
-            if beat is not None and beat + item.run.heartbeat_timeout > now and item.run.executor:
-                self._store.heartbeat(
-                    item.run.executor, [Heartbeat(ref, beat + item.run.heartbeat_timeout)], now
-                )
+            run = item.run
+            signs = [moment for moment in (renewed.get(run.executor or ""), beats.get(ref)) if moment]
+            latest = max(signs, default=None)
+            if latest is not None and latest + run.heartbeat_timeout > now and run.executor:
+                alive.setdefault(run.executor, []).append(Heartbeat(ref, latest + run.heartbeat_timeout))
             else:
                 lost.append(item)
+        for executor, heartbeats in alive.items():
+            self._store.heartbeat(executor, heartbeats, now)
         return lost
 
     def requeue_stale(self, after: timedelta) -> int:

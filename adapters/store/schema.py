@@ -224,6 +224,16 @@ leases = Table(
     Column("expires_at", UtcDateTime, nullable=False),
 )
 
+# When each executor's stream was last known live, by the server holding it (`sql_leases`): the sweeper
+# keeps the attempts of a live session alive.
+executor_sessions = Table(
+    "executor_sessions",
+    metadata,
+    Column("executor_id", id_type(), primary_key=True),
+    Column("server_id", Text, nullable=False),
+    Column("renewed_at", UtcDateTime, nullable=False),
+)
+
 RUN_PARTITION_PREFIX = "job_runs_p"
 RUN_DEFAULT_PARTITION = "job_runs_default"
 LOG_PARTITION_PREFIX = "run_logs_p"

@@ -269,6 +269,21 @@ class SqlStore:
         with self._writing(None) as connection:
             sql_leases.release_lease(connection, name, holder)
 
+    @translate_errors
+    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
+        if executor_ids:
+            self._run_write(
+                lambda connection: sql_leases.renew_sessions(connection, executor_ids, server_id, now),
+                notice=None,
+            )
+
+    @translate_errors
+    def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:
+        if not executor_ids:
+            return {}
+        with read_connection(self._engine) as connection:
+            return sql_leases.session_renewals(connection, executor_ids)
+
     # The change feed --------------------------------------------------------------------------------------
 
     @translate_errors

@@ -45,9 +45,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import ARRAY, TypeEngine
 
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs
+from jobmesh.adapters.store.sql_rows import RUN_ROW_COLUMNS, run_row
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ids import schedule_window
-from jobmesh.core.records import RunState
+from jobmesh.core.records import RunRecord, RunState
 
 T = TypeVar("T")
 
@@ -91,12 +92,20 @@ def batch_table(
 
 
 def insert_rows(
-    connection: Connection, table: Table, columns: Columns, rows: Sequence[Sequence[Any]], *, skip_taken: bool
-) -> None:
+    connection: Connection,
+    table: Table,
+    columns: Columns,
+    rows: Sequence[Sequence[Any]],
+    *,
+    skip_taken: bool,
+    returning: ColumnElement[Any] | None = None,
+) -> list[Any]:
     """INSERT the rows in one statement per chunk through a batch table (`INSERT ... SELECT`), and with
-    `skip_taken` ignoring rows whose key exists. (SQLAlchemy sends `ON CONFLICT` inserts one statement a
-    row.)"""
+    `skip_taken` ignoring rows whose key exists; the `returning` column of the rows inserted. One statement
+    text whatever the number of rows, which SQLAlchemy's multi-row VALUES is not (psycopg parses each anew,
+    and SQLAlchemy sends `ON CONFLICT` inserts one statement a row)."""
     names = [name for name, _ in columns]
+    returned: list[Any] = []
     for chunk in chunks(rows):
         batch = batch_table(connection, f"new_{table.name}", columns, chunk)
         # SQLite needs a WHERE in an INSERT ... SELECT ... ON CONFLICT to tell the clauses apart.
@@ -105,7 +114,15 @@ def insert_rows(
         statement = dialect_insert(table).from_select(names, source)
         if skip_taken:
             statement = statement.on_conflict_do_nothing()
-        connection.execute(statement)
+        if returning is not None:
+            returned += connection.execute(statement.returning(returning)).scalars().all()
+        else:
+            connection.execute(statement)
+    return returned
+
+
+def insert_runs(connection: Connection, runs: Sequence[RunRecord]) -> None:
+    insert_rows(connection, job_runs, RUN_ROW_COLUMNS, [run_row(run) for run in runs], skip_taken=False)
 
 
 def state_is(*states: RunState) -> ColumnElement[bool]:

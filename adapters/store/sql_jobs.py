@@ -10,8 +10,16 @@ from sqlalchemy import Connection, Insert, RowMapping, Update, func, literal, or
 from sqlalchemy.dialects import postgresql, sqlite
 
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs
+from jobmesh.adapters.store.sql_batch import insert_rows, insert_runs
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
-from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, job_values, run_from_row, run_values
+from jobmesh.adapters.store.sql_rows import (
+    JOB_COLUMNS,
+    JOB_ROW_COLUMNS,
+    job_from_row,
+    job_row,
+    job_values,
+    run_from_row,
+)
 from jobmesh.core.errors import EtagMismatch, NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Page
@@ -62,7 +70,7 @@ def create_jobs(connection: Connection, items: Sequence[NewJob]) -> list[CreateJ
     created = [i for i in candidates if items[i].job.job_id in inserted]
     runs = [run for run in (items[i].first_run for i in created) if run is not None]
     if runs:
-        connection.execute(job_runs.insert(), [run_values(run) for run in runs])
+        insert_runs(connection, runs)
     outcomes: dict[int, CreateJobOutcome] = {
         i: CreateJobOutcome(CreateStatus.CREATED, items[i].job, items[i].first_run) for i in created
     }
@@ -91,12 +99,14 @@ def _first_claims(items: Sequence[NewJob]) -> list[int]:
 def _insert_jobs(connection: Connection, items: Sequence[NewJob]) -> set[str]:
     if not items:
         return set()
-    rows = [
-        job_values(item.job, first_run_id=item.first_run.run_id if item.first_run else None) for item in items
-    ]
-    # Multi-row inserts (SQLAlchemy's insertmanyvalues); conflicts on the id or the request id are skipped.
-    statement = upsert_ignoring_conflicts(connection, jobs).returning(jobs.c.job_id)
-    return set(connection.execute(statement, rows).scalars())
+    rows = [job_row(item.job, first_run_id=_first_run_id(item)) for item in items]
+    # Conflicts on the id or the request id are skipped (and classified after).
+    inserted = insert_rows(connection, jobs, JOB_ROW_COLUMNS, rows, skip_taken=True, returning=jobs.c.job_id)
+    return set(inserted)
+
+
+def _first_run_id(item: NewJob) -> str | None:
+    return item.first_run.run_id if item.first_run else None
 
 
 def _classify(connection: Connection, items: Sequence[NewJob]) -> list[CreateJobOutcome]:

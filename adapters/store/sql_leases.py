@@ -1,4 +1,5 @@
-"""Leases (watcher leadership, shards): one row per lease, taken by a single conditional upsert.
+"""Leases (watcher leadership, shards): one row per lease, taken by a single conditional upsert. And executor
+sessions: when each executor's stream was last known live, renewed by the server that holds it.
 
 `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE <expired or ours>` decides atomically on both dialects.
 On PostgreSQL two callers racing for a free name meet on the primary key: the loser's insert turns into the
@@ -10,12 +11,14 @@ their skew.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, delete, or_
+from sqlalchemy import Connection, Text, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from jobmesh.adapters.store.schema import leases
+from jobmesh.adapters.store.schema import UtcDateTime, executor_sessions, leases
+from jobmesh.adapters.store.sql_batch import batch_table, chunks
 
 
 def try_lease(connection: Connection, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
@@ -34,3 +37,45 @@ def try_lease(connection: Connection, name: str, holder: str, ttl: timedelta, no
 
 def release_lease(connection: Connection, name: str, holder: str) -> None:
     connection.execute(delete(leases).where(leases.c.name == name, leases.c.holder == holder))
+
+
+def renew_sessions(
+    connection: Connection, executor_ids: Sequence[str], server_id: str, now: datetime
+) -> None:
+    """One upsert per chunk; a renewal never moves back (a stream that moved to another server meanwhile)."""
+    postgres = connection.dialect.name == "postgresql"
+    dialect_insert = postgresql.insert if postgres else sqlite.insert
+    latest = func.greatest if postgres else func.max
+    for chunk in chunks(sorted(set(executor_ids))):
+        rows = [(executor_id, server_id, now) for executor_id in chunk]
+        batch = batch_table(
+            connection,
+            "renewed",
+            (("executor_id", Text()), ("server_id", Text()), ("at", UtcDateTime())),
+            rows,
+        )
+        insert = dialect_insert(executor_sessions).from_select(
+            ["executor_id", "server_id", "renewed_at"],
+            select(batch.c.executor_id, batch.c.server_id, batch.c.at).where(
+                batch.c.executor_id.is_not(None)
+            ),
+        )
+        connection.execute(
+            insert.on_conflict_do_update(
+                index_elements=[executor_sessions.c.executor_id],
+                set_={
+                    "server_id": insert.excluded.server_id,
+                    "renewed_at": latest(executor_sessions.c.renewed_at, insert.excluded.renewed_at),
+                },
+            )
+        )
+
+
+def session_renewals(connection: Connection, executor_ids: Sequence[str]) -> Mapping[str, datetime]:
+    found: dict[str, datetime] = {}
+    for chunk in chunks(sorted(set(executor_ids))):
+        statement = select(executor_sessions.c.executor_id, executor_sessions.c.renewed_at).where(
+            executor_sessions.c.executor_id.in_(chunk)
+        )
+        found.update({row.executor_id: row.renewed_at for row in connection.execute(statement)})
+    return found

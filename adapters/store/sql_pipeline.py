@@ -18,13 +18,14 @@ from jobmesh.adapters.store.sql_batch import (
     FENCE_COLUMNS,
     HELD,
     chunks,
+    insert_runs,
     lock_runs,
     run_rows,
     runs_of,
     state_is,
     update_by_key,
 )
-from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row, run_values
+from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 
@@ -131,7 +132,7 @@ def materialize(
         taken = set(existing)
         fresh = [run for run in fresh if run.schedule_time not in taken]
     if fresh:
-        connection.execute(job_runs.insert(), [run_values(run) for run in fresh])
+        insert_runs(connection, fresh)
     # Neither version nor update_time moves: they (and the etag) belong to the user's edits.
     state = JobState.COMPLETED.value if completed else jobs.c.state
     connection.execute(

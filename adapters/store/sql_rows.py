@@ -73,6 +73,23 @@ def job_from_row(row: RowMapping) -> JobRecord:
     )
 
 
+# A new row's columns, in the order of `job_row` and `run_row` (for batch inserts).
+JOB_ROW_COLUMNS = tuple((column.name, column.type) for column in jobs.c)
+RUN_ROW_COLUMNS = tuple(
+    (column.name, column.type) for column in job_runs.c if column.name not in _RUN_STORE_MANAGED
+)
+
+
+def job_row(job: JobRecord, *, first_run_id: str | None = None) -> tuple[Any, ...]:
+    values = job_values(job, first_run_id=first_run_id)
+    return tuple(values[name] for name, _ in JOB_ROW_COLUMNS)
+
+
+def run_row(run: RunRecord) -> tuple[Any, ...]:
+    values = run_values(run)
+    return tuple(values[name] for name, _ in RUN_ROW_COLUMNS)
+
+
 def run_values(run: RunRecord) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(run, name) for name in _RUN_PLAIN_FIELDS}
     values.update(

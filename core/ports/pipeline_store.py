@@ -136,6 +136,17 @@ class PipelineStore(Protocol):
 
     def release_lease(self, name: str, holder: str) -> None: ...
 
+    # Executor sessions ------------------------------------------------------------------------------------
+
+    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
+        """Records that `server_id` holds live streams of these executors at `now` (never moving a renewal
+        back). The sweeper keeps alive the attempts of an executor renewed within their heartbeat timeout."""
+        ...
+
+    def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """When each of these executors' streams was last renewed (executors never renewed are absent)."""
+        ...
+
 
 class SchedulerStore(Store, PipelineStore, Protocol):
     """Both ports: what the SQL store implements and the watcher and server use."""

@@ -23,6 +23,7 @@ import grpc
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.timestamps import to_duration
 from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import SessionQueue, Sessions
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
@@ -43,12 +44,14 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self,
         reports: AttemptReports,
         sessions: Sessions,
+        renewals: SessionRenewals,
         *,
         server_id: str,
         heartbeat_interval: timedelta,
     ) -> None:
         self._reports = reports
         self._sessions = sessions
+        self._renewals = renewals
         self._server_id = server_id
         self._heartbeat_interval = heartbeat_interval
         self._threads = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="jobmesh-stream")
@@ -133,7 +136,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                 else:
                     answers = await self._in_thread(lambda: self._handle(executor, request))
                 for answer in answers:
-                    queue.put(answer)
+                    if answer.WhichOneof("message") == "heartbeat_answer":
+                        self._renewals.answer_after_renewal(executor, queue, answer)
+                    else:
+                        queue.put(answer)
             finally:
                 slots.release()
 

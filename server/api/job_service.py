@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import grpc
@@ -11,6 +10,7 @@ from jobmesh.core.errors import InvalidArgument
 from jobmesh.server.api.resources import job_to_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
+from jobmesh.server.workers import Workers
 from jobmesh.v1 import job_service_pb2 as pb
 from jobmesh.v1 import job_service_pb2_grpc
 
@@ -29,12 +29,14 @@ def _result(created: Created) -> pb.BatchCreateJobsResult:
 
 
 class JobService(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, commands: JobCommands) -> None:
+    def __init__(self, commands: JobCommands, workers: Workers) -> None:
         self._commands = commands
+        self._workers = workers
 
     @unary
     async def CreateJob(self, request: pb.CreateJobRequest, context: Context) -> pb.CreateJobResponse:
-        [created] = await asyncio.to_thread(self._commands.create_jobs, [request])
+        with self._workers.creating(1):
+            [created] = await self._workers.write(self._commands.create_jobs, [request])
         if created.error is not None:
             raise created.error
         response = pb.CreateJobResponse()
@@ -50,45 +52,46 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
     ) -> pb.BatchCreateJobsResponse:
         if not 1 <= len(request.requests) <= MAX_BATCH:
             raise InvalidArgument.single("requests", f"1 to {MAX_BATCH} jobs, got {len(request.requests)}")
-        created = await asyncio.to_thread(self._commands.create_jobs, list(request.requests))
+        with self._workers.creating(len(request.requests)):
+            created = await self._workers.write(self._commands.create_jobs, list(request.requests))
         return pb.BatchCreateJobsResponse(results=[_result(item) for item in created])
 
     @unary
     async def GetJob(self, request: pb.GetJobRequest, context: Context) -> pb.GetJobResponse:
-        job = await asyncio.to_thread(self._commands.get_job, request.name)
+        job = await self._workers.read(self._commands.get_job, request.name)
         return pb.GetJobResponse(job=job_to_proto(job))
 
     @unary
     async def UpdateJob(self, request: pb.UpdateJobRequest, context: Context) -> pb.UpdateJobResponse:
-        job = await asyncio.to_thread(self._commands.update_job, request.job, request.update_mask)
+        job = await self._workers.write(self._commands.update_job, request.job, request.update_mask)
         return pb.UpdateJobResponse(job=job_to_proto(job))
 
     @unary
     async def DeleteJob(self, request: pb.DeleteJobRequest, context: Context) -> pb.DeleteJobResponse:
-        job, cancelled = await asyncio.to_thread(self._commands.delete_job, request.name, request.etag)
+        job, cancelled = await self._workers.write(self._commands.delete_job, request.name, request.etag)
         return pb.DeleteJobResponse(job=job_to_proto(job), cancelled_run_count=cancelled)
 
     @unary
     async def PauseJob(self, request: pb.PauseJobRequest, context: Context) -> pb.PauseJobResponse:
-        job = await asyncio.to_thread(self._commands.pause_job, request.name)
+        job = await self._workers.write(self._commands.pause_job, request.name)
         return pb.PauseJobResponse(job=job_to_proto(job))
 
     @unary
     async def ResumeJob(self, request: pb.ResumeJobRequest, context: Context) -> pb.ResumeJobResponse:
-        job = await asyncio.to_thread(self._commands.resume_job, request.name)
+        job = await self._workers.write(self._commands.resume_job, request.name)
         return pb.ResumeJobResponse(job=job_to_proto(job))
 
     @unary
     async def RunJobNow(self, request: pb.RunJobNowRequest, context: Context) -> pb.RunJobNowResponse:
-        run = await asyncio.to_thread(self._commands.run_job_now, request)
+        run = await self._workers.write(self._commands.run_job_now, request)
         return pb.RunJobNowResponse(run=run_to_proto(run))
 
     @unary
     async def CancelRun(self, request: pb.CancelRunRequest, context: Context) -> pb.CancelRunResponse:
-        run = await asyncio.to_thread(self._commands.cancel_run, request.name, request.reason)
+        run = await self._workers.write(self._commands.cancel_run, request.name, request.reason)
         return pb.CancelRunResponse(run=run_to_proto(run))
 
     @unary
     async def ReplayRun(self, request: pb.ReplayRunRequest, context: Context) -> pb.ReplayRunResponse:
-        run = await asyncio.to_thread(self._commands.replay_run, request)
+        run = await self._workers.write(self._commands.replay_run, request)
         return pb.ReplayRunResponse(run=run_to_proto(run))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.schedule_preview import preview_schedule
 from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.server.validation import clamp_page_size
+from jobmesh.server.workers import Workers
 from jobmesh.v1 import run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as pb
 
@@ -30,35 +30,36 @@ STREAM_FELL_BEHIND = "STREAM_FELL_BEHIND"
 
 
 class SearchService(search_service_pb2_grpc.SearchServiceServicer):
-    def __init__(self, queries: JobQueries, feed: RunFeed, slots: StreamSlots) -> None:
+    def __init__(self, queries: JobQueries, workers: Workers, feed: RunFeed, slots: StreamSlots) -> None:
         self._queries = queries
+        self._workers = workers
         self._feed = feed
         self._slots = slots
 
     @unary
     async def ListJobs(self, request: pb.ListJobsRequest, context: Context) -> pb.ListJobsResponse:
-        page = await asyncio.to_thread(self._queries.list_jobs, request)
+        page = await self._workers.read(self._queries.list_jobs, request)
         return pb.ListJobsResponse(
             jobs=[job_to_proto(job) for job in page.items], next_page_token=page.next_page_token
         )
 
     @unary
     async def ListRuns(self, request: pb.ListRunsRequest, context: Context) -> pb.ListRunsResponse:
-        page = await asyncio.to_thread(self._queries.list_runs, request)
+        page = await self._workers.read(self._queries.list_runs, request)
         return pb.ListRunsResponse(
             runs=[run_to_proto(run) for run in page.items], next_page_token=page.next_page_token
         )
 
     @unary
     async def GetRun(self, request: pb.GetRunRequest, context: Context) -> pb.GetRunResponse:
-        run = await asyncio.to_thread(self._queries.get_run, request.name)
+        run = await self._workers.read(self._queries.get_run, request.name)
         return pb.GetRunResponse(run=run_to_proto(run))
 
     @server_streaming
     async def WatchRuns(
         self, request: pb.WatchRunsRequest, context: Context
     ) -> AsyncIterator[pb.WatchRunsResponse]:
-        job_id, comparisons = await asyncio.to_thread(self._queries.runs_to_watch, request)
+        job_id, comparisons = await self._workers.read(self._queries.runs_to_watch, request)
         after = decode_resume_token(request.resume_token) if request.resume_token else None
         with self._slots.held(context.peer()):
             async with self._feed.watching(job_id, comparisons, after) as watcher:
@@ -86,7 +87,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             page_size=clamp_page_size(request.initial_page_size),
             order_by="update_time desc",
         )
-        page = await asyncio.to_thread(self._queries.list_runs, first)
+        page = await self._workers.read(self._queries.list_runs, first)
         return pb.WatchRunsResponse(
             runs=[run_to_proto(run) for run in reversed(page.items)], resume_token=encode_resume_token(cursor)
         )
@@ -100,8 +101,8 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             async with self._feed.log_waker() as woken:
                 while True:
                     woken.clear()  # before reading: what is written meanwhile wakes the next wait
-                    run = await asyncio.to_thread(self._queries.get_run, request.name)
-                    lines = await asyncio.to_thread(self._queries.list_logs, request.name, after)
+                    run = await self._workers.read(self._queries.get_run, request.name)
+                    lines = await self._workers.read(self._queries.list_logs, request.name, after)
                     if lines:
                         after = lines[-1].sequence
                         yield pb.TailRunLogsResponse(lines=[log_to_proto(line) for line in lines])
@@ -114,7 +115,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
     async def PreviewSchedule(
         self, request: pb.PreviewScheduleRequest, context: Context
     ) -> pb.PreviewScheduleResponse:
-        return await asyncio.to_thread(preview_schedule, request, utcnow())
+        return await self._workers.read(preview_schedule, request, utcnow())
 
 
 def _messages(changes: list[RunChange]) -> Iterator[pb.WatchRunsResponse]:

@@ -12,7 +12,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError
+from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, ResourceExhausted
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,10 @@ def status_of(error: JobmeshError) -> status_pb2.Status:
             ]
         )
         status.details.append(_pack(bad_request))
+    if isinstance(error, ResourceExhausted) and error.retry_delay is not None:
+        retry = error_details_pb2.RetryInfo()
+        retry.retry_delay.FromTimedelta(error.retry_delay)
+        status.details.append(_pack(retry))
     status.details.extend(_pack(detail) for detail in details)
     return status
 

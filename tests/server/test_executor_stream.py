@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -29,11 +29,18 @@ from tests.server.conftest import Api
 
 
 class FlakyStore:
-    """The store, but `finish_attempts` fails as if the database had gone away, `failures` times."""
+    """The store, but `finish_attempts` fails as if the database had gone away, `failures` times, and
+    executor sessions are not renewed while `sessions_down`."""
 
     def __init__(self, store: SchedulerStore) -> None:
         self._store = store
         self.failures = 0
+        self.sessions_down = False
+
+    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
+        if self.sessions_down:
+            raise StoreUnavailable("injected by the test")
+        self._store.renew_sessions(executor_ids, server_id, now)
 
     def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
         if self.failures > 0:
@@ -135,3 +142,33 @@ def test_text_a_database_refuses_is_stored_replaced(api: Api) -> None:
     lines = api.search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=name))
     texts = [line.text for response in lines for line in response.lines]
     assert "a NUL \ufffd and a lone surrogate \ufffd in a log line" in texts
+
+
+def _run_command(api: Api, script: str, heartbeat_timeout: int) -> str:
+    job = job_pb2.Job(target=job_pb2.Target(command=job_pb2.Target.Command(argv=["sh", "-c", script])))
+    job.schedule.immediate.SetInParent()
+    job.heartbeat_timeout.FromSeconds(heartbeat_timeout)
+    return str(api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job)).run.name)
+
+
+@pytest.mark.usefixtures("executor")
+def test_renewed_sessions_keep_an_attempt_past_its_heartbeat_timeout_and_without_them_it_is_stopped(
+    api: Api, mesh: Mesh
+) -> None:
+    """Heartbeats write nothing per attempt: their answers wait for the session's renewal. Renewed, a 3.5 s
+    command outlives its 3 s heartbeat timeout; not renewed (the database refuses), its executor hears no
+    answer and stops it before the sweeper could take it for lost."""
+    kept = _run_command(api, "sleep 3.5", heartbeat_timeout=3)
+    assert _settled(api, kept, lambda r: r.state in TERMINAL).state == run_pb2.RUN_STATE_SUCCEEDED
+    mesh.flaky.sessions_down = True
+    try:
+        began = time.monotonic()
+        cut = _run_command(api, "sleep 60", heartbeat_timeout=3)
+        run = _settled(api, cut, lambda r: r.state in TERMINAL, timeout=10)
+        assert (run.state, run.error.type) == (run_pb2.RUN_STATE_FAILED, "ContactLost")
+        assert time.monotonic() - began < 5
+    finally:
+        mesh.flaky.sessions_down = False
+
+
+TERMINAL = (run_pb2.RUN_STATE_SUCCEEDED, run_pb2.RUN_STATE_FAILED, run_pb2.RUN_STATE_CANCELLED)

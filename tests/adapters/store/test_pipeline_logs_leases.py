@@ -95,6 +95,22 @@ def test_racing_candidates_never_both_hold_a_lease(store: SqlStore) -> None:
             assert sum(pool.map(partial(take, name), range(8), [moment] * 8)) == 1
 
 
+# Executor sessions ---------------------------------------------------------------------------------------
+
+
+def test_sessions_are_renewed_together_and_never_moved_back(store: SqlStore) -> None:
+    assert store.session_renewals(["e1", "e2"]) == {}
+    store.renew_sessions(["e1", "e2", "e1"], "server-a", at(10))
+    assert store.session_renewals(["e1", "e2", "e3"]) == {"e1": at(10), "e2": at(10)}
+    store.renew_sessions(["e1"], "server-b", at(20))  # the stream moved to another server
+    store.renew_sessions(["e1", "e2"], "server-a", at(15))  # a late renewal of the old server's
+    assert store.session_renewals(["e1", "e2"]) == {"e1": at(20), "e2": at(15)}
+    store.renew_sessions([], "server-a", at(30))  # nothing to renew: no statement
+    many = [f"executor-{index}" for index in range(2500)]  # more than one chunk
+    store.renew_sessions(many, "server-a", at(40))
+    assert set(store.session_renewals(many).values()) == {at(40)}
+
+
 # The run's heartbeat columns ---------------------------------------------------------------------------
 
 

@@ -192,7 +192,9 @@ class Job(_message.Message):
 
     @_builtins.property
     def heartbeat_timeout(self) -> _duration_pb2.Duration:
-        """An attempt whose executor is silent for this long is failed and retried. Default 15 s."""
+        """An attempt whose executor is silent for this long is failed and retried (its executor stops it a little
+        before). Default 15 s, at least 3 s.
+        """
 
     @_builtins.property
     def next_run_time(self) -> _timestamp_pb2.Timestamp:

@@ -71,7 +71,8 @@ export type Job = Message<"jobmesh.v1.Job"> & {
   executionTimeout?: Duration | undefined;
 
   /**
-   * An attempt whose executor is silent for this long is failed and retried. Default 15 s.
+   * An attempt whose executor is silent for this long is failed and retried (its executor stops it a little
+   * before). Default 15 s, at least 3 s.
    *
    * @generated from field: google.protobuf.Duration heartbeat_timeout = 8;
    */

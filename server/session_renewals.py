@@ -1,0 +1,107 @@
+"""Keeping this server's executor streams alive in the database: one small write for all of them.
+
+Every `interval`, and soon after heartbeats come, one statement renews the session of every executor whose
+stream this process holds (`PipelineStore.renew_sessions`); the sweeper keeps alive the attempts of a
+session renewed within their heartbeat timeout. A heartbeat batch is answered (`HeartbeatAnswer`) only
+after a renewal that began after it arrived has committed: the executor counts an attempt alive from when
+it sent the batch, never longer than the database knows (docs/design.md, "At least once"). So heartbeats
+cost no write per attempt, and their answers wait for nothing but this thread's statement (at most ten a
+second).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from jobmesh.core.errors import JobmeshError
+from jobmesh.core.ports.pipeline_store import PipelineStore
+from jobmesh.server.sessions import SessionQueue, Sessions
+from jobmesh.v1 import executor_control_pb2 as pb
+
+log = logging.getLogger(__name__)
+LINGER = 0.1  # seconds a renewal waits for more heartbeat batches after the first
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    executor_id: str
+    queue: SessionQueue
+    answer: pb.ConnectResponse
+
+
+class SessionRenewals:
+    def __init__(
+        self,
+        store: PipelineStore,
+        sessions: Sessions,
+        clock: Callable[[], datetime],
+        *,
+        server_id: str,
+        interval: timedelta,
+    ) -> None:
+        self._store = store
+        self._sessions = sessions
+        self._clock = clock
+        self._server_id = server_id
+        self._interval = interval.total_seconds()
+        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+        self._stop = threading.Event()
+        self._arrived = threading.Event()
+        self._failing = False
+        self._thread = threading.Thread(target=self._run, name="jobmesh-sessions", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._arrived.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def answer_after_renewal(self, executor_id: str, queue: SessionQueue, answer: pb.ConnectResponse) -> None:
+        """Sends a heartbeat batch's answer once the next renewal has committed; from any thread."""
+        with self._lock:
+            self._waiting.append(_Waiting(executor_id, queue, answer))
+        self._arrived.set()
+
+    def renew(self) -> bool:
+        """One renewal, then the answers of the batches that came before it. False when it failed (those
+        batches wait for the next)."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        executors = {*self._sessions.executor_ids(), *(item.executor_id for item in waiting)}
+        try:
+            self._store.renew_sessions(sorted(executors), self._server_id, self._clock())
+        except JobmeshError as error:
+            if not self._failing:
+                log.warning("executor sessions not renewed (heartbeats wait for their answers): %s", error)
+            self._failing = True
+            with self._lock:
+                self._waiting[:0] = waiting
+            return False
+        if self._failing:
+            log.info("executor sessions renewed again")
+        self._failing = False
+        for item in waiting:
+            item.queue.put(item.answer)
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            # Every interval, and soon after a heartbeat batch comes (its answer waits for a renewal): the
+            # batches that come within LINGER of each other share one.
+            if self._arrived.wait(self._interval):
+                self._stop.wait(LINGER)
+            self._arrived.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.renew()
+            except Exception:  # the thread must live on: a missed renewal is the sweeper's to judge
+                log.exception("renewing executor sessions failed")

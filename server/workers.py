@@ -1,0 +1,68 @@
+"""Where request handlers run their blocking store calls: reads and writes on thread pools of their own, so a
+burst of creates never leaves a `GetJob` waiting for a thread; and how many jobs may be in creation at once.
+
+Past `max_pending_creates` jobs in creation, a create is refused at once (`RESOURCE_EXHAUSTED` with a
+`RetryInfo`) instead of joining a queue that grows without bound: the runs already accepted keep their
+promise, and the client retries later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import ParamSpec, TypeVar
+
+from jobmesh.core.errors import ResourceExhausted
+
+P = ParamSpec("P")
+T = TypeVar("T")
+SERVER_OVERLOADED = "SERVER_OVERLOADED"
+READ_THREADS = 8
+WRITE_THREADS = 8
+
+
+class Workers:
+    def __init__(self, *, max_pending_creates: int, retry_after: timedelta) -> None:
+        self._reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="jobmesh-read")
+        self._writes = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="jobmesh-write")
+        self._max_pending_creates = max_pending_creates
+        self._retry_after = retry_after
+        self._pending_creates = 0  # the event loop's thread only
+
+    @property
+    def pending_creates(self) -> int:
+        return self._pending_creates
+
+    async def read(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._reads, lambda: function(*args, **kwargs)
+        )
+
+    async def write(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._writes, lambda: function(*args, **kwargs)
+        )
+
+    @contextlib.contextmanager
+    def creating(self, jobs: int) -> Iterator[None]:
+        """Counts `jobs` as in creation for the block; RESOURCE_EXHAUSTED when that passes the limit."""
+        if self._pending_creates and self._pending_creates + jobs > self._max_pending_creates:
+            raise ResourceExhausted(
+                f"the server has {self._pending_creates} jobs in creation, its limit is "
+                f"{self._max_pending_creates}: retry after the delay given",
+                reason=SERVER_OVERLOADED,
+                metadata={"pending_creates": str(self._pending_creates)},
+                retry_delay=self._retry_after,
+            )
+        self._pending_creates += jobs
+        try:
+            yield
+        finally:
+            self._pending_creates -= jobs
+
+    def close(self) -> None:
+        self._reads.shutdown(wait=False, cancel_futures=True)
+        self._writes.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,118 @@
+"""Overload, on every store: with every write thread held by slow creates, reads are still answered, and
+creates past the limit of jobs in creation are refused at once with RESOURCE_EXHAUSTED and a RetryInfo,
+while the creates already accepted succeed."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any, cast
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.ports.store import CreateJobOutcome, NewJob
+from jobmesh.server.app import Services, build_services
+from jobmesh.server.config import ServerConfig
+from jobmesh.server.workers import WRITE_THREADS
+from jobmesh.v1 import job_pb2, job_service_pb2
+from tests.server.conftest import Api
+from tests.server.errors import call_error, error_info
+
+LIMIT = 1000
+RETRY_AFTER = timedelta(seconds=2)
+
+
+class HeldStore:
+    """The store, but creates wait until `release` is set (a database that has slowed to a crawl)."""
+
+    def __init__(self, store: SchedulerStore) -> None:
+        self._store = store
+        self.release = threading.Event()
+        self.release.set()
+        self.waiting = 0
+
+    def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
+        self.waiting += 1
+        try:
+            assert self.release.wait(30), "the test never released the creates"
+        finally:
+            self.waiting -= 1
+        return self._store.create_jobs(items)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@pytest.fixture(scope="module")
+def held(store: SchedulerStore) -> HeldStore:
+    return HeldStore(store)
+
+
+@pytest.fixture(scope="module")
+def grpc_servicer(held: HeldStore) -> Iterator[Services]:
+    names = f"memory://overload-{uuid.uuid4().hex[:8]}"
+    queue, signals = open_queue(names), open_signals(names)
+    config = ServerConfig(listen="127.0.0.1:0", max_pending_creates=LIMIT, retry_after=RETRY_AFTER)
+    services = build_services(config, cast(SchedulerStore, held), queue, signals)
+    yield services
+    services.close()
+    signals.close()
+    queue.close()
+
+
+def one_job() -> job_service_pb2.CreateJobRequest:
+    job = job_pb2.Job(target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])))
+    job.schedule.cron.expression = "0 0 1 1 *"  # once a year: nothing runs meanwhile
+    return job_service_pb2.CreateJobRequest(job=job)
+
+
+def test_past_the_limit_creates_are_refused_at_once_and_reads_are_answered(
+    api: Api, held: HeldStore, grpc_servicer: Services
+) -> None:
+    existing = api.jobs.CreateJob(one_job()).job.name
+    held.release.clear()
+    with ThreadPoolExecutor(WRITE_THREADS) as pool:
+        try:
+            accepted: list[Future[job_service_pb2.CreateJobResponse]] = [
+                pool.submit(api.jobs.CreateJob, one_job(), timeout=30) for _ in range(WRITE_THREADS)
+            ]
+            while held.waiting < WRITE_THREADS:  # every write thread is held by a create
+                threading.Event().wait(0.01)
+            assert grpc_servicer.workers.pending_creates == WRITE_THREADS
+            # A read does not wait for a write thread.
+            got = api.jobs.GetJob(job_service_pb2.GetJobRequest(name=existing), timeout=5).job
+            assert got.name == existing
+            # These would pass the limit: refused, not queued.
+            batch = job_service_pb2.BatchCreateJobsRequest(requests=[one_job() for _ in range(LIMIT)])
+            refused = call_error(
+                lambda: api.jobs.BatchCreateJobs(batch, timeout=5), grpc.StatusCode.RESOURCE_EXHAUSTED
+            )
+            assert error_info(refused).reason == "SERVER_OVERLOADED"
+            assert retry_delay(refused) == RETRY_AFTER
+        finally:
+            held.release.set()
+        assert all(future.result().job.name for future in accepted)
+    response = api.jobs.BatchCreateJobs(batch, timeout=30)  # room again
+    assert len(response.results) == LIMIT
+    assert grpc_servicer.workers.pending_creates == 0
+
+
+def retry_delay(error: grpc.RpcError) -> timedelta:
+    status = rpc_status.from_call(error)
+    assert status is not None
+    for detail in status.details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            delay: timedelta = info.retry_delay.ToTimedelta()
+            return delay
+    raise AssertionError("no RetryInfo in the status")

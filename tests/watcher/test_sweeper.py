@@ -1,0 +1,113 @@
+"""The sweeper on SQLite and the in-process bus: an attempt past its deadline is lost only when nothing says
+its executor is alive; a session a server renewed, or a heartbeat left on the bus, within the heartbeat
+timeout keeps it, and moves its deadline on."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jobmesh.adapters.queue.memory import MemoryRunQueue
+from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.definitions import SchedulingPolicy, build_job
+from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.ports.store import NewJob
+from jobmesh.core.records import RunState
+from jobmesh.v1 import job_pb2
+from jobmesh.watcher.sweeper import Sweeper
+
+CLAIMED = datetime.now(UTC).replace(microsecond=0)
+TIMEOUT = timedelta(seconds=15)  # the default heartbeat timeout
+SWEPT = CLAIMED + TIMEOUT + timedelta(seconds=5)  # past the claim's deadline
+EXECUTOR = "executor-1"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    assert isinstance(opened, SqlStore)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def bus() -> Iterator[SignalBus]:
+    opened = open_signals(f"memory://sweeper-{uuid.uuid4().hex[:8]}")
+    yield opened
+    opened.close()
+
+
+def sweeper(store: SqlStore, bus: SignalBus) -> Sweeper:
+    queue = MemoryRunQueue()
+    clock = lambda: SWEPT  # noqa: E731
+    return Sweeper(
+        store=store,
+        lifecycle=AttemptLifecycle(store, queue, clock),
+        signals=bus,
+        dispatcher=Dispatcher(store, queue, clock),
+        clock=clock,
+    )
+
+
+def running(store: SqlStore, job_id: str) -> AttemptRef:
+    spec = job_pb2.Job(target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])))
+    spec.schedule.immediate.SetInParent()
+    spec.retry_policy.max_attempts = 2
+    record, first = build_job(job_id, spec, CLAIMED, SchedulingPolicy())
+    assert first is not None
+    store.create_jobs([NewJob(record, first)])
+    ref = AttemptRef.of(first)
+    [claim] = store.claim([ref], EXECUTOR, CLAIMED)
+    assert claim.run is not None
+    return ref
+
+
+def state_of(store: SqlStore, ref: AttemptRef) -> tuple[RunState, int]:
+    run = store.get_run(ref.job_id, ref.run_id)
+    return run.state, run.attempt
+
+
+def test_an_attempt_whose_session_was_renewed_within_its_timeout_is_kept_and_its_deadline_moves(
+    store: SqlStore, bus: SignalBus
+) -> None:
+    ref = running(store, "renewed")
+    store.renew_sessions([EXECUTOR], "server-a", SWEPT - timedelta(seconds=10))
+    assert sweeper(store, bus).sweep_lost() == []
+    assert state_of(store, ref) == (RunState.RUNNING, 1)
+    assert store.lost_attempts(SWEPT, limit=10) == []  # out of the sweep until the renewal's timeout passes
+    assert [AttemptRef.of(item.run) for item in store.lost_attempts(SWEPT + TIMEOUT, limit=10)] == [ref]
+
+
+def test_an_attempt_whose_session_lapsed_is_lost_and_retried(store: SqlStore, bus: SignalBus) -> None:
+    ref = running(store, "lapsed")
+    store.renew_sessions([EXECUTOR], "server-a", SWEPT - TIMEOUT - timedelta(seconds=1))
+    [retry] = sweeper(store, bus).sweep_lost()
+    assert retry.run.attempt == 2
+    run = store.get_run(ref.job_id, ref.run_id)
+    assert (run.state, run.previous_attempts[0].error_type) == (RunState.SCHEDULED, "HeartbeatLost")
+
+
+def test_a_heartbeat_on_the_bus_keeps_an_attempt_whose_session_lapsed(
+    store: SqlStore, bus: SignalBus
+) -> None:
+    ref = running(store, "on-the-bus")
+    store.renew_sessions([EXECUTOR], "server-a", CLAIMED)
+    bus.put_heartbeats(EXECUTOR, [ref], SWEPT - timedelta(seconds=2), ttl=timedelta(minutes=1))
+    assert sweeper(store, bus).sweep_lost() == []
+    assert state_of(store, ref) == (RunState.RUNNING, 1)
+
+
+def test_another_executors_session_keeps_nothing(store: SqlStore, bus: SignalBus) -> None:
+    ref = running(store, "others")
+    store.renew_sessions(["executor-2"], "server-a", SWEPT)
+    assert len(sweeper(store, bus).sweep_lost()) == 1
+    assert state_of(store, ref) == (RunState.SCHEDULED, 2)
