@@ -3,8 +3,12 @@
 Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
 many runs cross in few statements. Stream work runs on threads of its own, never queued behind the API's
 creates, and several messages of a stream are handled at once: a claim does not wait for the result batch
-before it, nor a heartbeat for either (each write is fenced by attempt, so their order does not matter). Logs,
-progress and results keep their order among themselves.
+before it (each write is fenced by attempt, so their order does not matter). Logs, progress and results keep
+their order among themselves.
+
+Heartbeats are never starved: the stream is read on while its other messages wait for a slot, and a heartbeat
+batch goes at once to threads that do nothing else. Slow writes of results under load therefore never leave an
+executor without the answers that keep its attempts running (`executor/liveness.py`).
 """
 
 from __future__ import annotations
@@ -33,10 +37,15 @@ T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
 IN_FLIGHT_PER_STREAM = 4
+# Messages of a stream read but not yet handled; past it the stream is read no further until one is handled
+# (an executor sends a bounded backlog, this bounds what a broken one can make the server hold).
+WAITING_PER_STREAM = 64
+HEARTBEATS_PER_STREAM = 8
 # An attempt's log lines keep their order, and its result comes after them (a follower of its log stops at the
 # result); claims and heartbeats are fenced by attempt and may overtake them.
 ORDERED = frozenset({"logs", "progress", "results"})
 STREAM_THREADS = 8
+HEARTBEAT_THREADS = 2
 
 
 class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
@@ -55,12 +64,14 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._server_id = server_id
         self._heartbeat_interval = heartbeat_interval
         self._threads = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="jobmesh-stream")
+        self._heartbeat_threads = ThreadPoolExecutor(HEARTBEAT_THREADS, thread_name_prefix="jobmesh-beat")
 
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self._heartbeat_threads.shutdown(wait=False, cancel_futures=True)
 
-    async def _in_thread(self, work: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._threads, work)
+    async def _in_thread(self, work: Callable[[], T], threads: ThreadPoolExecutor | None = None) -> T:
+        return await asyncio.get_running_loop().run_in_executor(threads or self._threads, work)
 
     async def Connect(  # type: ignore[override]
         self, request_iterator: AsyncIterator[pb.ConnectRequest], context: Context
@@ -125,23 +136,30 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         the executor reconnects and sends again what was not acknowledged (a failure is never dropped)."""
         slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
         in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
+        waiting = asyncio.Semaphore(WAITING_PER_STREAM)
+        beating = asyncio.Semaphore(HEARTBEATS_PER_STREAM)
         pending: set[asyncio.Task[None]] = set()
         failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        async def handle(request: pb.ConnectRequest) -> None:
-            try:
-                if request.WhichOneof("message") in ORDERED:
-                    async with in_order:
-                        answers = await self._in_thread(lambda: self._handle(executor, request))
+        async def answer(request: pb.ConnectRequest, threads: ThreadPoolExecutor | None = None) -> None:
+            for response in await self._in_thread(lambda: self._handle(executor, request), threads):
+                if response.WhichOneof("message") == "heartbeat_answer":
+                    self._renewals.answer_after_renewal(executor, queue, response)
                 else:
-                    answers = await self._in_thread(lambda: self._handle(executor, request))
-                for answer in answers:
-                    if answer.WhichOneof("message") == "heartbeat_answer":
-                        self._renewals.answer_after_renewal(executor, queue, answer)
-                    else:
-                        queue.put(answer)
+                    queue.put(response)
+
+        async def handle(request: pb.ConnectRequest, kind: str | None, admitted: asyncio.Semaphore) -> None:
+            try:
+                if kind == "heartbeats":
+                    await answer(request, self._heartbeat_threads)
+                elif kind in ORDERED:
+                    async with in_order, slots:  # the lock first: it keeps their order, a slot may not
+                        await answer(request)
+                else:
+                    async with slots:
+                        await answer(request)
             finally:
-                slots.release()
+                admitted.release()
 
         def settle(task: asyncio.Task[None]) -> None:
             pending.discard(task)
@@ -150,8 +168,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
         async def take() -> None:
             async for request in requests:
-                await slots.acquire()
-                task = asyncio.create_task(handle(request))
+                kind = request.WhichOneof("message")
+                admitted = beating if kind == "heartbeats" else waiting
+                await admitted.acquire()
+                task = asyncio.create_task(handle(request, kind, admitted))
                 pending.add(task)
                 task.add_done_callback(settle)
             while pending:  # the executor closed its side: what it sent is still answered

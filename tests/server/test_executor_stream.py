@@ -1,5 +1,6 @@
 """An executor's stream against the server's services, on every store: a write that fails ends the stream
-(the executor reconnects and sends again) rather than being dropped, and text a database refuses is stored."""
+(the executor reconnects and sends again) rather than being dropped, text a database refuses is stored, and
+heartbeats are answered while the stream's result writes hang."""
 
 from __future__ import annotations
 
@@ -29,13 +30,15 @@ from tests.server.conftest import Api
 
 
 class FlakyStore:
-    """The store, but `finish_attempts` fails as if the database had gone away, `failures` times, and
-    executor sessions are not renewed while `sessions_down`."""
+    """The store, but `finish_attempts` waits while `writes` is clear and then fails as if the database had
+    gone away, `failures` times; executor sessions are not renewed while `sessions_down`."""
 
     def __init__(self, store: SchedulerStore) -> None:
         self._store = store
         self.failures = 0
         self.sessions_down = False
+        self.writes = threading.Event()
+        self.writes.set()
 
     def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
         if self.sessions_down:
@@ -43,6 +46,7 @@ class FlakyStore:
         self._store.renew_sessions(executor_ids, server_id, now)
 
     def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+        assert self.writes.wait(30), "the test never let the writes through"
         if self.failures > 0:
             self.failures -= 1
             raise StoreUnavailable("injected by the test")
@@ -169,6 +173,27 @@ def test_renewed_sessions_keep_an_attempt_past_its_heartbeat_timeout_and_without
         assert time.monotonic() - began < 5
     finally:
         mesh.flaky.sessions_down = False
+
+
+@pytest.mark.usefixtures("executor")
+def test_heartbeats_are_answered_while_the_streams_result_writes_hang(api: Api, mesh: Mesh) -> None:
+    """Results wait behind a write that hangs, one message after another, as under a slow database; the
+    heartbeats of a 4 s command with a 3 s timeout pass them, so it is neither stopped nor swept."""
+    mesh.flaky.writes.clear()
+    try:
+        quick = []
+        for _ in range(6):  # results in several messages: more than a stream handles at once
+            quick.append(_run_command(api, "echo quick", heartbeat_timeout=15))
+            time.sleep(0.3)
+        slow = _run_command(api, "sleep 4", heartbeat_timeout=3)
+        _settled(api, slow, lambda r: r.state == run_pb2.RUN_STATE_RUNNING)
+        time.sleep(4.5)  # its result is written no sooner than the writes are let through
+    finally:
+        mesh.flaky.writes.set()
+    run = _settled(api, slow, lambda r: r.state in TERMINAL)
+    assert (run.state, run.attempt, run.error.type) == (run_pb2.RUN_STATE_SUCCEEDED, 1, "")
+    for name in quick:
+        assert _settled(api, name, lambda r: r.state in TERMINAL).state == run_pb2.RUN_STATE_SUCCEEDED
 
 
 TERMINAL = (run_pb2.RUN_STATE_SUCCEEDED, run_pb2.RUN_STATE_FAILED, run_pb2.RUN_STATE_CANCELLED)
