@@ -16,6 +16,8 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
+from benchmarks.load import HELD_BACK
+
 LATE = 2.0  # seconds: the headline promise
 FAILED = frozenset({"FAILED", "TIMED_OUT", "DEAD_LETTERED", "CANCELLED"})
 
@@ -191,7 +193,8 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
     created: a create whose answer timed out may still have made its run)."""
     runs = {name: run for name, run in measured.runs.items() if name not in measured.warm}
     records = {job.run: job for job in measured.jobs if job.status == 0 and job.run != "-"}
-    refused = [job for job in measured.jobs if job.status == RESOURCE_EXHAUSTED]
+    refused = [job for job in measured.jobs if job.status == RESOURCE_EXHAUSTED and job.run != HELD_BACK]
+    held_back = sum(1 for job in measured.jobs if job.run == HELD_BACK)
     first = starts.first_starts()
     immediate, scheduled, lateness, to_dispatch, dispatch_to_start = [], [], [], [], []
     early = 0
@@ -243,8 +246,8 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "answered": len(records),
         "created": len(runs),
         "not_created": len(measured.jobs) - len(runs),
-        # refused RESOURCE_EXHAUSTED by the server, or held back by their sender while it asked for a pause
-        "refused": len(refused),
+        "refused": len(refused),  # RESOURCE_EXHAUSTED from the server
+        "held_back": held_back,  # not sent: the server had asked for a pause (its RetryInfo)
         "refused_answer_s": spread([(job.answer_ns - job.submit_ns) / 1e9 for job in refused]),
         "started": started_runs,
         "completed": completed,
@@ -308,7 +311,8 @@ def report(result: dict[str, Any]) -> str:
         f"answered in time {result['answered']:,}), started {result['started']:,}, "
         f"completed {result['completed']:,}",
         f"  refused RESOURCE_EXHAUSTED {result['refused']:,}, answered in ms p50 / p99 / max "
-        f"{lateness_cell(result['refused_answer_s'])}",
+        f"{lateness_cell(result['refused_answer_s'])}; held back by the senders (RetryInfo) "
+        f"{result['held_back']:,}",
         f"  completed/s {result['completed_per_s']:,.0f} (ended in the offered window, from "
         f"{args_ahead(result)} s in: {result['completed_per_s_steady']:,.0f}/s); the last run ended "
         f"{result['last_end_after_window_s']:.1f} s after the window",

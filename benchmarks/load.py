@@ -131,8 +131,8 @@ def offer(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, t0: float) -> l
 def _send(
     plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, batch: list[int], t0_ns: int, backoff: _Backoff
 ) -> _Call:
-    if time.time_ns() < backoff.until_ns:  # the server asked for a pause: these jobs are refused unsent
-        return _Call(batch, time.time_ns(), None)
+    if (now_ns := time.time_ns()) < backoff.until_ns:  # the server asked for a pause: refused unsent
+        return _Call(batch, now_ns, None, answer_ns=now_ns)
     requests = []
     for n in batch:
         offered_ns = t0_ns + round(n * 1e9 / plan.rate)
@@ -153,6 +153,9 @@ def _send(
 
     future.add_done_callback(answered)
     return call
+
+
+HELD_BACK = "held-back"  # the run name recorded for a job its sender held back
 
 
 class _Unsent(Exception):
@@ -183,7 +186,7 @@ def write_records(plan: Plan, calls: list[_Call], t0: float) -> int:
                 kind = "s" if is_scheduled(n, plan.scheduled_share) else "i"
                 offered_ns = t0_ns + round(n * 1e9 / plan.rate)
                 if result is None:
-                    status, name, schedule_ns = failed_status, "-", 0
+                    status, name, schedule_ns = failed_status, HELD_BACK if call.future is None else "-", 0
                 else:
                     status, name = result.status.code, result.run.name or "-"
                     schedule_ns = result.run.schedule_time.ToNanoseconds() if result.run.name else 0

@@ -1,9 +1,10 @@
 """`Executor`: the loop that ties the queue, the stream, the attempts, liveness and the drain together.
 
-The claim cycle: wait for a free slot and a ready stream, poll up to the free capacity, send one claim batch,
-start the granted attempts at max(now, start time), then commit the deliveries. Committing only after the
-answers means a crash before them leaves the deliveries to the group; a delivery whose claim got no answer
-(the stream broke) is claimed again after the reconnect, and the server refuses it if it was granted before.
+The claim cycle: wait for a free slot and a ready stream, poll up to the free capacity, send a claim batch
+(a few are in flight at once), start the granted attempts at max(now, start time), then commit the
+deliveries, batch after batch in order. Committing only after the answers means a crash before them leaves
+the deliveries to the group; a delivery whose claim got no answer (the stream broke) is claimed again after
+the reconnect, and the server refuses it if it was granted before.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -44,6 +46,7 @@ T = TypeVar("T")
 BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits beyond this
 LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
+CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
 
 
 class Executor:
@@ -193,24 +196,48 @@ class Executor:
         consumer_thread.shutdown(wait=True)
 
     async def _claim_loop(self, consumer: RunConsumer, thread: ThreadPoolExecutor) -> None:
-        while not self._draining.is_set():
-            if not await self._until(self.attempts.wait_free()) or not await self._until(
-                self.stream.wait_ready()
-            ):
-                return
-            try:
-                deliveries = await self._in(
-                    thread, consumer.poll, self.attempts.free(), self.config.poll_timeout.total_seconds()
-                )
-            except QueueUnavailable as exc:
-                log.warning("queue unavailable: %s", exc)
-                await self._until(asyncio.sleep(QUEUE_RETRY))
-                continue
-            if deliveries and await self._claim(deliveries):
+        """Polls while earlier claims wait for their answers (a few batches at once: a claim's round trip
+        does not cap the rate), and commits the deliveries of each batch in order once it is answered."""
+        claims = _ClaimsInFlight()
+        try:
+            while not self._draining.is_set():
+                await self._commit_claimed(consumer, thread, claims, wait=claims.full())
+                if not await self._until(self.attempts.wait_free()) or not await self._until(
+                    self.stream.wait_ready()
+                ):
+                    break
+                room = self.attempts.free() - claims.deliveries()
+                if room <= 0:  # the free slots are promised to the claims in flight
+                    await self._commit_claimed(consumer, thread, claims, wait=True)
+                    continue
                 try:
-                    await self._in(thread, consumer.commit, deliveries)
-                except Exception as exc:  # the runs come back, and the server refuses them as duplicates
-                    log.warning("could not commit %d deliveries: %s", len(deliveries), exc)
+                    deliveries = await self._in(
+                        thread, consumer.poll, room, self.config.poll_timeout.total_seconds()
+                    )
+                except QueueUnavailable as exc:
+                    log.warning("queue unavailable: %s", exc)
+                    await self._until(asyncio.sleep(QUEUE_RETRY))
+                    continue
+                if deliveries:
+                    claims.add(deliveries, asyncio.create_task(self._claim(deliveries)))
+            while claims:
+                await self._commit_claimed(consumer, thread, claims, wait=True)
+        finally:
+            claims.cancel()
+
+    async def _commit_claimed(
+        self, consumer: RunConsumer, thread: ThreadPoolExecutor, claims: _ClaimsInFlight, *, wait: bool
+    ) -> None:
+        """Commits the answered batches at the head, in order; with `wait`, waits for the oldest first."""
+        while (head := claims.head(wait)) is not None:
+            deliveries, claimed = await head
+            if not claimed:
+                continue
+            try:
+                await self._in(thread, consumer.commit, deliveries)
+            except Exception as exc:  # the runs come back, and the server refuses them as duplicates
+                log.warning("could not commit %d deliveries: %s", len(deliveries), exc)
+            wait = False
 
     async def _claim(self, deliveries: list[Delivery]) -> bool:
         """Claims and starts the granted attempts; False when draining before the answer came."""
@@ -319,3 +346,39 @@ class _Listener:
     def cancels(self, cancels: pb.CancelBatch) -> None:
         for ref in filter(None, map(AttemptRef.from_proto_or_none, cancels.attempts)):
             self._executor.attempts.cancel(ref, cancels.reason or "cancelled")
+
+
+class _ClaimsInFlight:
+    """Claim batches sent and not yet committed, oldest first: a Kafka commit is a position, so a batch is
+    committed only after every batch before it."""
+
+    def __init__(self) -> None:
+        self._batches: deque[tuple[list[Delivery], asyncio.Task[bool]]] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._batches)
+
+    def add(self, deliveries: list[Delivery], claim: asyncio.Task[bool]) -> None:
+        self._batches.append((deliveries, claim))
+
+    def full(self) -> bool:
+        return len(self._batches) >= CLAIMS_IN_FLIGHT
+
+    def deliveries(self) -> int:
+        return sum(len(deliveries) for deliveries, _ in self._batches)
+
+    def head(self, wait: bool) -> Awaitable[tuple[list[Delivery], bool]] | None:
+        """The oldest batch and whether it was claimed, once answered; None when there is none, or when
+        it is not answered yet and `wait` is false."""
+        if not self._batches or not (wait or self._batches[0][1].done()):
+            return None
+        deliveries, claim = self._batches.popleft()
+
+        async def answered() -> tuple[list[Delivery], bool]:
+            return deliveries, await claim
+
+        return answered()
+
+    def cancel(self) -> None:
+        for _, claim in self._batches:
+            claim.cancel()

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import grpc
 
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
@@ -64,7 +65,8 @@ class ControlStream:
         self._disconnected.set()
         self._ready = asyncio.Event()  # connected and the server takes claims
         self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
-        self._claims: deque[asyncio.Future[list[pb.ClaimResult]]] = deque()
+        # Claims in flight, oldest first, by their first attempt: the server answers them in any order.
+        self._claims: deque[tuple[AttemptRef | None, asyncio.Future[list[pb.ClaimResult]]]] = deque()
         self._wrote = asyncio.Event()  # set by the writer after each request it writes
         self._no_claims = asyncio.Event()
         self._no_claims.set()
@@ -103,7 +105,7 @@ class ControlStream:
             raise StreamDown("not ready for claims")
         future: asyncio.Future[list[pb.ClaimResult]] = asyncio.get_running_loop().create_future()
         self.send(pb.ConnectRequest(claims=pb.ClaimBatch(attempts=refs)))
-        self._claims.append(future)
+        self._claims.append((AttemptRef.from_proto_or_none(refs[0]) if refs else None, future))
         self._no_claims.clear()
         return await future
 
@@ -232,7 +234,10 @@ class ControlStream:
         if not self._claims:
             log.warning("claim results for no claim: ignored")
             return
-        future = self._claims.popleft()
+        first = AttemptRef.from_proto_or_none(results[0].attempt) if results else None
+        index = next((i for i, (key, _) in enumerate(self._claims) if key == first), 0)
+        _, future = self._claims[index]
+        del self._claims[index]
         if not self._claims:
             self._no_claims.set()
         if not future.done():
@@ -244,7 +249,7 @@ class ControlStream:
         self._disconnected.set()
         self._outgoing = None
         while self._claims:
-            future = self._claims.popleft()
+            _, future = self._claims.popleft()
             if not future.done():
                 future.set_exception(StreamDown("the stream broke before the claims were answered"))
         self._no_claims.set()

@@ -297,6 +297,16 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="max_stream_lag",
+        variables=("JOBMESH_MAX_STREAM_LAG",),
+        parse=positive_duration,
+        commands=(DEV, SERVER),
+        default="`1s`",
+        help="creates are refused `RESOURCE_EXHAUSTED` too while executors' messages (claims, results) wait"
+        " longer than this in the server",
+        metavar="DURATION",
+    ),
+    Setting(
         name="max_live_streams",
         variables=("JOBMESH_MAX_LIVE_STREAMS",),
         parse=positive_integer,

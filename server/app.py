@@ -30,6 +30,7 @@ from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
+from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import (
@@ -79,6 +80,7 @@ class Services:
     bypass: BackgroundDispatcher
     feed: RunFeed
     workers: Workers
+    stream_lag: StreamLag
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -122,12 +124,23 @@ def build_services(
         store, sessions, utcnow, server_id=server_id, interval=config.session_renewal_interval
     )
     renewals.start()
+    stream_lag = StreamLag()
     control = ExecutorControl(
-        reports, sessions, renewals, server_id=server_id, heartbeat_interval=config.heartbeat_interval
+        reports,
+        sessions,
+        renewals,
+        stream_lag,
+        server_id=server_id,
+        heartbeat_interval=config.heartbeat_interval,
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
-    workers = Workers(max_pending_creates=config.max_pending_creates, retry_after=config.retry_after)
+    workers = Workers(
+        stream_lag,
+        max_pending_creates=config.max_pending_creates,
+        max_stream_lag=config.max_stream_lag,
+        retry_after=config.retry_after,
+    )
     return Services(
         JobService(commands, workers),
         SearchService(JobQueries(store), workers, feed, slots),
@@ -138,6 +151,7 @@ def build_services(
         bypass,
         feed,
         workers,
+        stream_lag,
     )
 
 

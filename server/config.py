@@ -24,6 +24,8 @@ class ServerConfig:
     # Jobs in creation at once; past it creates are refused RESOURCE_EXHAUSTED, to retry after `retry_after`.
     max_pending_creates: int = 5000
     retry_after: timedelta = timedelta(seconds=1)
+    # Creates are refused too while executors' messages (claims, results) wait longer than this in the server.
+    max_stream_lag: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
@@ -40,8 +42,9 @@ class ServerConfig:
                 "session_renewal_interval",
                 "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
             )
-        if self.retry_after <= timedelta(0):
-            raise InvalidConfig("retry_after", "must be longer than zero")
+        for duration in ("retry_after", "max_stream_lag"):
+            if getattr(self, duration) <= timedelta(0):
+                raise InvalidConfig(duration, "must be longer than zero")
         for name in ("max_live_streams", "max_live_streams_per_client", "max_pending_creates"):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")

@@ -1,9 +1,10 @@
 """Where request handlers run their blocking store calls: reads and writes on thread pools of their own, so a
 burst of creates never leaves a `GetJob` waiting for a thread; and how many jobs may be in creation at once.
 
-Past `max_pending_creates` jobs in creation, a create is refused at once (`RESOURCE_EXHAUSTED` with a
-`RetryInfo`) instead of joining a queue that grows without bound: the runs already accepted keep their
-promise, and the client retries later.
+Past `max_pending_creates` jobs in creation, or while executors' messages wait longer than `max_stream_lag`
+in this server (`StreamLag`), a create is refused at once (`RESOURCE_EXHAUSTED` with a `RetryInfo`) instead
+of joining a queue that grows without bound: the runs already accepted keep their promise, and the client
+retries later.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from jobmesh.core.errors import ResourceExhausted
+from jobmesh.server.stream_lag import StreamLag
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -25,9 +27,18 @@ WRITE_THREADS = 8
 
 
 class Workers:
-    def __init__(self, *, max_pending_creates: int, retry_after: timedelta) -> None:
+    def __init__(
+        self,
+        stream_lag: StreamLag,
+        *,
+        max_pending_creates: int,
+        max_stream_lag: timedelta,
+        retry_after: timedelta,
+    ) -> None:
         self._reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="jobmesh-read")
         self._writes = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="jobmesh-write")
+        self._stream_lag = stream_lag
+        self._max_stream_lag = max_stream_lag
         self._max_pending_creates = max_pending_creates
         self._retry_after = retry_after
         self._pending_creates = 0  # the event loop's thread only
@@ -48,20 +59,31 @@ class Workers:
 
     @contextlib.contextmanager
     def creating(self, jobs: int) -> Iterator[None]:
-        """Counts `jobs` as in creation for the block; RESOURCE_EXHAUSTED when that passes the limit."""
+        """Counts `jobs` as in creation for the block; RESOURCE_EXHAUSTED when that passes the limit, or
+        when the executors' messages wait too long."""
         if self._pending_creates and self._pending_creates + jobs > self._max_pending_creates:
-            raise ResourceExhausted(
+            self._refuse(
                 f"the server has {self._pending_creates} jobs in creation, its limit is "
-                f"{self._max_pending_creates}: retry after the delay given",
-                reason=SERVER_OVERLOADED,
-                metadata={"pending_creates": str(self._pending_creates)},
-                retry_delay=self._retry_after,
+                f"{self._max_pending_creates}"
+            )
+        if (lag := self._stream_lag.current()) > self._max_stream_lag:
+            self._refuse(
+                f"executors' messages wait {lag.total_seconds() * 1000:.0f} ms in the server, its limit is "
+                f"{self._max_stream_lag.total_seconds() * 1000:.0f} ms"
             )
         self._pending_creates += jobs
         try:
             yield
         finally:
             self._pending_creates -= jobs
+
+    def _refuse(self, why: str) -> None:
+        raise ResourceExhausted(
+            f"{why}: retry after the delay given",
+            reason=SERVER_OVERLOADED,
+            metadata={"pending_creates": str(self._pending_creates)},
+            retry_delay=self._retry_after,
+        )
 
     def close(self) -> None:
         self._reads.shutdown(wait=False, cancel_futures=True)

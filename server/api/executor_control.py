@@ -29,6 +29,7 @@ from jobmesh.core.timestamps import to_duration
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import SessionQueue, Sessions
+from jobmesh.server.stream_lag import StreamLag
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
@@ -54,6 +55,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         reports: AttemptReports,
         sessions: Sessions,
         renewals: SessionRenewals,
+        stream_lag: StreamLag,
         *,
         server_id: str,
         heartbeat_interval: timedelta,
@@ -61,6 +63,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._reports = reports
         self._sessions = sessions
         self._renewals = renewals
+        self._stream_lag = stream_lag
         self._server_id = server_id
         self._heartbeat_interval = heartbeat_interval
         self._threads = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="jobmesh-stream")
@@ -134,31 +137,31 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
     ) -> None:
         """Handles the executor's messages, several at once. The first that fails ends the stream, at once:
         the executor reconnects and sends again what was not acknowledged (a failure is never dropped)."""
-        slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
-        in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
-        waiting = asyncio.Semaphore(WAITING_PER_STREAM)
-        beating = asyncio.Semaphore(HEARTBEATS_PER_STREAM)
+        lanes = _Lanes()
         pending: set[asyncio.Task[None]] = set()
         failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        async def answer(request: pb.ConnectRequest, threads: ThreadPoolExecutor | None = None) -> None:
-            for response in await self._in_thread(lambda: self._handle(executor, request), threads):
-                if response.WhichOneof("message") == "heartbeat_answer":
-                    self._renewals.answer_after_renewal(executor, queue, response)
-                else:
-                    queue.put(response)
+        async def answer(request: pb.ConnectRequest, threads: ThreadPoolExecutor, token: int | None) -> None:
+            def work() -> list[pb.ConnectResponse]:
+                if token is not None:
+                    self._stream_lag.started(token)
+                return self._handle(executor, request)
+
+            for response in await self._in_thread(work, threads):
+                self._dispatch(executor, queue, response)
 
         async def handle(request: pb.ConnectRequest, kind: str | None, admitted: asyncio.Semaphore) -> None:
+            # Heartbeats are not timed: they wait for nothing, the lag is of the others.
+            token = None if kind == "heartbeats" else self._stream_lag.arrived()
             try:
-                if kind == "heartbeats":
-                    await answer(request, self._heartbeat_threads)
-                elif kind in ORDERED:
-                    async with in_order, slots:  # the lock first: it keeps their order, a slot may not
-                        await answer(request)
+                if token is None:
+                    await answer(request, self._heartbeat_threads, None)
                 else:
-                    async with slots:
-                        await answer(request)
+                    async with lanes.turn(kind):
+                        await answer(request, self._threads, token)
             finally:
+                if token is not None:
+                    self._stream_lag.abandoned(token)
                 admitted.release()
 
         def settle(task: asyncio.Task[None]) -> None:
@@ -169,7 +172,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         async def take() -> None:
             async for request in requests:
                 kind = request.WhichOneof("message")
-                admitted = beating if kind == "heartbeats" else waiting
+                admitted = lanes.admission(kind)
                 await admitted.acquire()
                 task = asyncio.create_task(handle(request, kind, admitted))
                 pending.add(task)
@@ -188,6 +191,12 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             for task in (taking, *pending):
                 task.cancel()
 
+    def _dispatch(self, executor: str, queue: SessionQueue, response: pb.ConnectResponse) -> None:
+        if response.WhichOneof("message") == "heartbeat_answer":
+            self._renewals.answer_after_renewal(executor, queue, response)
+        else:
+            queue.put(response)
+
     def _handle(self, executor: str, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:
         kind = request.WhichOneof("message")
         handler: Callable[[str, Any], list[pb.ConnectResponse]] | None = {
@@ -201,6 +210,30 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             log.warning("executor %s sent an unexpected %s message", executor, kind)
             return []
         return handler(executor, request)
+
+
+class _Lanes:
+    """How one stream's messages wait: heartbeats on a lane of their own; the others for one of a few slots,
+    and logs, progress and results for their turn as well."""
+
+    def __init__(self) -> None:
+        self._slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
+        self._in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
+        self._waiting = asyncio.Semaphore(WAITING_PER_STREAM)
+        self._beating = asyncio.Semaphore(HEARTBEATS_PER_STREAM)
+
+    def admission(self, kind: str | None) -> asyncio.Semaphore:
+        """Taken before the next message is read: it bounds what one stream makes the server hold."""
+        return self._beating if kind == "heartbeats" else self._waiting
+
+    @contextlib.asynccontextmanager
+    async def turn(self, kind: str | None) -> AsyncIterator[None]:
+        if kind in ORDERED:
+            async with self._in_order, self._slots:  # the lock first: it keeps their order, a slot may not
+                yield
+        else:
+            async with self._slots:
+                yield
 
 
 def new_server_id() -> str:

@@ -44,6 +44,10 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.fenced: set[AttemptRef] = set()
         self.ack_results = True
         self.answer_heartbeats = True  # as the real server does; off: a server that cannot record them
+        # Claim answers held back until this many batches wait, then sent newest first (the real server
+        # handles a stream's claims at once, and answers them in any order); 0: each at once.
+        self.hold_claims = 0
+        self.held_claims: list[pb.ConnectResponse] = []
         self._claimed: set[AttemptRef] = set()
         self._streams: list[_Stream] = []
         self._server: grpc.aio.Server | None = None
@@ -140,7 +144,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             if kind == "claims":
                 results = [self._claim(ref) for ref in request.claims.attempts]
                 response = pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))
-                stream.outgoing.put_nowait(response)
+                self._answer_claims(response, stream)
             elif kind == "heartbeats":
                 keys = [AttemptRef.from_proto(ref) for ref in request.heartbeats.attempts]
                 self.heartbeats.append((time.monotonic(), keys))
@@ -157,6 +161,16 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
                 self.progress.extend(request.progress.updates)
             elif kind == "results":
                 self._results(request.results.results, stream)
+
+    def _answer_claims(self, response: pb.ConnectResponse, stream: _Stream) -> None:
+        if not self.hold_claims:
+            stream.outgoing.put_nowait(response)
+            return
+        self.held_claims.append(response)
+        if len(self.held_claims) >= self.hold_claims:
+            for held in reversed(self.held_claims):
+                stream.outgoing.put_nowait(held)
+            self.held_claims.clear()
 
     def _claim(self, ref: pb.AttemptRef) -> pb.ClaimResult:
         key = AttemptRef.from_proto(ref)

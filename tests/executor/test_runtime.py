@@ -123,6 +123,23 @@ def test_a_claim_refused_is_not_run_and_a_duplicate_delivery_runs_once() -> None
     scenario(test)
 
 
+def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
+    async def test(fake: FakeControl) -> None:
+        fake.hold_claims = 3
+        async with running_executor(fake) as rig:
+            runs = [dispatched(command("echo", str(n))) for n in range(3)]
+            for number, run in enumerate(runs, start=1):  # one claim batch each, the next sent unanswered
+                rig.publish(run)
+                held = number % fake.hold_claims
+                await fake.wait_until(lambda: len(fake.held_claims) == held)  # noqa: B023 (awaited here)
+            await fake.wait_until(lambda: all(fake.results_for(key(run)) for run in runs))
+            for n, run in enumerate(runs):
+                assert fake.log_texts(key(run)) == [str(n)]
+                assert fake.claims.count(key(run)) == 1
+
+    scenario(test)
+
+
 def test_cancel_over_the_stream_kills_the_process_within_a_second() -> None:
     async def test(fake: FakeControl) -> None:
         async with running_executor(fake, cancel_grace=timedelta(seconds=5)) as rig:

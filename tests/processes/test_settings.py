@@ -30,6 +30,7 @@ BAD_VALUES = {
     "JOBMESH_RETENTION_DAYS": "thirty",
     "JOBMESH_LISTEN": "127.0.0.1:99999",
     "JOBMESH_MAX_PENDING_CREATES": "lots",
+    "JOBMESH_MAX_STREAM_LAG": "0s",
     "JOBMESH_MAX_LIVE_STREAMS": "0",
     "JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": "many",
     "JOBMESH_WATCH_BUFFER_RUNS": "10",  # parses, but it is less than a page of the feed

@@ -1,15 +1,17 @@
 """Overload, on every store: with every write thread held by slow creates, reads are still answered, and
 creates past the limit of jobs in creation are refused at once with RESOURCE_EXHAUSTED and a RetryInfo,
-while the creates already accepted succeed."""
+while the creates already accepted succeed; creates are refused too while an executor's message waits in the
+server longer than its limit."""
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import grpc
 import pytest
@@ -27,8 +29,10 @@ from jobmesh.v1 import job_pb2, job_service_pb2
 from tests.server.conftest import Api
 from tests.server.errors import call_error, error_info
 
+T = TypeVar("T")
 LIMIT = 1000
 RETRY_AFTER = timedelta(seconds=2)
+MAX_STREAM_LAG = timedelta(milliseconds=200)
 
 
 class HeldStore:
@@ -61,7 +65,12 @@ def held(store: SchedulerStore) -> HeldStore:
 def grpc_servicer(held: HeldStore) -> Iterator[Services]:
     names = f"memory://overload-{uuid.uuid4().hex[:8]}"
     queue, signals = open_queue(names), open_signals(names)
-    config = ServerConfig(listen="127.0.0.1:0", max_pending_creates=LIMIT, retry_after=RETRY_AFTER)
+    config = ServerConfig(
+        listen="127.0.0.1:0",
+        max_pending_creates=LIMIT,
+        retry_after=RETRY_AFTER,
+        max_stream_lag=MAX_STREAM_LAG,
+    )
     services = build_services(config, cast(SchedulerStore, held), queue, signals)
     yield services
     services.close()
@@ -104,6 +113,40 @@ def test_past_the_limit_creates_are_refused_at_once_and_reads_are_answered(
     response = api.jobs.BatchCreateJobs(batch, timeout=30)  # room again
     assert len(response.results) == LIMIT
     assert grpc_servicer.workers.pending_creates == 0
+
+
+def test_while_an_executors_message_waits_past_the_limit_creates_are_refused(
+    api: Api, grpc_servicer: Services
+) -> None:
+    lag = grpc_servicer.stream_lag
+    token = lag.arrived()  # a claim the server has not got round to
+    try:
+        refused = _until(lambda: _create_refused(api))
+        assert error_info(refused).reason == "SERVER_OVERLOADED"
+        assert "executors' messages wait" in (refused.details() or "")
+        assert retry_delay(refused) == RETRY_AFTER
+    finally:
+        lag.started(token)
+    assert _until(lambda: _create_refused(api) is None) is True  # the lag is behind it
+
+
+def _create_refused(api: Api) -> grpc.RpcError | None:
+    try:
+        api.jobs.CreateJob(one_job(), timeout=5)
+    except grpc.RpcError as error:
+        refused = error
+    else:
+        return None
+    assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused
+    return refused
+
+
+def _until(check: Callable[[], T | None], timeout: float = 10) -> T:
+    deadline = time.monotonic() + timeout
+    while (result := check()) is None or result is False:
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)
+    return result
 
 
 def retry_delay(error: grpc.RpcError) -> timedelta:
