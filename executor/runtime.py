@@ -47,6 +47,7 @@ BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits
 LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
 CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
+STEP_ASIDE_AFTER = 0.5  # seconds with every slot busy before the executor steps aside from its queue
 
 
 class Executor:
@@ -202,7 +203,7 @@ class Executor:
         try:
             while not self._draining.is_set():
                 await self._commit_claimed(consumer, thread, claims, wait=claims.full())
-                if not await self._until(self.attempts.wait_free()) or not await self._until(
+                if not await self._until(self._wait_free(consumer, thread, claims)) or not await self._until(
                     self.stream.wait_ready()
                 ):
                     break
@@ -224,6 +225,30 @@ class Executor:
                 await self._commit_claimed(consumer, thread, claims, wait=True)
         finally:
             claims.cancel()
+
+    async def _wait_free(
+        self, consumer: RunConsumer, thread: ThreadPoolExecutor, claims: _ClaimsInFlight
+    ) -> None:
+        """Until a slot is free. Busy for a while, the executor steps aside from its queue's group until one
+        frees: runs waiting in its share of the queue then go to executors that can start them."""
+        if await within(self.attempts.wait_free(), STEP_ASIDE_AFTER):
+            return
+        while claims:  # what it claimed is committed first: nothing it took is handed to another
+            await self._commit_claimed(consumer, thread, claims, wait=True)
+        if not await self._queue_call(thread, consumer.step_aside, "step aside"):
+            await self.attempts.wait_free()
+            return
+        log.info("all %d slots busy: stepped aside from the queue until one frees", len(self.attempts))
+        await self.attempts.wait_free()
+        await self._queue_call(thread, consumer.rejoin, "rejoin")
+
+    async def _queue_call(self, thread: ThreadPoolExecutor, call: Callable[[], None], what: str) -> bool:
+        try:
+            await self._in(thread, call)
+        except QueueUnavailable as exc:
+            log.warning("could not %s: %s", what, exc)
+            return False
+        return True
 
     async def _commit_claimed(
         self, consumer: RunConsumer, thread: ThreadPoolExecutor, claims: _ClaimsInFlight, *, wait: bool

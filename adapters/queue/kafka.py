@@ -146,9 +146,8 @@ class KafkaRunQueue:
             raise ValueError("a consumer needs at least one executor queue")
         topics = {lane: [topic_of(queue, lane) for queue in queues] for lane in LANES}
         self._topics.ensure((topic for lane in LANES for topic in topics[lane]), self._admin_timeout)
-        consumer = KafkaRunConsumer(
-            open_lane_consumers({**self._base, **self._consumer_settings}, group, topics), self._forget
-        )
+        lanes = open_lane_consumers({**self._base, **self._consumer_settings}, group, topics)
+        consumer = KafkaRunConsumer(lanes, topics, self._forget)
         with self._lock:
             self._consumers.append(consumer)
         return consumer

@@ -29,6 +29,9 @@ CONSUMER_SETTINGS: dict[str, Any] = {
 # While idle, poll() blocks on one lane at a time for this long: a message on any lane waits ~2 slices.
 WAIT_SLICE = 0.01
 
+# How long step_aside() serves the consumers for their leave to be sent and their partitions revoked.
+STEP_ASIDE_WAIT = 2.0
+
 # How long commit() retries while the group rebalances before it gives up (the runs then come again).
 COMMIT_REBALANCE_WAIT = 5.0
 _REBALANCING = {KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS, KafkaError.UNKNOWN_MEMBER_ID}
@@ -104,9 +107,14 @@ class KafkaRunConsumer:
     """A RunConsumer over one Consumer per lane. Not thread-safe: one executor thread polls and commits."""
 
     def __init__(
-        self, consumers: Mapping[str, Consumer], on_close: Callable[[KafkaRunConsumer], None]
+        self,
+        consumers: Mapping[str, Consumer],
+        topics: Mapping[str, Sequence[str]],
+        on_close: Callable[[KafkaRunConsumer], None],
     ) -> None:
         self._consumers = dict(consumers)
+        self._topics = {lane: list(lane_topics) for lane, lane_topics in topics.items()}
+        self._aside = False
         self._ledgers = {lane: _Ledger() for lane in consumers}
         self._order = codec.LaneOrder()
         self._on_close = on_close
@@ -140,6 +148,33 @@ class KafkaRunConsumer:
         for lane, offsets in highest.items():
             ledger = self._ledgers[lane]
             self._commit(lane, {tp: ledger.position(tp, offset) for tp, offset in offsets.items()})
+
+    def step_aside(self) -> None:
+        """Leaves the groups, so that their partitions move to the other members at once: a member that
+        merely stops polling keeps them until `max.poll.interval.ms`, and paused partitions stay its own."""
+        if self._aside:
+            return
+        self._aside = True
+        try:
+            for consumer in self._consumers.values():
+                consumer.unsubscribe()
+            # The leave is sent while the consumer is served: serve it until the partitions are gone.
+            deadline = time.monotonic() + STEP_ASIDE_WAIT
+            while any(c.assignment() for c in self._consumers.values()) and time.monotonic() < deadline:
+                for consumer in self._consumers.values():
+                    consumer.consume(num_messages=1, timeout=WAIT_SLICE)
+        except KafkaException as exc:
+            raise QueueUnavailable(f"cannot leave the Kafka group: {exc}") from exc
+
+    def rejoin(self) -> None:
+        if not self._aside:
+            return
+        try:
+            for lane, consumer in self._consumers.items():
+                consumer.subscribe(self._topics[lane])
+        except KafkaException as exc:
+            raise QueueUnavailable(f"cannot rejoin the Kafka group: {exc}") from exc
+        self._aside = False
 
     def close(self) -> None:
         if self._closed:

@@ -153,6 +153,13 @@ class MemoryRunConsumer:
         self._broker.ack(self._group, positions)
         self._in_flight.difference_update(positions)
 
+    def step_aside(self) -> None:
+        """Nothing to do: the group's members share one cursor, so what this one does not take, another
+        member takes."""
+
+    def rejoin(self) -> None:
+        """Nothing to do (see `step_aside`)."""
+
     def close(self) -> None:
         if self._closed:
             return

@@ -41,6 +41,16 @@ class RunConsumer(Protocol):
         after the claim is recorded; uncommitted ones come back after a crash or rebalance."""
         ...
 
+    def step_aside(self) -> None:
+        """Takes nothing until `rejoin`, and what the group holds for this consumer goes to its other
+        members meanwhile (an executor whose slots are all busy must not hold runs that others could start).
+        Called only when every delivery is committed or given up."""
+        ...
+
+    def rejoin(self) -> None:
+        """Takes runs again after `step_aside`."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -96,8 +96,10 @@ class Mesh:
     def watcher(self, name: str = "watcher") -> Process:
         return self._spawn(name, ["watcher"], {"JOBMESH_WATCHER_ID": name})
 
-    def executor(self, server: Process, name: str = "executor") -> Process:
+    def executor(self, server: Process, name: str = "executor", concurrency: int | None = None) -> Process:
         args = ["executor", "--server", server.address, "--queues", self.queue]
+        if concurrency is not None:
+            args += ["--concurrency", str(concurrency)]
         return self._spawn(name, args, {"JOBMESH_EXECUTOR_ID": name})
 
     def stubs(

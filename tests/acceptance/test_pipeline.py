@@ -291,3 +291,27 @@ def test_a_duplicate_message_starts_the_attempt_once(mesh: Mesh, tmp_path: Path,
     eventually(lambda: get_run(search, created.run.name).state == run_pb2.RUN_STATE_SUCCEEDED, 20, "the run")
     time.sleep(2)
     assert len(read_times(tmp_path / "starts")) == 1
+
+
+def test_a_busy_executor_holds_no_runs_hostage(mesh: Mesh) -> None:
+    """Both slots of one executor are busy with 60 s sleeps: it steps aside from the queue, so every one of
+    200 short jobs runs on the idle executor while the sleeps go on, none waiting in the busy one's share."""
+    server = mesh.server()
+    mesh.executor(server, "busy", concurrency=2)
+    jobs, search = mesh.stubs(server)
+    sleeps = [create(jobs, command_job(mesh.queue, "sleep 60")).run.name for _ in range(2)]
+    for name in sleeps:
+        wait_for_run(search, name, lambda run: run.state == run_pb2.RUN_STATE_RUNNING, 30, "a sleep")
+    mesh.executor(server, "idle")
+    batch = job_service_pb2.BatchCreateJobsRequest(
+        requests=[job_service_pb2.CreateJobRequest(job=command_job(mesh.queue, "true")) for _ in range(200)]
+    )
+    names = [result.run.name for result in jobs.BatchCreateJobs(batch).results]
+
+    def all_done() -> list[run_pb2.Run] | None:
+        runs = [get_run(search, name) for name in names]
+        return runs if all(run.state == run_pb2.RUN_STATE_SUCCEEDED for run in runs) else None
+
+    done = eventually(all_done, 40, "the short jobs, while the sleeps run", interval=0.5)
+    assert {run.executor for run in done} == {"idle"}
+    assert [get_run(search, name).state for name in sleeps] == [run_pb2.RUN_STATE_RUNNING] * 2

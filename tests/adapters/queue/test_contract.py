@@ -10,8 +10,9 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from jobmesh.adapters.queue.codec import LANES, lane_of, topic_of
+from jobmesh.core.ports.queue import Delivery, RunConsumer
 from jobmesh.v1 import dispatch_pb2
-from tests.adapters.queue.support import Backend, drain, drain_until, names
+from tests.adapters.queue.support import DRAIN_TIMEOUT, Backend, drain, drain_until, names
 
 
 def test_round_trip_preserves_every_field(backend: Backend) -> None:
@@ -98,6 +99,38 @@ def test_every_group_gets_every_run(backend: Backend) -> None:
 
     for consumer in (executors, auditors):
         assert sorted(names(drain(consumer, 9))) == sorted(names_of(runs))
+
+
+def test_a_consumer_stepped_aside_takes_nothing_and_its_group_gets_every_run(backend: Backend) -> None:
+    busy, free = backend.consumer(), backend.consumer()
+    warm = [backend.run(f"w{i}", "0") for i in range(12)]  # many jobs: every partition
+    backend.queue.publish(warm)
+    for consumer, deliveries in _drain_both(busy, free, len(warm)).items():
+        consumer.commit(deliveries)
+
+    busy.step_aside()
+    runs = [backend.run(f"j{i}", "1") for i in range(12)]
+    backend.queue.publish(runs)
+    taken = drain(free, len(runs))
+    assert sorted(names(taken)) == sorted(names_of(runs))
+    assert busy.poll(len(runs), backend.settle) == []
+    free.commit(taken)
+
+    busy.rejoin()
+    later = [backend.run(f"k{i}", "2") for i in range(12)]
+    backend.queue.publish(later)
+    both = _drain_both(busy, free, len(later))
+    assert sorted(name for got in both.values() for name in names(got)) == sorted(names_of(later))
+    assert busy.poll(1, 0.1) == []  # a member again: polled without error, and nothing is left
+
+
+def _drain_both(first: RunConsumer, second: RunConsumer, count: int) -> dict[RunConsumer, list[Delivery]]:
+    got: dict[RunConsumer, list[Delivery]] = {first: [], second: []}
+    deadline = time.monotonic() + DRAIN_TIMEOUT
+    while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+        for consumer in got:
+            got[consumer] += consumer.poll(count, 0.2)
+    return got
 
 
 def test_dead_letters_go_to_the_dead_letter_topic_and_not_to_executors(backend: Backend) -> None:
