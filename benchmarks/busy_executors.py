@@ -41,6 +41,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="benchmarks.busy_executors", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=200, help="short jobs created at once (200)")
     parser.add_argument("--sleep", type=float, default=60.0, help="seconds the busy executor's jobs run (60)")
+    parser.add_argument("--idle-slots", type=int, default=16, help="the idle executor's concurrency (16)")
     return parser.parse_args(argv)
 
 
@@ -94,7 +95,7 @@ def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[
     where = Counter(run.executor for run in done)
     still = sum(run.state == run_pb2.RUN_STATE_RUNNING for run in map(api.run, sleeps))
     return {
-        "short jobs": f"{len(done)}, run on {dict(where)}",
+        "short jobs": f"{len(done)}, run on {dict(where)} (the idle one with {args.idle_slots} slots)",
         "create → start, ms p50 / p99 / max": " / ".join(
             f"{percentile(waits, q) * 1000:,.0f}" for q in (0.5, 0.99, 1.0)
         ),
