@@ -37,6 +37,8 @@ from tests.acceptance.processes import REPO
 from tests.support import require_service_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+# Longer than the consumers' session (2 s here), the producer's delivery timeout and the admin timeouts.
+FROZEN_FOR = 35.0
 
 
 def _services() -> Path:
@@ -95,6 +97,31 @@ def test_creates_succeed_while_kafka_is_stopped_and_run_when_it_returns(mesh: Me
         interval=1.0,
     )
     assert len(read_times(starts)) == len(names)
+
+
+def test_a_frozen_broker_stalls_no_consumer_once_it_thaws(mesh: Mesh, tmp_path: Path) -> None:
+    """Kafka stopped by SIGSTOP for longer than every client timeout, then let go: runs created while it was
+    frozen and after it thawed all run, with no process restarted."""
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    starts = tmp_path / "starts"
+    with frozen("kafka"):
+        during = [create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name for _ in range(5)]
+        time.sleep(FROZEN_FOR)
+    after = [create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name for _ in range(5)]
+    eventually(
+        lambda: all(get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED for name in during + after),
+        90,
+        "every run created while Kafka was frozen and after it thawed to succeed",
+        interval=1.0,
+    )
+    assert len(read_times(starts)) == len(during + after)
+    later = create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name
+    eventually(lambda: get_run(search, later).state == run_pb2.RUN_STATE_SUCCEEDED, 30, "a run after")
+    assert "Traceback" not in mesh.logs(), mesh.logs()
 
 
 def test_cancel_over_the_stream_works_while_redis_is_down(mesh: Mesh, tmp_path: Path) -> None:
