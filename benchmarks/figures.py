@@ -238,6 +238,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "rate": args.rate,
         "duration": args.duration,
         "executors": args.executors,
+        "server_workers": args.server_workers,
         "concurrency": args.concurrency,
         "scheduled_share": args.scheduled_share,
         "ahead": args.ahead,
@@ -306,7 +307,7 @@ def report(result: dict[str, Any]) -> str:
         f"jobmesh pipeline benchmark, {result['date']} ({result['machine']})",
         f"  offered {result['rate']:,.0f} jobs/s for {result['duration']:g} s: {result['offered']:,} jobs "
         f"({result['scheduled_share']:.0%} run_at +{result['ahead']:g} s), {result['executors']} executors "
-        f"(concurrency {result['concurrency']})",
+        f"(concurrency {result['concurrency']}), {result['server_workers']} server worker(s)",
         f"  created {result['created']:,} (not created {result['not_created']:,}; "
         f"answered in time {result['answered']:,}), started {result['started']:,}, "
         f"completed {result['completed']:,}",

@@ -235,6 +235,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of offered load (30)")
     parser.add_argument("--executors", type=int, default=2, help="executor processes (2)")
     parser.add_argument(
+        "--server-workers", type=int, default=1, help="server processes on the one address (1; profiled: 1)"
+    )
+    parser.add_argument(
         "--concurrency",
         type=int,
         default=0,
@@ -293,7 +296,9 @@ def warm_up(address: str, queue: str, starts: Starts, mesh: Mesh) -> set[str]:
 def start_mesh(
     args: argparse.Namespace, mesh: Mesh, address: str, queue: str, starts: Sequence[Path]
 ) -> None:
-    mesh.spawn("server", ["server", "--listen", address], {}, "server")
+    workers = {"JOBMESH_SERVER_WORKERS": str(args.server_workers)}
+    profiled = "server" if args.server_workers == 1 else ""  # the profiler sees one process
+    mesh.spawn("server", ["server", "--listen", address], workers, profiled)
     wait_serving(address, mesh)
     mesh.spawn("watcher", ["watcher"], {"JOBMESH_WATCHER_ID": f"{queue}-watcher"}, "watcher")
     for index in range(args.executors):

@@ -2,9 +2,11 @@
 
 The caller has persisted the cancel first (the run is `CANCELLING`). The cancel then goes over the executor's
 stream when this process holds it; otherwise it is published on the signal bus, so that the server replica
-holding that stream pushes it. In every case it is also left as a cancel key with a TTL, which an executor
-whose stream is down polls. Heartbeat answers re-send the cancel of any held attempt still `CANCELLING`, so a
-cancel survives the loss of every channel but the database (invariant 6).
+holding that stream pushes it. Every server also sees the run turn `CANCELLING` in its change feed, and pushes
+the cancel over the streams it holds: a second route between replicas, through the database, for when the bus
+is down. In every case it is also left as a cancel key with a TTL, which an executor whose stream is down
+polls. Heartbeat answers re-send the cancel of any held attempt still `CANCELLING`, so a cancel survives the
+loss of every channel but the database (invariant 6).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ CANCEL_KEY_TTL = timedelta(minutes=10)
 LocalPush = Callable[[CancelNotice], bool]
 
 
+def cancel_notice_of(run: RunRecord, reason: str) -> CancelNotice | None:
+    """The notice for the executor of a CANCELLING run; None for a run in another state or held by none."""
+    if run.state is RunState.CANCELLING and run.executor:
+        return CancelNotice(run.executor, (AttemptRef.of(run),), reason)
+    return None
+
+
 class CancelRouter:
     def __init__(self, signals: SignalBus, push_local: LocalPush | None = None) -> None:
         self._signals = signals
@@ -31,8 +40,8 @@ class CancelRouter:
 
     def route_run(self, run: RunRecord, reason: str) -> None:
         """Tells the run's executor, when the store has just set it CANCELLING (a pending run has none)."""
-        if run.state is RunState.CANCELLING and run.executor:
-            self.route(CancelNotice(run.executor, (AttemptRef.of(run),), reason))
+        if (notice := cancel_notice_of(run, reason)) is not None:
+            self.route(notice)
 
     def route(self, notice: CancelNotice) -> None:
         """Pushes the cancel by every channel there is; a signal bus that is down is logged, not raised."""

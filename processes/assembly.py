@@ -84,12 +84,21 @@ def run_migrations(connections: Connections) -> None:
     print(f"schema up to date: {redacted(connections.database_url)}")
 
 
-async def run_server(connections: Connections, config: ServerConfig) -> None:
-    """`jobmesh server`: the gRPC server alone."""
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+async def run_server(
+    connections: Connections, config: ServerConfig, ready: Callable[[], None] | None = None
+) -> None:
+    """`jobmesh server`: the gRPC server alone (one of its workers: `ready` is called once it serves)."""
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(config, store, queue, signals)
         _announce("jobmesh server", config, connections, running.port)
+        if ready is not None:
+            ready()
         await stop.wait()
         print("jobmesh server: stopping", flush=True)
         await running.stop()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ import click
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.processes import assembly, settings
+from jobmesh.processes.server_workers import run_server_workers
 from jobmesh.processes.settings import Setting, SettingsError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -89,8 +89,7 @@ def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
 @click.group(context_settings=_CONTEXT)
 def jobmesh() -> None:
     """A distributed job scheduler: the processes of the mesh."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    assembly.configure_logging()
 
 
 @jobmesh.command(context_settings=_CONTEXT)
@@ -114,6 +113,9 @@ def server(**values: Any) -> None:
     """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
     with _blamed():
         plan = settings.connections(values), settings.server_config(values)
+        workers = settings.server_workers(values, plan[0])
+    if workers > 1:
+        sys.exit(run_server_workers(*plan, workers))
     asyncio.run(assembly.run_server(*plan))
 
 

@@ -44,6 +44,7 @@ def default_database_url() -> str:
 
 # The embedded default: the in-process queue and signals that every component of one process shares.
 EMBEDDED = "memory://dev"
+EMBEDDED_SCHEME = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +289,15 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="on|off",
     ),
     Setting(
+        name="workers",
+        variables=("JOBMESH_SERVER_WORKERS",),
+        parse=positive_integer,
+        commands=(SERVER,),
+        default="the number of cores (1 on an in-process queue or signal bus)",
+        help="server processes serving the one address (the kernel spreads connections over them)",
+        metavar="N",
+    ),
+    Setting(
         name="max_pending_creates",
         variables=("JOBMESH_MAX_PENDING_CREATES",),
         parse=positive_integer,
@@ -501,6 +511,25 @@ class SettingsError(ValueError):
 
 def connections(values: Mapping[str, Any]) -> Connections:
     return _build(Connections, values)
+
+
+def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
+    """How many server processes: an in-process queue or signal bus is one process's own."""
+    embedded = EMBEDDED_SCHEME in (_scheme(connections.queue_url), _scheme(connections.signals_url))
+    workers: int | None = values.get("workers")
+    if workers is None:
+        return 1 if embedded else os.cpu_count() or 1
+    if workers > 1 and embedded:
+        raise SettingsError(
+            BY_NAME["workers"],
+            "an in-process queue or signal bus (memory://) serves one process: give --queue-url and"
+            " --signals-url, or one worker",
+        )
+    return workers
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0] if "://" in url else ""
 
 
 def server_config(values: Mapping[str, Any]) -> ServerConfig:

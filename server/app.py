@@ -51,20 +51,21 @@ SERVICE_NAMES = (
 )
 
 
-# Executors ping their stream to find a dead peer: allowed even when no data flows.
+# Executors ping their stream to find a dead peer: allowed even when no data flows. A taken port is refused
+# (no SO_REUSEPORT), unless the server is one of several workers sharing it on purpose.
 SERVER_OPTIONS = (
     ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
-    ("grpc.so_reuseport", 0),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_ping_strikes", 0),
 )
 
 
-def new_grpc_server() -> grpc.aio.Server:
+def new_grpc_server(*, share_port: bool = False) -> grpc.aio.Server:
     """A server with the options and interceptors every jobmesh server has (its services not added yet)."""
-    return grpc.aio.server(interceptors=[MalformedRequests()], options=list(SERVER_OPTIONS))
+    options = [*SERVER_OPTIONS, ("grpc.so_reuseport", int(share_port))]
+    return grpc.aio.server(interceptors=[MalformedRequests()], options=options)
 
 
 @dataclass
@@ -134,6 +135,7 @@ def build_services(
         heartbeat_interval=config.heartbeat_interval,
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
+    feed.listen(sessions.push_cancelling)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
     workers = Workers(
         stream_lag,
@@ -171,7 +173,7 @@ async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = new_grpc_server()
+    server = new_grpc_server(share_port=config.share_port)
     services = build_services(config, store, queue, signals)
     services.add_to(server)
     port = server.add_insecure_port(config.listen)

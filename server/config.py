@@ -15,6 +15,8 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN  # host:port; port 0 picks a free port
+    # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
+    share_port: bool = False
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # Executors heartbeat this often (the server's welcome tells them).
     heartbeat_interval: timedelta = timedelta(seconds=3)

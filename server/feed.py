@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -124,6 +124,7 @@ class RunFeed:
         self.watcher_capacity = watcher_capacity
         self._watchers: set[Watcher] = set()
         self._log_waiters: set[asyncio.Event] = set()
+        self._listeners: list[Callable[[Sequence[RunChange]], None]] = []
         self._cursor: FeedCursor | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -143,6 +144,10 @@ class RunFeed:
         if self._task is not None and self._loop is not None and not self._loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._loop.call_soon_threadsafe(self._task.cancel)
+
+    def listen(self, listener: Callable[[Sequence[RunChange]], None]) -> None:
+        """`listener` gets every page of changes, on the event loop, for the feed's life."""
+        self._listeners.append(listener)
 
     @property
     def watchers(self) -> frozenset[Watcher]:
@@ -237,6 +242,8 @@ class RunFeed:
             if page.changes:
                 for watcher in list(self._watchers):
                     watcher.offer(page.changes)
+                for listener in self._listeners:
+                    listener(page.changes)
                 for event in self._log_waiters:
                     event.set()
             if page.complete:

@@ -1,16 +1,21 @@
 """The executor streams this server process holds: a queue of outgoing messages per executor, by executor id,
-and the cancels pushed over them (from this process, or from other replicas through the signal bus)."""
+and the cancels pushed over them (from this process, from other replicas through the signal bus, and from
+runs the change feed shows `CANCELLING`)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.cancels import cancel_notice_of
 from jobmesh.core.ports.signals import CancelNotice, SignalBus
+from jobmesh.core.ports.store import RunChange
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.v1 import executor_control_pb2 as pb
+
+FEED_CANCEL_REASON = "cancelled"
 
 
 def cancel_message(attempts: Sequence[AttemptRef], reason: str) -> pb.ConnectResponse:
@@ -65,6 +70,13 @@ class Sessions:
 
     def _deliver(self, notice: CancelNotice) -> None:
         self.push(notice)
+
+    def push_cancelling(self, changes: Iterable[RunChange]) -> None:
+        """The cancels of the runs a change left CANCELLING, over the streams this process holds (what
+        another replica cancels reaches its executor this way too, with the signal bus down)."""
+        for change in changes:
+            if (notice := cancel_notice_of(change.run, FEED_CANCEL_REASON)) is not None:
+                self.push(notice)
 
     def push(self, notice: CancelNotice) -> bool:
         """Sends the cancel over the executor's stream; False when this process does not hold it."""

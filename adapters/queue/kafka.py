@@ -10,7 +10,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -61,10 +61,12 @@ class _Acks:
 
 
 class _Topics:
-    """Creates topics once per process, tolerating ones that exist already."""
+    """Creates topics once per process, tolerating ones that exist already. An admin client whose request
+    timed out is replaced: against a broker that stalled (frozen, then let go) it can stay wedged for good."""
 
-    def __init__(self, admin: AdminClient, partitions: int) -> None:
-        self._admin = admin
+    def __init__(self, new_admin: Callable[[], AdminClient], partitions: int) -> None:
+        self._new_admin = new_admin
+        self._admin = new_admin()
         self._partitions = partitions
         self._known: set[str] = set()
         self._lock = threading.Lock()
@@ -75,8 +77,9 @@ class _Topics:
         if not missing:
             return
         deadline = time.monotonic() + timeout
+        admin = self._admin
         try:
-            futures = self._admin.create_topics(
+            futures = admin.create_topics(
                 [NewTopic(topic, num_partitions=self._partitions) for topic in missing],
                 request_timeout=timeout,
                 operation_timeout=timeout,
@@ -88,8 +91,14 @@ class _Topics:
                 self._await_created(topic, future, deadline)
                 with self._lock:
                     self._known.add(topic)
+        except QueueUnavailable as exc:
+            if isinstance(exc.__cause__, concurrent.futures.TimeoutError):
+                with self._lock:
+                    if self._admin is admin:
+                        self._admin = self._new_admin()
+            raise
         finally:
-            self._admin.poll(0)  # serves librdkafka's log lines to `log`
+            admin.poll(0)  # serves librdkafka's log lines to `log`
 
     def forget(self, topics: Iterable[str]) -> None:
         """After a failed publish: the broker may have lost them (wiped, or recreated without auto-create)."""
@@ -126,7 +135,7 @@ class KafkaRunQueue:
         self._base: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id, "logger": log}
         self._consumer_settings = {"session.timeout.ms": session_timeout_ms} if session_timeout_ms else {}
         self._admin_timeout = admin_timeout
-        self._topics = _Topics(AdminClient(dict(self._base)), partitions)
+        self._topics = _Topics(lambda: AdminClient(dict(self._base)), partitions)
         self._lock = threading.Lock()
         self._producer_broken = False
         self._producer = self._new_producer()

@@ -57,7 +57,7 @@ def kafka_stopped() -> Iterator[None]:
 
 def _service_pid(name: str) -> int:
     folder = _services()
-    for line in (folder / "pids").read_text().splitlines():
+    for line in reversed((folder / "pids").read_text().splitlines()):  # the latest: a restart appends one
         service, pid = line.split()
         if service == name:
             return int(pid)
@@ -142,12 +142,13 @@ def test_cancel_over_the_stream_works_while_redis_is_down(mesh: Mesh, tmp_path: 
 
 
 @contextlib.contextmanager
-def stopped(pid: int) -> Iterator[None]:
-    os.kill(pid, signal.SIGSTOP)
+def stopped(group: int) -> Iterator[None]:
+    """Every process of a process group (a server and its workers) stopped."""
+    os.killpg(group, signal.SIGSTOP)
     try:
         yield
     finally:
-        os.kill(pid, signal.SIGCONT)
+        os.killpg(group, signal.SIGCONT)
 
 
 def test_an_executor_cut_off_from_server_and_bus_kills_its_attempt_before_it_may_be_retried(

@@ -29,6 +29,7 @@ BAD_VALUES = {
     "JOBMESH_REDIS_URL": "localhost:6379",
     "JOBMESH_RETENTION_DAYS": "thirty",
     "JOBMESH_LISTEN": "127.0.0.1:99999",
+    "JOBMESH_SERVER_WORKERS": "0",
     "JOBMESH_MAX_PENDING_CREATES": "lots",
     "JOBMESH_MAX_STREAM_LAG": "0s",
     "JOBMESH_MAX_LIVE_STREAMS": "0",
@@ -93,6 +94,23 @@ def test_a_bad_value_stops_every_command_that_takes_it_naming_the_variable(
         assert variable in error, (command, error)
         assert setting.flag in error
         assert "Traceback" not in error
+
+
+def test_several_server_workers_on_an_in_process_queue_are_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JOBMESH_SERVER_WORKERS", "2")
+    assert cli.main(["server"]) == 2
+    error = capsys.readouterr().err
+    assert "--workers" in error
+    assert "memory://" in error
+
+
+def test_server_workers_default_to_the_cores_with_shared_adapters_and_to_one_without() -> None:
+    shared = settings.Connections(queue_url="kafka://127.0.0.1:9092", signals_url="redis://127.0.0.1:6379/0")
+    assert settings.server_workers({}, shared) == (os.cpu_count() or 1)
+    assert settings.server_workers({}, settings.Connections()) == 1
+    assert settings.server_workers({"workers": 3}, shared) == 3
 
 
 def test_a_url_with_a_password_is_not_echoed(
@@ -201,7 +219,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers"):
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers"):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
             settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
