@@ -84,6 +84,8 @@ class Outbox:
                 self._results.pop(key, None)
         if not self._results:
             self._acked.set()
+        elif not any(entry.sent for entry in self._results.values()):
+            self.due.set()  # the next batch of results may go now
 
     def forget(self, key: AttemptRef) -> None:
         """A fenced attempt: nothing more of it is reported."""
@@ -114,7 +116,9 @@ class Outbox:
     def take(self, *, log_batches: int = 2**31) -> list[pb.ConnectRequest]:
         """What is not yet sent, as requests in sending order: up to `log_batches` batches of log lines (an
         attempt's last lines come before its result), progress, then the results of the attempts whose lines
-        have all gone."""
+        have all gone, unless results sent earlier still wait for their acknowledgement. A server writes a
+        stream's results one batch at a time: sending a batch per flush while it is slow would queue them in
+        the stream ahead of its heartbeats and claims, where one larger batch costs it a single write."""
         self.due.clear()
         requests = self.logs.take(log_batches)
         if self.logs:
@@ -123,6 +127,8 @@ class Outbox:
             updates = list(self._progress.values())
             self._progress.clear()
             requests.append(pb.ConnectRequest(progress=pb.ProgressBatch(updates=updates)))
+        if any(entry.sent for entry in self._results.values()):
+            return requests  # a batch of results in flight: what ends meanwhile goes in the next, at its ack
         unsent = [
             entry for key, entry in self._results.items() if not entry.sent and not self.logs.waiting(key)
         ]

@@ -38,6 +38,7 @@ T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
 IN_FLIGHT_PER_STREAM = 4
+CLAIMS_IN_FLIGHT_PER_STREAM = 3  # as many as an executor sends at once (executor/runtime.py)
 # Messages of a stream read but not yet handled; past it the stream is read no further until one is handled
 # (an executor sends a bounded backlog, this bounds what a broken one can make the server hold).
 WAITING_PER_STREAM = 64
@@ -151,10 +152,11 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                 self._dispatch(executor, queue, response)
 
         async def handle(request: pb.ConnectRequest, kind: str | None, admitted: asyncio.Semaphore) -> None:
-            # Heartbeats are not timed: they wait for nothing, the lag is of the others.
-            token = None if kind == "heartbeats" else self._stream_lag.arrived()
+            # Claims are timed: a claim that waits delays a start the server has promised. Results and logs
+            # may wait without harm (the executor holds them until they are acknowledged).
+            token = self._stream_lag.arrived() if kind == "claims" else None
             try:
-                if token is None:
+                if kind == "heartbeats":
                     await answer(request, self._heartbeat_threads, None)
                 else:
                     async with lanes.turn(kind):
@@ -213,11 +215,12 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
 
 class _Lanes:
-    """How one stream's messages wait: heartbeats on a lane of their own; the others for one of a few slots,
-    and logs, progress and results for their turn as well."""
+    """How one stream's messages wait: heartbeats on a lane of their own, claims for a slot of theirs, and
+    logs, progress and results for their turn and one of a few slots."""
 
     def __init__(self) -> None:
         self._slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
+        self._claim_slots = asyncio.Semaphore(CLAIMS_IN_FLIGHT_PER_STREAM)
         self._in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
         self._waiting = asyncio.Semaphore(WAITING_PER_STREAM)
         self._beating = asyncio.Semaphore(HEARTBEATS_PER_STREAM)
@@ -231,8 +234,8 @@ class _Lanes:
         if kind in ORDERED:
             async with self._in_order, self._slots:  # the lock first: it keeps their order, a slot may not
                 yield
-        else:
-            async with self._slots:
+        else:  # claims: slots of their own, never behind a stream's slow result writes
+            async with self._claim_slots:
                 yield
 
 

@@ -135,6 +135,23 @@ def test_results_are_resent_until_acknowledged() -> None:
     asyncio.run(scenario())
 
 
+def test_results_that_end_while_a_batch_awaits_its_ack_go_together_after_it() -> None:
+    async def scenario() -> None:
+        outbox = Outbox()
+        outbox.result(A, result(A))
+        assert kinds(outbox.take()) == ["results"]
+        later = [AttemptRef("c", str(n), 1) for n in range(3)]
+        for key in later:
+            outbox.result(key, result(key))
+        assert outbox.take() == []  # the first batch is still being written
+        outbox.acknowledge([A.to_proto()])
+        assert outbox.due.is_set()  # no need to wait for the next flush
+        [batch] = outbox.take()
+        assert [AttemptRef.from_proto(r.attempt) for r in batch.results.results] == later
+
+    asyncio.run(scenario())
+
+
 def test_put_back_restores_order_and_forget_drops_everything_of_an_attempt() -> None:
     outbox = Outbox()
     outbox.log(A, OUT, "1")
