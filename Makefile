@@ -19,8 +19,9 @@ run: install
 test: install
 	bash tools/test.sh
 
+# Four at a time: most of the fast tier waits (on subprocesses, streams, timers) rather than computes.
 unit: install
-	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q
+	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q -n 4
 
 # The package is installed in editable mode (strict: a tree of links under build/), again on every run so
 # that new modules are found; setuptools' notice about that tree is not for newcomers.
