@@ -17,13 +17,12 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import grpc
 
-from benchmarks.figures import percentile
+from benchmarks.figures import percentile, print_figures
 from benchmarks.pipeline import REPO, Mesh, free_port, services, wait_serving
 from jobmesh.v1 import (
     job_pb2,
@@ -124,10 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mesh.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\njobmesh busy-executor benchmark, {datetime.now(UTC):%Y-%m-%d}")
-    width = max(len(name) for name in figures)
-    for name, value in figures.items():
-        print(f"{name:<{width}}  {value}")
+    print_figures("jobmesh busy-executor benchmark", figures)
     return 0
 
 

@@ -372,3 +372,11 @@ def markdown_row(result: dict[str, Any]) -> str:
         f"| {result['late_pct']:.1f}% | {result['early_pct']:.1f}% | {result['lost']:,} "
         f"| {result['failed']:,} | {result['duplicates']:,} | {cpu_cell} |"
     )
+
+
+def print_figures(title: str, figures: dict[str, str]) -> None:
+    """A small benchmark's result: its title and date, then one aligned line per figure."""
+    print(f"\n{title}, {datetime.now(UTC):%Y-%m-%d}")
+    width = max(len(name) for name in figures)
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")

@@ -23,7 +23,7 @@ import grpc
 import psycopg
 
 from benchmarks.cpu import Group, snapshot
-from benchmarks.figures import percentile
+from benchmarks.figures import percentile, print_figures
 from benchmarks.pipeline import REPO, Mesh, free_port, services, wait_serving
 from jobmesh.v1 import (
     job_pb2,
@@ -193,10 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mesh.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\njobmesh WatchRuns streams benchmark, {datetime.now(UTC):%Y-%m-%d}")
-    width = max(len(name) for name in figures)
-    for name, value in figures.items():
-        print(f"{name:<{width}}  {value}")
+    print_figures("jobmesh WatchRuns streams benchmark", figures)
     return 0
 
 
