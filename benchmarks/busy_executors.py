@@ -10,20 +10,17 @@ name running ones).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 import grpc
 
 from benchmarks.figures import percentile, print_figures
-from benchmarks.pipeline import REPO, Mesh, free_port, services, wait_serving
+from benchmarks.pipeline import Mesh, throwaway_mesh, wait_serving
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -105,24 +102,14 @@ def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    work = Path(tempfile.mkdtemp(prefix="jobmesh-busy-", dir="/tmp"))
-    work.chmod(0o755)  # the postgres user writes the services' folder when this runs as root
     queue = f"busy-{uuid.uuid4().hex[:8]}"
-    try:
-        with services(work) as found:
-            address = f"127.0.0.1:{free_port()}"
-            mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, frozenset(), address, queue)
-            mesh.spawn("server", ["server", "--listen", address], {})
-            busy = ["executor", "--server", address, "--queues", queue, "--concurrency", "2"]
-            mesh.spawn("busy", busy, {"JOBMESH_EXECUTOR_ID": "busy"})
-            try:
-                wait_serving(address, mesh)
-                with grpc.insecure_channel(address) as channel:
-                    figures = measure(args, Api(channel), queue, mesh)
-            finally:
-                mesh.stop()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with throwaway_mesh("jobmesh-busy-", queue) as (mesh, _):
+        mesh.spawn("server", ["server", "--listen", mesh.address], {})
+        busy = ["executor", "--server", mesh.address, "--queues", queue, "--concurrency", "2"]
+        mesh.spawn("busy", busy, {"JOBMESH_EXECUTOR_ID": "busy"})
+        wait_serving(mesh.address, mesh)
+        with grpc.insecure_channel(mesh.address) as channel:
+            figures = measure(args, Api(channel), queue, mesh)
     print_figures("jobmesh busy-executor benchmark", figures)
     return 0
 

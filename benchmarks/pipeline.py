@@ -190,6 +190,24 @@ class Mesh:
             process.stop()
 
 
+@contextlib.contextmanager
+def throwaway_mesh(prefix: str, queue: str) -> Iterator[tuple[Mesh, Services]]:
+    """A work folder, the services (see `services`) and a mesh with no process yet, its server's address
+    free: for a small benchmark. Its processes are stopped and the folder is removed after."""
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    work.chmod(0o755)  # the postgres user writes the services' folder when this runs as root
+    try:
+        with services(work) as found:
+            address = f"127.0.0.1:{free_port()}"
+            mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, frozenset(), address, queue)
+            try:
+                yield mesh, found
+            finally:
+                mesh.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

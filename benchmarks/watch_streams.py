@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import grpc
 import psycopg
 
 from benchmarks.cpu import Group, snapshot
 from benchmarks.figures import percentile, print_figures
-from benchmarks.pipeline import REPO, Mesh, free_port, services, wait_serving
+from benchmarks.pipeline import throwaway_mesh, wait_serving
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -176,23 +173,12 @@ async def measure(args: argparse.Namespace, address: str, server_pid: int, url: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    work = Path(tempfile.mkdtemp(prefix="jobmesh-watch-", dir="/tmp"))
-    work.chmod(0o755)  # the postgres user writes the services' folder when this runs as root
-    try:
-        with services(work) as found:
-            address = f"127.0.0.1:{free_port()}"
-            mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, frozenset(), address, "bench")
-            limits = {"JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": str(args.streams + 10)}
-            server = mesh.spawn("server", ["server", "--listen", address], limits)
-            try:
-                wait_serving(address, mesh)
-                figures = asyncio.run(
-                    measure(args, address, server.popen.pid, found.env["JOBMESH_DATABASE_URL"])
-                )
-            finally:
-                mesh.stop()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with throwaway_mesh("jobmesh-watch-", "bench") as (mesh, found):
+        limits = {"JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": str(args.streams + 10)}
+        server = mesh.spawn("server", ["server", "--listen", mesh.address], limits)
+        wait_serving(mesh.address, mesh)
+        database = found.env["JOBMESH_DATABASE_URL"]
+        figures = asyncio.run(measure(args, mesh.address, server.popen.pid, database))
     print_figures("jobmesh WatchRuns streams benchmark", figures)
     return 0
 

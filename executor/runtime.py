@@ -255,8 +255,8 @@ class Executor:
     ) -> None:
         """Commits the answered batches at the head, in order; with `wait`, waits for the oldest first."""
         while (head := claims.head(wait)) is not None:
-            deliveries, claimed = await head
-            if not claimed:
+            deliveries, claim = head
+            if not await claim:
                 continue
             try:
                 await self._in(thread, consumer.commit, deliveries)
@@ -392,17 +392,12 @@ class _ClaimsInFlight:
     def deliveries(self) -> int:
         return sum(len(deliveries) for deliveries, _ in self._batches)
 
-    def head(self, wait: bool) -> Awaitable[tuple[list[Delivery], bool]] | None:
-        """The oldest batch and whether it was claimed, once answered; None when there is none, or when
-        it is not answered yet and `wait` is false."""
+    def head(self, wait: bool) -> tuple[list[Delivery], asyncio.Task[bool]] | None:
+        """Takes the oldest batch and its claim (True once granted and started); None when there is none,
+        or when its claim is not answered yet and `wait` is false."""
         if not self._batches or not (wait or self._batches[0][1].done()):
             return None
-        deliveries, claim = self._batches.popleft()
-
-        async def answered() -> tuple[list[Delivery], bool]:
-            return deliveries, await claim
-
-        return answered()
+        return self._batches.popleft()
 
     def cancel(self) -> None:
         for _, claim in self._batches:

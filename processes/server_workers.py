@@ -74,12 +74,12 @@ class _Workers:
     def start(self, count: int, stopping: list[int]) -> bool:
         """Starts them all; False when one dies before serving or a signal comes first."""
         self._running = [self._started() for _ in range(count)]
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not all(ready.is_set() for _, ready in self._running):
-            if stopping or time.monotonic() > deadline or any(not p.is_alive() for p, _ in self._running):
-                return False
-            time.sleep(0.05)
-        return True
+
+        def serving() -> bool:
+            return all(ready.is_set() for _, ready in self._running)
+
+        _until(lambda: serving() or bool(stopping) or any(not p.is_alive() for p, _ in self._running))
+        return serving() and not stopping
 
     def supervise(self, stopping: list[int]) -> int:
         """Until a signal: a worker that dies is started again, unless it dies again before serving."""

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from jobmesh.adapters.queue.factory import parse_queue_url
+from jobmesh.adapters.queue.factory import MemoryQueueAddress, parse_queue_url
 from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
@@ -44,7 +44,6 @@ def default_database_url() -> str:
 
 # The embedded default: the in-process queue and signals that every component of one process shares.
 EMBEDDED = "memory://dev"
-EMBEDDED_SCHEME = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,7 +514,10 @@ def connections(values: Mapping[str, Any]) -> Connections:
 
 def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
     """How many server processes: an in-process queue or signal bus is one process's own."""
-    embedded = EMBEDDED_SCHEME in (_scheme(connections.queue_url), _scheme(connections.signals_url))
+    embedded = (
+        isinstance(parse_queue_url(connections.queue_url), MemoryQueueAddress)
+        or parse_signals_url(connections.signals_url)[0] == "memory"
+    )
     workers: int | None = values.get("workers")
     if workers is None:
         return 1 if embedded else os.cpu_count() or 1
@@ -526,10 +528,6 @@ def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
             " --signals-url, or one worker",
         )
     return workers
-
-
-def _scheme(url: str) -> str:
-    return url.split("://", 1)[0] if "://" in url else ""
 
 
 def server_config(values: Mapping[str, Any]) -> ServerConfig:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
-from collections.abc import Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterator
+from typing import NoReturn, TypeVar
 
 import pytest
 import sqlalchemy
+
+T = TypeVar("T")
 
 
 def require_service_url(variable: str) -> str:
@@ -46,3 +49,15 @@ def fresh_postgres_database(base_url: str) -> Iterator[str]:
             connection.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         admin.dispose()
+
+
+def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
+    """`check()` once it is truthy, polled every `interval`; AssertionError naming `what` past `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)

@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Context = grpc.aio.ServicerContext[pb.ConnectRequest, pb.ConnectResponse]
-IN_FLIGHT_PER_STREAM = 4
 CLAIMS_IN_FLIGHT_PER_STREAM = 3  # as many as an executor sends at once (executor/runtime.py)
 # Messages of a stream read but not yet handled; past it the stream is read no further until one is handled
 # (an executor sends a bounded backlog, this bounds what a broken one can make the server hold).
@@ -215,11 +214,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
 
 class _Lanes:
-    """How one stream's messages wait: heartbeats on a lane of their own, claims for a slot of theirs, and
-    logs, progress and results for their turn and one of a few slots."""
+    """How one stream's messages wait: heartbeats on a lane of their own, claims for one of a few slots of
+    theirs, and logs, progress and results for their turn."""
 
     def __init__(self) -> None:
-        self._slots = asyncio.Semaphore(IN_FLIGHT_PER_STREAM)
         self._claim_slots = asyncio.Semaphore(CLAIMS_IN_FLIGHT_PER_STREAM)
         self._in_order = asyncio.Lock()  # fair: logs, progress and results are written in the order they came
         self._waiting = asyncio.Semaphore(WAITING_PER_STREAM)
@@ -232,7 +230,7 @@ class _Lanes:
     @contextlib.asynccontextmanager
     async def turn(self, kind: str | None) -> AsyncIterator[None]:
         if kind in ORDERED:
-            async with self._in_order, self._slots:  # the lock first: it keeps their order, a slot may not
+            async with self._in_order:  # one at a time, in the order they came
                 yield
         else:  # claims: slots of their own, never behind a stream's slow result writes
             async with self._claim_slots:

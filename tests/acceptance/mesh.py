@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
 
 import grpc
 
@@ -25,8 +24,8 @@ from jobmesh.v1 import (
     search_service_pb2_grpc,
 )
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+from tests.support import eventually
 
-T = TypeVar("T")
 STAMP = 'date +%s.%N >> "{file}"'  # a command that records the instant it really starts
 
 
@@ -130,17 +129,6 @@ def command_job(queue: str, script: str, **fields: object) -> job_pb2.Job:
     if not job.HasField("schedule"):
         job.schedule.immediate.SetInParent()
     return job
-
-
-def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def get_run(search: search_service_pb2_grpc.SearchServiceStub, name: str) -> run_pb2.Run:

@@ -25,7 +25,6 @@ from tests.acceptance.mesh import (
     command_job,
     create,
     escaping_sleeps,
-    eventually,
     get_run,
     pid_gone,
     pids_in,
@@ -34,7 +33,7 @@ from tests.acceptance.mesh import (
     warm_up,
 )
 from tests.acceptance.processes import REPO
-from tests.support import require_service_url
+from tests.support import eventually, require_service_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 # Longer than the consumers' session (2 s here), the producer's delivery timeout and the admin timeouts.

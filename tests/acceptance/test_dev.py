@@ -21,7 +21,6 @@ from tests.acceptance.mesh import (
     assert_flood_told_truly,
     create,
     escaping_sleeps,
-    eventually,
     get_run,
     log_texts,
     peak_rss_while,
@@ -33,6 +32,7 @@ from tests.acceptance.mesh import (
     wait_for_run,
 )
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+from tests.support import eventually
 
 Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]
 

@@ -28,7 +28,6 @@ from tests.acceptance.mesh import (
     command_job,
     create,
     escaping_sleeps,
-    eventually,
     get_run,
     log_texts,
     peak_rss_while,
@@ -41,6 +40,7 @@ from tests.acceptance.mesh import (
     wait_for_run,
     warm_up,
 )
+from tests.support import eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from jobmesh.v1 import run_pb2
-from tests.acceptance.mesh import Mesh, Process, command_job, create, eventually, get_run, pid_gone
+from tests.acceptance.mesh import Mesh, Process, command_job, create, get_run, pid_gone
 from tests.acceptance.processes import wait_serving
+from tests.support import eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 

@@ -6,12 +6,11 @@ server longer than its limit."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -28,8 +27,8 @@ from jobmesh.server.workers import WRITE_THREADS
 from jobmesh.v1 import job_pb2, job_service_pb2
 from tests.server.conftest import Api
 from tests.server.errors import call_error, error_info
+from tests.support import eventually
 
-T = TypeVar("T")
 LIMIT = 1000
 RETRY_AFTER = timedelta(seconds=2)
 MAX_STREAM_LAG = timedelta(milliseconds=200)
@@ -121,13 +120,13 @@ def test_while_an_executors_message_waits_past_the_limit_creates_are_refused(
     lag = grpc_servicer.stream_lag
     token = lag.arrived()  # a claim the server has not got round to
     try:
-        refused = _until(lambda: _create_refused(api))
+        refused = eventually(lambda: _create_refused(api), 10, "a create refused")
         assert error_info(refused).reason == "SERVER_OVERLOADED"
         assert "executors' messages wait" in (refused.details() or "")
         assert retry_delay(refused) == RETRY_AFTER
     finally:
         lag.started(token)
-    assert _until(lambda: _create_refused(api) is None) is True  # the lag is behind it
+    eventually(lambda: _create_refused(api) is None, 10, "a create accepted again")  # the lag is behind it
 
 
 def _create_refused(api: Api) -> grpc.RpcError | None:
@@ -139,14 +138,6 @@ def _create_refused(api: Api) -> grpc.RpcError | None:
         return None
     assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused
     return refused
-
-
-def _until(check: Callable[[], T | None], timeout: float = 10) -> T:
-    deadline = time.monotonic() + timeout
-    while (result := check()) is None or result is False:
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.05)
-    return result
 
 
 def retry_delay(error: grpc.RpcError) -> timedelta:
