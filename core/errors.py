@@ -117,6 +117,27 @@ class ResourceExhausted(JobmeshError):
         self.retry_delay = retry_delay
 
 
+class Unauthenticated(JobmeshError):
+    """The call carries no valid credential. Callers see one message whatever was wrong, so that it tells an
+    attacker nothing; `detail` (the log's) says what."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+    reason = "UNAUTHENTICATED"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("a valid credential is required", detail=detail)
+
+
+class PermissionDenied(JobmeshError):
+    """The caller is known but may not do this."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+    reason = "PERMISSION_DENIED"
+
+    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None, detail: str = "") -> None:
+        super().__init__(message, metadata=metadata, detail=detail)
+
+
 class StoreUnavailable(JobmeshError):
     """The database could not be reached; the caller may retry."""
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Protocol
 
 __all__ = [
     "ANY_NAMESPACE",
     "UNRESTRICTED",
+    "CredentialSource",
     "ExecutorGrant",
     "Principal",
     "Role",
@@ -77,6 +79,18 @@ class Principal:
         if self.may(role, ANY_NAMESPACE):
             return None
         return frozenset(ns for ns, r in self.roles.items() if r >= role)
+
+
+class CredentialSource(Protocol):
+    """One kind of credential a call may carry (a bearer token, a client certificate)."""
+
+    def principal_of(
+        self, metadata: Mapping[str, str], peer: Mapping[str, Sequence[bytes]]
+    ) -> Principal | None:
+        """The principal that the call's credential of this kind stands for; None when the call carries none
+        of this kind. `metadata` is the call's (lower-case keys), `peer` its `auth_context()` (with the verified
+        client certificate under TLS). Raises `Unauthenticated` for a credential that is present but bad."""
+        ...
 
 
 # The principal of a server that checks no credential (`jobmesh dev` on loopback, tests): it may do anything,
