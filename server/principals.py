@@ -87,9 +87,9 @@ class CredentialSource(Protocol):
     def principal_of(
         self, metadata: Mapping[str, str], peer: Mapping[str, Sequence[bytes]]
     ) -> Principal | None:
-        """The principal that the call's credential of this kind stands for; None when the call carries none
-        of this kind. `metadata` is the call's (lower-case keys), `peer` its `auth_context()` (with the verified
-        client certificate under TLS). Raises `Unauthenticated` for a credential that is present but bad."""
+        """The principal that the call's credential of this kind stands for; None when the call carries
+        none of this kind. `metadata` is the call's (lower-case keys), `peer` its `auth_context()` (with the
+        verified client certificate under TLS). Raises `Unauthenticated` for a credential present but bad."""
         ...
 
 
