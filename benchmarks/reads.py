@@ -35,6 +35,7 @@ from benchmarks.pipeline import (
     Sender,
     Services,
     expect,
+    print_profiles,
     start_senders,
     stop_senders,
     throwaway_mesh,
@@ -63,7 +64,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2000, help="jobs seeded before the calls (2000)")
     parser.add_argument("--create-rate", type=float, default=0.0, help="jobs/s created alongside (0)")
     parser.add_argument("--server-workers", type=int, default=2, help="server processes (2)")
+    parser.add_argument(
+        "--profile", action="store_true", help="one server process, under the profiler: where its CPU goes"
+    )
     args = parser.parse_args(argv)
+    if args.profile:
+        args.server_workers = 1
     if args.clients < 1 or args.client_processes < 1 or args.duration <= WARM_UP or args.jobs < 1:
         parser.error(f"--clients, --client-processes, --jobs at least 1; --duration above {WARM_UP:g} s")
     return args
@@ -237,13 +243,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     queue = f"reads-{uuid.uuid4().hex[:8]}"
     with throwaway_mesh("jobmesh-reads-", queue) as (mesh, found):
         workers = {"JOBMESH_SERVER_WORKERS": str(args.server_workers)}
-        server = mesh.spawn("server", ["server", "--listen", mesh.address], workers)
+        mesh.profile = frozenset({"server"} if args.profile else ())
+        server = mesh.spawn("server", ["server", "--listen", mesh.address], workers, "server")
         wait_serving(mesh.address, mesh)
         names = seed(mesh.address, args.jobs, queue)
         print(
             f"seeded {len(names):,} jobs; {args.clients} clients calling for {args.duration:g} s", flush=True
         )
         result = measure(args, mesh, found, server.popen.pid, names)
+        mesh.stop()  # the profile is written as the server exits
+        if args.profile:
+            print_profiles(mesh.work, ["server"], 40)
     print_figures("jobmesh reads benchmark", result)
     return 0
 
