@@ -197,7 +197,8 @@ def test_batch_create_answers_names_and_times_unless_asked_for_whole_resources(a
 
 def test_batch_create_refuses_an_unknown_view(api: Api) -> None:
     request = job_service_pb2.BatchCreateJobsRequest(
-        requests=[job_service_pb2.CreateJobRequest(job=command_job())], view=7
+        requests=[job_service_pb2.CreateJobRequest(job=command_job())],
+        view=job_service_pb2.BatchCreateJobsView.ValueType(7),  # a number no view has
     )
     error = call_error(lambda: api.jobs.BatchCreateJobs(request), grpc.StatusCode.INVALID_ARGUMENT)
     assert "view" in field_violations(error)
