@@ -316,6 +316,16 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="DURATION",
     ),
     Setting(
+        name="max_loop_lag",
+        variables=("JOBMESH_MAX_LOOP_LAG",),
+        parse=positive_duration,
+        commands=(DEV, SERVER),
+        default="`1s`",
+        help="creates are refused `RESOURCE_EXHAUSTED` too while the server's event loop runs later than this"
+        " (its process is out of CPU)",
+        metavar="DURATION",
+    ),
+    Setting(
         name="max_live_streams",
         variables=("JOBMESH_MAX_LIVE_STREAMS",),
         parse=positive_integer,

@@ -28,6 +28,7 @@ from jobmesh.server.config import ServerConfig
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_lag import StreamLag
@@ -82,6 +83,7 @@ class Services:
     feed: RunFeed
     workers: Workers
     stream_lag: StreamLag
+    loop_lag: LoopLag
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -96,6 +98,7 @@ class Services:
         """Starts the live feed on the server's loop, then health reports every service SERVING (once the
         server listens)."""
         await self.feed.start()
+        self.loop_lag.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -137,10 +140,13 @@ def build_services(
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling)
     slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
+    loop_lag = LoopLag()
     workers = Workers(
         stream_lag,
+        loop_lag,
         max_pending_creates=config.max_pending_creates,
         max_stream_lag=config.max_stream_lag,
+        max_loop_lag=config.max_loop_lag,
         retry_after=config.retry_after,
     )
     return Services(
@@ -154,6 +160,7 @@ def build_services(
         feed,
         workers,
         stream_lag,
+        loop_lag,
     )
 
 
@@ -166,6 +173,7 @@ class RunningServer:
     async def stop(self, grace: float = 5.0) -> None:
         await self.services.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        await self.services.loop_lag.stop()
         await asyncio.to_thread(self.services.close)
 
 

@@ -28,6 +28,8 @@ class ServerConfig:
     retry_after: timedelta = timedelta(seconds=1)
     # Creates are refused too while executors' messages (claims, results) wait longer than this in the server.
     max_stream_lag: timedelta = timedelta(seconds=1)
+    # ... and while the event loop runs later than this (the process is out of CPU: answers wait too).
+    max_loop_lag: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
@@ -44,7 +46,7 @@ class ServerConfig:
                 "session_renewal_interval",
                 "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
             )
-        for duration in ("retry_after", "max_stream_lag"):
+        for duration in ("retry_after", "max_stream_lag", "max_loop_lag"):
             if getattr(self, duration) <= timedelta(0):
                 raise InvalidConfig(duration, "must be longer than zero")
         for name in ("max_live_streams", "max_live_streams_per_client", "max_pending_creates"):
