@@ -32,6 +32,7 @@ BAD_VALUES = {
     "JOBMESH_SERVER_WORKERS": "0",
     "JOBMESH_MAX_PENDING_CREATES": "lots",
     "JOBMESH_MAX_STREAM_LAG": "0s",
+    "JOBMESH_MAX_LOOP_LAG": "soon",
     "JOBMESH_MAX_LIVE_STREAMS": "0",
     "JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": "many",
     "JOBMESH_WATCH_BUFFER_RUNS": "10",  # parses, but it is less than a page of the feed
