@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ ANY_NETWORK = "any"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # What a command gets of the executor's own environment, besides PATH.
 INHERITED_VARIABLES = ("HOME", "LANG", "LC_ALL")
+
+_WILDCARDS = re.compile(r"[*?\[]")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -124,7 +127,7 @@ class ExecutionPolicy:
         if program is None:
             return None
         candidates = (program, os.path.realpath(program))
-        if not any(_path_matches(pattern, path) for pattern in self.allowed_commands for path in candidates):
+        if not any(_allows(pattern, candidates) for pattern in self.allowed_commands):
             shown = program if candidates[1] == program else f"{program} (-> {candidates[1]})"
             raise TargetRefused(
                 f"program {shown} is not on this executor's command allowlist (allowed_commands)"
@@ -188,6 +191,14 @@ def resolve_program(argv0: str, path: str, working_dir: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return os.path.normpath(candidate)
     return None
+
+
+def _allows(pattern: str, candidates: tuple[str, str]) -> bool:
+    """The program as found, or the file it links to, matches; a plain path also allows what it links to
+    (`/bin/sh` allows `/usr/bin/sh` where both are `dash`)."""
+    if any(_path_matches(pattern, path) for path in candidates):
+        return True
+    return not _WILDCARDS.search(pattern) and os.path.realpath(pattern) == candidates[1]
 
 
 def _path_matches(pattern: str, path: str) -> bool:

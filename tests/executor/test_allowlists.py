@@ -277,3 +277,14 @@ def test_dev_allows_everything(internal: Site) -> None:
     assert run(command("sh", "-c", "id"), policy)[0].state == run_pb2.RUN_STATE_SUCCEEDED
     assert "ANY command" in policy.describe()
     assert os.path.isabs(SH)
+
+
+def test_a_listed_link_allows_the_program_it_links_to_found_elsewhere(tmp_path: Path) -> None:
+    """`/bin/sh` listed, `sh` found on the PATH at another path of the same file: allowed; another file is
+    not, even by a link of the job's own making."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sh").symlink_to(SH)
+    (tmp_path / "bin" / "true").symlink_to(shutil.which("true", path=SAFE_PATH) or "/bin/true")
+    policy = ExecutionPolicy(allowed_commands=(str(tmp_path / "bin" / "sh"),))
+    assert run(command("sh", "-c", "true"), policy)[0].state == run_pb2.RUN_STATE_SUCCEEDED
+    assert refused(run(command("true"), policy)[0], "allowed_commands")

@@ -79,7 +79,7 @@ def test_a_world_readable_secrets_file_is_refused(tmp_path: Path, mode: int) -> 
 
 def test_bad_sources_are_refused(tmp_path: Path) -> None:
     for spec in ("vault:x", "env:", f"file:{tmp_path / 'missing'}", secrets_file(tmp_path, "[1]")):
-        with pytest.raises(ValueError, match=r"expected|cannot read|JSON|object"):
+        with pytest.raises(ValueError, match=r"expected|cannot read|NAME=VALUE"):
             open_secret_source(spec, {})
 
 
