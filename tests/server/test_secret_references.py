@@ -4,6 +4,7 @@ itself (it never sees a value), and the run it queues carries the reference only
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import grpc
 
@@ -52,9 +53,7 @@ def test_a_malformed_reference_is_a_field_violation(api: Api) -> None:
         request = job_service_pb2.CreateJobRequest(
             job_id=f"bad-{uuid.uuid4().hex[:8]}", job=job_with({"TOKEN": bad})
         )
-        error = call_error(
-            lambda request=request: api.jobs.CreateJob(request), grpc.StatusCode.INVALID_ARGUMENT
-        )
+        error = call_error(partial(api.jobs.CreateJob, request), grpc.StatusCode.INVALID_ARGUMENT)
         violations = field_violations(error)
         assert "job.target.command.env['TOKEN']" in violations, violations
         assert "secret://NAME" in violations["job.target.command.env['TOKEN']"]
