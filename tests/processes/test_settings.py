@@ -242,7 +242,8 @@ def test_the_readme_table_is_the_settings_table() -> None:
 
 
 def test_only_the_settings_model_reads_the_environment() -> None:
-    """Commands inherit the executor's environment (`{**os.environ, ...}`); nothing else reads it."""
+    """Components get the environment as a mapping where they must (a command's HOME and LANG, the secrets
+    of an `env:` source); nothing but the settings model reads it."""
     readers = []
     for folder in ("core", "adapters", "server", "watcher", "executor", "processes"):
         for path in (REPO / folder).rglob("*.py"):
