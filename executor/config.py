@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 CONSUMER_GROUP = "jobmesh-executors"
@@ -58,6 +60,9 @@ class ExecutorConfig:
     poll_timeout: timedelta = timedelta(
         milliseconds=200
     )  # longest wait in one queue poll (bounds drain notice)
+    # What it runs: by default no command, and HTTP to public addresses only (`jobmesh dev`: anything).
+    policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)
+    secrets: str = DEFAULT_SECRET_SOURCE  # where `secret://NAME` resolves: `env:PREFIX` or `file:PATH`
 
     @property
     def group(self) -> str:

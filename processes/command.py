@@ -101,7 +101,7 @@ def dev(**values: Any) -> None:
             settings.connections(values),
             settings.server_config(values),
             settings.watcher_config(values),
-            settings.executor_config(values),
+            settings.executor_config(values, dev=True),
         )
         handlers, dashboard = _handlers(values), settings.dashboard_config(values)
     asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))

@@ -11,6 +11,7 @@ variable. Only this module reads the environment: the components get frozen conf
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -28,6 +29,8 @@ from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.config import ServerConfig
 from jobmesh.watcher.config import WatcherConfig
@@ -183,6 +186,62 @@ def handlers_spec(text: str) -> str:
     """`MODULE:ATTR`; the mapping it names is imported when the executor starts."""
     if not _HANDLERS.match(text.strip()):
         raise ValueError(f"expected MODULE:ATTR, such as myapp.tasks:handlers, got {text!r}")
+    return text.strip()
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """Comma-separated items; `none` (or nothing) is none."""
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    return () if items == ("none",) else items
+
+
+# The allowlist's values are checked by ExecutionPolicy itself; these only split them.
+def command_patterns(text: str) -> tuple[str, ...]:
+    """Absolute program paths or patterns (`*` within a segment, `**` across), comma-separated; `none`."""
+    return _items(text)
+
+
+def host_patterns(text: str) -> tuple[str, ...]:
+    """Host names or patterns (`*.example.com`, `*` for any), comma-separated."""
+    if not (hosts := _items(text)):
+        raise ValueError(f"expected host names or patterns such as *.example.com, got {text!r}")
+    return tuple(host.lower() for host in hosts)
+
+
+def networks(text: str) -> tuple[str, ...]:
+    """CIDRs, `public` or `any`, comma-separated."""
+    if not (found := _items(text)):
+        raise ValueError(f"expected CIDRs (10.0.0.0/8), public or any, got {text!r}")
+    return found
+
+
+def ports(text: str) -> tuple[int, ...]:
+    """Port numbers, comma-separated; `any`."""
+    items = () if text.strip() == "any" else _items(text)
+    if not all(item.isdigit() for item in items) or (not items and text.strip() != "any"):
+        raise ValueError(f"expected port numbers, comma-separated, or any, got {text!r}")
+    return tuple(int(item) for item in items)
+
+
+def schemes(text: str) -> tuple[str, ...]:
+    if not (found := tuple(item.lower() for item in _items(text))):
+        raise ValueError(f"expected http, https or both, got {text!r}")
+    return found
+
+
+def command_path(text: str) -> str:
+    """A PATH of absolute folders, or `inherit` (the executor's own)."""
+    if text.strip() == INHERIT_PATH:
+        return INHERIT_PATH
+    folders = [folder for folder in text.split(os.pathsep) if folder]
+    if not folders or not all(os.path.isabs(folder) for folder in folders):
+        raise ValueError(f"expected absolute folders separated by {os.pathsep}, or inherit, got {text!r}")
+    return os.pathsep.join(folders)
+
+
+def secret_source(text: str) -> str:
+    """`env:PREFIX` or `file:PATH` (the file must exist and not be readable by anyone)."""
+    open_secret_source(text.strip(), {})
     return text.strip()
 
 
@@ -498,7 +557,76 @@ SETTINGS: tuple[Setting, ...] = (
         help="a mapping of handler name to Python callable, for `handler` targets",
         metavar="MODULE:ATTR",
     ),
+    Setting(
+        name="allowed_commands",
+        variables=("JOBMESH_ALLOWED_COMMANDS",),
+        parse=command_patterns,
+        commands=_WORK,
+        default="`none` (`dev`: `/**`, any)",
+        help="the programs commands may run: absolute paths or patterns of the program's resolved path"
+        " (`*` within a folder, `**` across), comma-separated; anything else ends FAILED `TargetNotAllowed`",
+        metavar="PATTERNS",
+    ),
+    Setting(
+        name="allowed_hosts",
+        variables=("JOBMESH_ALLOWED_HOSTS",),
+        parse=host_patterns,
+        commands=_WORK,
+        default="`*`",
+        help="the host names `http` targets may call: names or patterns (`*.example.com`), comma-separated",
+        metavar="PATTERNS",
+    ),
+    Setting(
+        name="allowed_networks",
+        variables=("JOBMESH_ALLOWED_NETWORKS",),
+        parse=networks,
+        commands=_WORK,
+        default="`public` (`dev`: `any`)",
+        help="where every address of an `http` target's host must lie: CIDRs, `public` (no loopback, private,"
+        " link-local or metadata, multicast or unspecified address) or `any`, comma-separated",
+        metavar="NETWORKS",
+    ),
+    Setting(
+        name="allowed_ports",
+        variables=("JOBMESH_ALLOWED_PORTS",),
+        parse=ports,
+        commands=_WORK,
+        default="`any`",
+        help="the ports `http` targets may call, comma-separated",
+        metavar="PORTS",
+    ),
+    Setting(
+        name="allowed_schemes",
+        variables=("JOBMESH_ALLOWED_SCHEMES",),
+        parse=schemes,
+        commands=_WORK,
+        default="`http,https`",
+        help="the schemes `http` targets may use",
+        metavar="SCHEMES",
+    ),
+    Setting(
+        name="command_path",
+        variables=("JOBMESH_COMMAND_PATH",),
+        parse=command_path,
+        commands=_WORK,
+        default=f"`{SAFE_PATH}`",
+        help="the PATH commands get and their programs are looked up on, or `inherit` (the executor's);"
+        " besides it they get only HOME, LANG, LC_ALL and the job's `env`",
+        metavar="PATH",
+    ),
+    Setting(
+        name="secrets",
+        variables=("JOBMESH_SECRETS",),
+        parse=secret_source,
+        commands=_WORK,
+        default=f"`{DEFAULT_SECRET_SOURCE}`",
+        help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
+        " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
+        metavar="SOURCE",
+    ),
 )
+
+POLICY_SETTINGS = tuple(f.name for f in fields(ExecutionPolicy))
 
 BY_NAME: Mapping[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
@@ -552,14 +680,18 @@ def watcher_config(values: Mapping[str, Any]) -> WatcherConfig:
     return _build(WatcherConfig, values)
 
 
-def executor_config(values: Mapping[str, Any]) -> ExecutorConfig:
-    """An executor opens its queue and signal bus itself: by default the embedded ones, as every process."""
+def executor_config(values: Mapping[str, Any], *, dev: bool = False) -> ExecutorConfig:
+    """An executor opens its queue and signal bus itself: by default the embedded ones, as every process.
+    `jobmesh dev`'s executor runs anything, unless its allowlist settings say otherwise."""
     urls = {"queue_url": EMBEDDED, "signals_url": EMBEDDED}
-    return _build(ExecutorConfig, {**urls, **{k: v for k, v in values.items() if v is not None}})
+    base = ExecutionPolicy.unrestricted() if dev else ExecutionPolicy()
+    policy = _build(lambda **given: dataclasses.replace(base, **given), values, fields_of=ExecutionPolicy)
+    given = {k: v for k, v in values.items() if v is not None and k not in POLICY_SETTINGS}
+    return _build(ExecutorConfig, {**urls, **given, "policy": policy})
 
 
-def _build(config_type: Callable[..., T], values: Mapping[str, Any]) -> T:
-    known = {f.name for f in fields(config_type)}  # type: ignore[arg-type]
+def _build(config_type: Callable[..., T], values: Mapping[str, Any], *, fields_of: Any = None) -> T:
+    known = {f.name for f in fields(fields_of or config_type)}  # type: ignore[arg-type]
     given = {name: value for name, value in values.items() if name in known and value is not None}
     try:
         return config_type(**given)

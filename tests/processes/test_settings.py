@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.processes import assembly, settings
 from jobmesh.processes import command as cli
 from jobmesh.processes.dashboard import DashboardConfig
@@ -48,6 +49,13 @@ BAD_VALUES = {
     "JOBMESH_CONCURRENCY": "0",
     "JOBMESH_EXECUTOR_ID": "-starts-with-a-dash",
     "JOBMESH_CANCEL_GRACE": "5 minutes",
+    "JOBMESH_ALLOWED_COMMANDS": "sh,bin/*",
+    "JOBMESH_ALLOWED_HOSTS": ",",
+    "JOBMESH_ALLOWED_NETWORKS": "10.0.0.0/33",
+    "JOBMESH_ALLOWED_PORTS": "80,65536",
+    "JOBMESH_ALLOWED_SCHEMES": "ftp",
+    "JOBMESH_COMMAND_PATH": "bin:/usr/bin",
+    "JOBMESH_SECRETS": "vault://secrets",
     "JOBMESH_DRAIN_GRACE": "1e9999",
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
     "JOBMESH_DASHBOARD": "maybe",
@@ -214,6 +222,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
         **_field_defaults(ServerConfig()),
         **_field_defaults(WatcherConfig()),
         **_field_defaults(ExecutorConfig()),
+        **_field_defaults(ExecutionPolicy()),
         **_field_defaults(settings.Connections()),
         **_field_defaults(DashboardConfig()),
     }
@@ -234,7 +243,8 @@ def test_the_readme_table_is_the_settings_table() -> None:
 
 
 def test_only_the_settings_model_reads_the_environment() -> None:
-    """Commands inherit the executor's environment (`{**os.environ, ...}`); nothing else reads it."""
+    """Components get the environment as a mapping where they must (a command's HOME and LANG, the secrets
+    of an `env:` source); nothing but the settings model reads it."""
     readers = []
     for folder in ("core", "adapters", "server", "watcher", "executor", "processes"):
         for path in (REPO / folder).rglob("*.py"):
