@@ -61,4 +61,5 @@ def decide(
         error_message=outcome.error_message,
         retry_due_time=retry_due,
         executor=executor,
+        times_clamped=outcome.times_clamped,
     )
