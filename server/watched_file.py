@@ -22,10 +22,9 @@ class WatchedFile(Generic[T]):
     first read fails loudly (the server must not start on a bad file); a later bad version is logged and the
     last good one kept."""
 
-    def __init__(self, path: Path, parse: Callable[[bytes], T], *, check_interval: float = CHECK_INTERVAL):
+    def __init__(self, path: Path, parse: Callable[[bytes], T]) -> None:
         self._path = path
         self._parse = parse
-        self._check_interval = check_interval
         self._lock = threading.Lock()
         self._signature = self._stat()
         self._value = parse(path.read_bytes())
@@ -37,9 +36,9 @@ class WatchedFile(Generic[T]):
 
     def current(self) -> T:
         now = time.monotonic()
-        if now - self._checked >= self._check_interval:
+        if now - self._checked >= CHECK_INTERVAL:
             with self._lock:
-                if now - self._checked >= self._check_interval:
+                if now - self._checked >= CHECK_INTERVAL:
                     self._checked = now
                     self._reload_if_changed()
         return self._value
