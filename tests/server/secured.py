@@ -64,10 +64,19 @@ def secured_server(store: SchedulerStore, directory: Path, **overrides: Any) -> 
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=30)
 
     running: RunningServer = run(start_server(config, store, queue, signals))
+
+    async def stop() -> None:
+        """Stops the server, then the calls it cancelled (a stream's tasks) before the loop closes."""
+        await running.stop(grace=0)
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
     try:
         yield Secured(f"127.0.0.1:{running.port}", tokens, signer, running)
     finally:
-        run(running.stop(grace=0))
+        run(stop())
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=30)
         loop.close()
