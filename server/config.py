@@ -88,6 +88,9 @@ class ServerConfig:
     def _check_authentication(self) -> None:
         if self.verifies_jwts and not (self.jwt_issuer and self.jwt_audience):
             raise InvalidConfig("jwt_issuer", "JWTs are checked against an issuer and an audience: give both")
+        for name in ("jwt_issuer", "jwt_audience"):
+            if getattr(self, name) and not self.verifies_jwts:
+                raise InvalidConfig(name, "JWTs need public keys or a JWKS file to be checked with")
         if self.authentication and not (self.verifies_jwts or self.token_hashes_file is not None):
             raise InvalidConfig(
                 "authentication", "needs a credential source: a token file, JWT public keys or a JWKS file"

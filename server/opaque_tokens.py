@@ -30,7 +30,15 @@ from jobmesh.server.grants import principal_of_grant
 from jobmesh.server.principals import Principal
 from jobmesh.server.watched_file import WatchedFile
 
-__all__ = ["OPAQUE_PREFIX", "OpaqueTokens", "new_opaque_token", "parse_token_file", "token_digest"]
+__all__ = [
+    "OPAQUE_PREFIX",
+    "OpaqueTokens",
+    "append_entry",
+    "new_opaque_token",
+    "parse_token_file",
+    "token_digest",
+    "token_entry",
+]
 
 # Every opaque token starts so: a bearer token of another form (a JWT) is not looked up here.
 OPAQUE_PREFIX = "jm_"
@@ -80,6 +88,26 @@ def _entry(entry: object) -> _Entry:
         raise ValueError("`sha256` is the token's SHA-256 as 64 lower-case hex digits")
     grant = {key: value for key, value in entry.items() if key not in ("sha256", "subject")}
     return _Entry(bytes.fromhex(digest), principal_of_grant(entry.get("subject"), grant))
+
+
+def token_entry(token: str, subject: str, grant: Mapping[str, object]) -> dict[str, object]:
+    """The token file's entry for `token` (its hash, never the token); ValueError for a bad grant."""
+    entry = {"sha256": token_digest(token), "subject": subject, **grant}
+    _entry(entry)
+    return entry
+
+
+def append_entry(path: Path, entry: Mapping[str, object]) -> None:
+    """Adds the entry to the token file (made when missing); the file as a whole must still parse."""
+    document = yaml.safe_load(path.read_bytes()) if path.exists() else None
+    document = document or {"tokens": []}
+    document["tokens"].append(dict(entry))
+    content = yaml.safe_dump(document, sort_keys=False).encode()
+    parse_token_file(content)
+    temporary = path.with_name(f".{path.name}.new")
+    temporary.write_bytes(content)
+    temporary.chmod(0o600)
+    temporary.replace(path)  # whole, at once: a server reading it never sees half a file
 
 
 class OpaqueTokens:
