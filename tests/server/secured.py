@@ -28,6 +28,7 @@ class Secured:
     tokens: TokenFile
     signer: Signer
     server: RunningServer
+    names: str  # the in-process queue and signal bus the server uses
 
     def token(self, subject: str) -> str:
         return self.tokens.tokens[subject]
@@ -74,7 +75,7 @@ def secured_server(store: SchedulerStore, directory: Path, **overrides: Any) -> 
         await asyncio.gather(*others, return_exceptions=True)
 
     try:
-        yield Secured(f"127.0.0.1:{running.port}", tokens, signer, running)
+        yield Secured(f"127.0.0.1:{running.port}", tokens, signer, running, names)
     finally:
         run(stop())
         loop.call_soon_threadsafe(loop.stop)

@@ -10,7 +10,9 @@ server with authentication on (SQLite and PostgreSQL), each now refused.
 
 from __future__ import annotations
 
+import asyncio
 import queue
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,6 +24,9 @@ import pytest
 
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.runtime import Executor
 from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import (
@@ -36,6 +41,7 @@ from jobmesh.v1 import (
 from tests.server.errors import error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.tokens import bearer
+from tests.support import eventually
 
 
 class RawStream:
@@ -253,3 +259,36 @@ def test_times_within_the_record_are_kept_and_not_flagged(
     run = get_run(channel, secured, ref)
     assert not run.times_clamped
     assert to_datetime(run.start_time) == started
+
+
+def test_a_real_executor_presents_its_token_from_a_file_and_runs_a_job(
+    channel: grpc.Channel, secured: Secured, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "exec-2.token"
+    token_file.write_text(secured.token("exec-2") + "\n")
+    config = ExecutorConfig(
+        server=secured.address,
+        queue_url=secured.names,
+        signals_url=secured.names,
+        executor_id="exec-2",
+        token_file=token_file,
+        reconnect_max=timedelta(milliseconds=200),
+        drain_grace=timedelta(seconds=1),
+    )
+    worker = Executor(config, HandlerRegistry({"nothing": lambda context: None}))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(worker.run(),), daemon=True)
+    thread.start()
+    try:
+        ref = new_run(channel, secured)
+
+        def succeeded_run() -> run_pb2.Run | None:
+            run = get_run(channel, secured, ref)
+            return run if run.state == run_pb2.RUN_STATE_SUCCEEDED else None
+
+        run = eventually(succeeded_run, 60, "the run to succeed on the executor")
+        assert run.executor == "exec-2"
+    finally:
+        loop.call_soon_threadsafe(worker.drain, timedelta(0))
+        thread.join(timeout=20)
+        loop.close()
