@@ -88,7 +88,9 @@ def test_a_valid_opaque_token_and_a_valid_jwt_pass(channel: grpc.Channel, secure
 
 
 def test_a_request_that_does_not_parse_is_unauthenticated_first(channel: grpc.Channel) -> None:
-    garbage = channel.unary_unary("/jobmesh.v1.JobService/GetJob")  # bytes in, bytes out
+    garbage: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+        "/jobmesh.v1.JobService/GetJob"
+    )  # bytes in, bytes out
     call_error(lambda: garbage(b"\xff\xff\xff", timeout=10), UNAUTHENTICATED)
 
 
@@ -203,7 +205,7 @@ def call_code(channel: grpc.Channel, method: MethodDescriptor, metadata: Any) ->
             next(answer)
             answer.cancel()
     except grpc.RpcError as error:
-        return error.code()  # type: ignore[no-any-return]
+        return error.code()
     return grpc.StatusCode.OK
 
 

@@ -36,6 +36,7 @@ def test_a_run_seen_cancelling_is_cancelled_over_the_stream_of_its_executor_held
             extra = await asyncio.wait_for(mine.get(), 0.2)
             raise AssertionError(f"pushed as well: {extra}")
         signals.close()
+        assert message is not None
         return [AttemptRef.from_proto(ref).run_id for ref in message.cancels.attempts]
 
     assert asyncio.run(main()) == ["cut"]

@@ -19,7 +19,7 @@ from jobmesh.server.authentication import authenticate
 from jobmesh.server.grants import principal_of_grant
 from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
 from jobmesh.server.opaque_tokens import OpaqueTokens, parse_token_file
-from jobmesh.server.principals import ANY_NAMESPACE, ExecutorGrant, Role
+from jobmesh.server.principals import ANY_NAMESPACE, CredentialSource, ExecutorGrant, Role
 from tests.server.tokens import (
     AUDIENCE,
     ISSUER,
@@ -247,7 +247,7 @@ def test_authenticate_asks_the_sources_in_order_and_refuses_a_call_without_a_cre
     jwts: JwtTokens, signer: Signer, token_file: TokenFile
 ) -> None:
     opaque_token = token_file.add("ci")
-    sources = [jwts, OpaqueTokens(token_file.path)]
+    sources: list[CredentialSource] = [jwts, OpaqueTokens(token_file.path)]
     assert authenticate(sources, bearer(opaque_token), NO_PEER).subject == "ci"
     assert authenticate(sources, bearer(signer.token("svc")), NO_PEER).subject == "svc"
     with pytest.raises(Unauthenticated, match="credential"):
