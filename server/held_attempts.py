@@ -27,10 +27,6 @@ class HeldAttempts:
         self._lock = threading.Lock()
         self._held: set[AttemptRef] = set()
 
-    def __contains__(self, ref: AttemptRef) -> bool:
-        with self._lock:
-            return ref in self._held
-
     def refused(self, refs: Iterable[AttemptRef], kind: str) -> frozenset[AttemptRef]:
         """Those of `refs` that the executor does not hold (logged); the store is asked about the ones
         this stream has not seen it hold."""
