@@ -129,6 +129,9 @@ class RunRecord:
     heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
     # last_heartbeat_time + heartbeat_timeout while an attempt runs.
     heartbeat_deadline: datetime | None = None
+    # An executor reported start or end times that contradict the server's claim and heartbeat record: the
+    # times kept were clamped to that record.
+    times_clamped: bool = False
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

@@ -70,4 +70,5 @@ def decide(
         error_message=outcome.error_message,
         retry_due_time=retry_due,
         executor=executor,
+        times_clamped=outcome.times_clamped,
     )

@@ -7,7 +7,9 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
+from jobmesh.core.call_token import CallToken
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
@@ -30,6 +32,9 @@ class ExecutorConfig:
     concurrency: int = 16  # attempts held at once, those waiting for their start time included
     executor_id: str = field(default_factory=new_executor_id)
     hostname: str = field(default_factory=socket.gethostname)
+    # The bearer token presented to the server (its grant binds `executor_id`), or a file that holds it.
+    token: str = field(default="", repr=False)
+    token_file: Path | None = None
     # Empty: one group per set of queues (`jobmesh-executors.QUEUE+QUEUE`), so executors serving other queues
     # never rebalance the group of these.
     consumer_group: str = ""
@@ -65,6 +70,10 @@ class ExecutorConfig:
     secrets: str = DEFAULT_SECRET_SOURCE  # where `secret://NAME` resolves: `env:PREFIX` or `file:PATH`
 
     @property
+    def call_token(self) -> CallToken:
+        return CallToken(self.token, self.token_file)
+
+    @property
     def group(self) -> str:
         return self.consumer_group or f"{CONSUMER_GROUP}.{'+'.join(sorted(self.queues))}"
 
@@ -80,6 +89,8 @@ class ExecutorConfig:
             raise InvalidConfig("server", "the address is empty")
         if not self.executor_id:
             raise InvalidConfig("executor_id", "must not be empty")
+        if self.token and self.token_file is not None:
+            raise InvalidConfig("token", "give a token or a token file, not both")
         for name in ("cancel_grace", "drain_grace", "report_timeout", "keepalive"):
             if getattr(self, name) < timedelta(0):
                 raise InvalidConfig(name, "must not be negative")

@@ -182,7 +182,7 @@ async def run_dev(
         print(f"  executor {executor_config.policy.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
-        if dashboard.demo and await create_demo_job(f"{host}:{running.port}"):
+        if dashboard.demo and await create_demo_job(f"{host}:{running.port}", executor_config.call_token):
             print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)

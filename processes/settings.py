@@ -33,6 +33,7 @@ from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.config import ServerConfig
+from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
 from jobmesh.watcher.config import WatcherConfig
 
 T = TypeVar("T")
@@ -172,6 +173,60 @@ def switch(text: str) -> bool:
     if value in ("off", "false", "no", "0"):
         return False
     raise ValueError(f"expected on or off, got {text!r}")
+
+
+def existing_file(text: str) -> Path:
+    """A path to a readable file (read when the process starts, and again when it changes)."""
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        raise ValueError(f"expected a path to a file, got {text!r} (no such file)")
+    return path
+
+
+def existing_files(text: str) -> tuple[Path, ...]:
+    """Comma-separated paths to files."""
+    paths = tuple(existing_file(part) for part in text.split(",") if part.strip())
+    if not paths:
+        raise ValueError(f"expected comma-separated paths to files, got {text!r}")
+    return paths
+
+
+def jwt_algorithms(text: str) -> frozenset[str]:
+    """Comma-separated JWS algorithms of public-key signatures (RS256, PS256, ES256, EdDSA, ...)."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    if not names or names - ASYMMETRIC_ALGORITHMS:
+        raise ValueError(
+            f"expected comma-separated algorithms among {', '.join(sorted(ASYMMETRIC_ALGORITHMS))}"
+            f" (never HS* or none), got {text!r}"
+        )
+    return names
+
+
+def open_services(text: str) -> frozenset[str]:
+    """`health`, `reflection`, both (comma-separated) or `none`."""
+    names = frozenset(name.strip().lower() for name in text.split(",") if name.strip())
+    if names == {"none"}:
+        return frozenset()
+    if not names or names - {"health", "reflection"}:
+        raise ValueError(f"expected health, reflection, both (comma-separated) or none, got {text!r}")
+    return names
+
+
+def non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a value, got an empty one")
+    return text.strip()
+
+
+def rate(text: str) -> float:
+    """A number of requests a second above zero (`0.5`, `1000`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number of requests a second, got {text!r}") from None
+    if not 0 < value <= 1e9 or not math.isfinite(value):
+        raise ValueError(f"expected a rate above zero, got {text!r}")
+    return value
 
 
 def tcp_address(text: str) -> str:
@@ -404,6 +459,120 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="max_live_streams_per_caller",
+        variables=("JOBMESH_MAX_LIVE_STREAMS_PER_CALLER",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`64`",
+        help="the same for one authenticated caller (a token's subject), with authentication on",
+        metavar="N",
+    ),
+    Setting(
+        name="authentication",
+        variables=("JOBMESH_AUTHENTICATION",),
+        parse=switch,
+        commands=(DEV, SERVER),
+        default="`off`",
+        help="`on`: every call needs a valid bearer token (`UNAUTHENTICATED` otherwise), but those to the"
+        " open services; needs `--token-hashes` or JWT keys. `off`: no credential is checked",
+        metavar="on|off",
+    ),
+    Setting(
+        name="open_services",
+        variables=("JOBMESH_OPEN_SERVICES",),
+        parse=open_services,
+        commands=(DEV, SERVER),
+        default="`health,reflection`",
+        help="the services served without a credential with authentication on: `health`, `reflection`,"
+        " both or `none`",
+        metavar="NAMES",
+    ),
+    Setting(
+        name="token_hashes_file",
+        variables=("JOBMESH_TOKEN_HASHES",),
+        parse=existing_file,
+        commands=(DEV, SERVER),
+        default="none",
+        help="the file of hashed opaque tokens, with each one's subject and grant (`jobmesh token new` makes"
+        " an entry); read again when it changes",
+        metavar="FILE",
+        option="--token-hashes",
+    ),
+    Setting(
+        name="jwt_public_keys",
+        variables=("JOBMESH_JWT_PUBLIC_KEYS",),
+        parse=existing_files,
+        commands=(DEV, SERVER),
+        default="none",
+        help="comma-separated PEM public keys that JWT bearer tokens are verified with",
+        metavar="FILES",
+    ),
+    Setting(
+        name="jwt_jwks_file",
+        variables=("JOBMESH_JWT_JWKS_FILE",),
+        parse=existing_file,
+        commands=(DEV, SERVER),
+        default="none",
+        help="a JWKS file of the public keys that JWT bearer tokens are verified with; read again when it"
+        " changes",
+        metavar="FILE",
+    ),
+    Setting(
+        name="jwt_issuer",
+        variables=("JOBMESH_JWT_ISSUER",),
+        parse=non_empty,
+        commands=(DEV, SERVER),
+        default="none (needed with JWT keys)",
+        help="the `iss` a JWT must carry",
+        metavar="ISSUER",
+    ),
+    Setting(
+        name="jwt_audience",
+        variables=("JOBMESH_JWT_AUDIENCE",),
+        parse=non_empty,
+        commands=(DEV, SERVER),
+        default="none (needed with JWT keys)",
+        help="the `aud` a JWT must carry",
+        metavar="AUDIENCE",
+    ),
+    Setting(
+        name="jwt_algorithms",
+        variables=("JOBMESH_JWT_ALGORITHMS",),
+        parse=jwt_algorithms,
+        commands=(DEV, SERVER),
+        default="`RS256,ES256,EdDSA`",
+        help="the signature algorithms a JWT may use (public-key ones only: never `HS*` or `none`)",
+        metavar="NAMES",
+    ),
+    Setting(
+        name="jwt_leeway",
+        variables=("JOBMESH_JWT_LEEWAY",),
+        parse=duration,
+        commands=(DEV, SERVER),
+        default="`30s`",
+        help="how far clocks may differ when a JWT's `exp` and `nbf` are checked",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="caller_rate",
+        variables=("JOBMESH_CALLER_RATE",),
+        parse=rate,
+        commands=(DEV, SERVER),
+        default="`1000`",
+        help="requests a second one authenticated caller may send on average; past it, `RESOURCE_EXHAUSTED`"
+        " with a `RetryInfo`",
+        metavar="N",
+    ),
+    Setting(
+        name="caller_burst",
+        variables=("JOBMESH_CALLER_BURST",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`2000`",
+        help="requests one authenticated caller may send at once",
+        metavar="N",
+    ),
+    Setting(
         name="watch_buffer_runs",
         variables=("JOBMESH_WATCH_BUFFER_RUNS",),
         parse=positive_integer,
@@ -504,10 +673,29 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="token",
+        variables=("JOBMESH_TOKEN",),
+        parse=non_empty,
+        commands=_WORK,
+        default="none",
+        help="the bearer token an executor presents to the server (prefer `--token-file`: a variable is seen"
+        " by the processes it starts)",
+        metavar="TOKEN",
+    ),
+    Setting(
+        name="token_file",
+        variables=("JOBMESH_TOKEN_FILE",),
+        parse=existing_file,
+        commands=_WORK,
+        default="none",
+        help="a file holding that token; read at every connection, so a new token needs no restart",
+        metavar="FILE",
+    ),
+    Setting(
         name="executor_id",
         variables=("JOBMESH_EXECUTOR_ID",),
         parse=identifier,
-        commands=(EXECUTOR,),
+        commands=_WORK,
         default="`HOST-PID-RANDOM`",
         help="this executor's name, unique in the mesh",
         metavar="ID",

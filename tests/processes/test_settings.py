@@ -63,6 +63,20 @@ BAD_VALUES = {
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
+    "JOBMESH_MAX_LIVE_STREAMS_PER_CALLER": "0",
+    "JOBMESH_AUTHENTICATION": "on",  # parses, but no credential source is configured
+    "JOBMESH_OPEN_SERVICES": "health,jobs",
+    "JOBMESH_TOKEN_HASHES": "/no/such/tokens.yaml",
+    "JOBMESH_JWT_PUBLIC_KEYS": "/no/such/key.pem",
+    "JOBMESH_JWT_JWKS_FILE": "/no/such/jwks.json",
+    "JOBMESH_JWT_ISSUER": "https://issuer.example",  # parses, but there is no key to check JWTs with
+    "JOBMESH_JWT_AUDIENCE": "jobmesh",  # the same
+    "JOBMESH_JWT_ALGORITHMS": "RS256,HS256",
+    "JOBMESH_JWT_LEEWAY": "a little",
+    "JOBMESH_CALLER_RATE": "0",
+    "JOBMESH_CALLER_BURST": "none",
+    "JOBMESH_TOKEN": " ",
+    "JOBMESH_TOKEN_FILE": "/no/such/exec.token",
 }
 
 
@@ -217,6 +231,18 @@ def test_help_names_each_option_and_its_variable() -> None:
                 assert variable in text
 
 
+# Settings whose default is nothing at all (no file, no token).
+_UNSET = (
+    "token_hashes_file",
+    "jwt_public_keys",
+    "jwt_jwks_file",
+    "jwt_issuer",
+    "jwt_audience",
+    "token",
+    "token_file",
+)
+
+
 def test_documented_defaults_are_the_components_defaults() -> None:
     defaults = {
         **_field_defaults(ServerConfig()),
@@ -229,7 +255,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers"):
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers", *_UNSET):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
             settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
