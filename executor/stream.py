@@ -2,8 +2,9 @@
 in order, and reconnection with backoff (100 ms doubling to 2 s, with jitter) until closed.
 
 Each session opens a new channel: after a drain notice the address may route to another server replica, and
-a channel would stick to the connection it has. Requests are written by one task in the order they are
-sent; a request not yet written when the stream breaks is handed back to the listener.
+a channel would stick to the connection it has (a new channel also reads the TLS files again, so a renewed
+client certificate is presented from the next session on). Requests are written by one task in the order
+they are sent; a request not yet written when the stream breaks is handed back to the listener.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.transport.tls import aio_channel
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
@@ -134,7 +136,7 @@ class ControlStream:
         self._leave.clear()
         if self._closing:
             return False
-        channel = grpc.aio.insecure_channel(self._config.server, options=self._channel_options())
+        channel = aio_channel(self._config.server, self._config.tls, self._channel_options())
         call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect()
         welcomed = False
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()

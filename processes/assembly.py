@@ -180,7 +180,7 @@ async def run_dev(
         _announce("jobmesh dev", server_config, connections, running.port)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
-        if dashboard.demo and await create_demo_job(f"{host}:{running.port}"):
+        if dashboard.demo and await create_demo_job(f"{host}:{running.port}", executor_config.tls):
             print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)

@@ -1,4 +1,5 @@
-"""Assembles the gRPC server: the jobmesh services, health and reflection, on one listening address."""
+"""Assembles the gRPC server: the jobmesh services, health and reflection, on its listening address (and on
+the executors' own address when it has one: see server.tls)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.tls import ExecutorCertificateRequired, server_credentials
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import (
     executor_control_pb2,
@@ -62,10 +64,28 @@ SERVER_OPTIONS = (
 )
 
 
-def new_grpc_server(*, share_port: bool = False) -> grpc.aio.Server:
-    """A server with the options and interceptors every jobmesh server has (its services not added yet)."""
+def new_grpc_server(*, share_port: bool = False, certified_executors: bool = False) -> grpc.aio.Server:
+    """A server with the options and interceptors every jobmesh server has (its services not added yet).
+    `certified_executors`: ExecutorControl only for calls with a verified client certificate."""
     options = [*SERVER_OPTIONS, ("grpc.so_reuseport", int(share_port))]
-    return grpc.aio.server(interceptors=[MalformedRequests()], options=options)
+    interceptors: list[grpc.aio.ServerInterceptor] = [MalformedRequests()]
+    if certified_executors:
+        interceptors.insert(0, ExecutorCertificateRequired())
+    return grpc.aio.server(interceptors=interceptors, options=options)
+
+
+def listen(server: grpc.aio.Server, config: ServerConfig) -> tuple[int, int | None]:
+    """Binds `config.listen` (plaintext, or TLS) and the executor address (mutual TLS) when there is one:
+    their ports (0 where binding failed)."""
+    if config.tls is None:
+        return server.add_insecure_port(config.listen), None
+    port = server.add_secure_port(
+        config.listen, server_credentials(config.tls, require_client_certificate=False)
+    )
+    if config.executor_listen is None:
+        return port, None
+    executors = server_credentials(config.tls, require_client_certificate=True)
+    return port, server.add_secure_port(config.executor_listen, executors)
 
 
 @dataclass
@@ -162,6 +182,7 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     services: Services
+    executor_port: int | None = None  # the executor address's, when there is one
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.services.health.enter_graceful_shutdown()
@@ -173,13 +194,20 @@ async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = new_grpc_server(share_port=config.share_port)
+    server = new_grpc_server(
+        share_port=config.share_port, certified_executors=config.executor_listen is not None
+    )
     services = build_services(config, store, queue, signals)
     services.add_to(server)
-    port = server.add_insecure_port(config.listen)
-    if port == 0:
+    try:
+        port, executor_port = listen(server, config)
+    except BaseException:
         services.close()
-        raise OSError(f"cannot listen on {config.listen}")
+        raise
+    for bound, address in ((port, config.listen), (executor_port, config.executor_listen)):
+        if bound == 0:
+            services.close()
+            raise OSError(f"cannot listen on {address}")
     await services.serving()  # the feed reads before the first stream can come
     await server.start()
-    return RunningServer(server, port, services)
+    return RunningServer(server, port, services, executor_port)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.server.feed import FEED_PAGE
+from jobmesh.server.tls import ServerTls
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -15,6 +16,11 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN  # host:port; port 0 picks a free port
+    # None: plaintext. Otherwise TLS on `listen` (and on `executor_listen`), from files read again on change.
+    tls: ServerTls | None = None
+    # A second address, for executors alone: TLS that requires a client certificate verified by the client
+    # CA. With it, `ExecutorControl` is refused on `listen` (see server.tls).
+    executor_listen: str | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
@@ -37,6 +43,10 @@ class ServerConfig:
     def __post_init__(self) -> None:
         if not self.listen:
             raise InvalidConfig("listen", "the address is empty")
+        if self.executor_listen is not None and (self.tls is None or self.tls.client_ca is None):
+            raise InvalidConfig(
+                "executor_listen", "executors are served with client certificates: give the TLS files and CA"
+            )
         if self.heartbeat_interval <= timedelta(0):
             raise InvalidConfig("heartbeat_interval", "must be longer than zero")
         if not timedelta(0) < self.session_renewal_interval <= timedelta(seconds=1):

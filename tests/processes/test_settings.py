@@ -54,6 +54,15 @@ BAD_VALUES = {
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
+    "JOBMESH_TLS_CERT": "/no/such/server.pem",
+    "JOBMESH_TLS_KEY": "/no/such/server.key",
+    "JOBMESH_TLS_CLIENT_CA": "/no/such/ca.pem",
+    "JOBMESH_EXECUTOR_LISTEN": "everywhere",
+    "JOBMESH_ALLOW_INSECURE_PUBLIC": "perhaps",
+    "JOBMESH_TLS_CA": "/no/such/ca.pem",
+    "JOBMESH_TLS_CLIENT_CERT": "/no/such/client.pem",
+    "JOBMESH_TLS_CLIENT_KEY": "/no/such/client.key",
+    "JOBMESH_TLS_SERVER_NAME": "not a name",
 }
 
 
@@ -219,7 +228,9 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers"):
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers") or (
+            setting.name.startswith("tls_") or setting.name in ("executor_listen", "allow_insecure_public")
+        ):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
             settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
