@@ -15,6 +15,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jobmesh.transport.tls import ChannelTls
+from jobmesh.transport.tls import channel as channel_to
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -26,9 +29,9 @@ def free_port() -> int:
         return port
 
 
-def wait_serving(address: str, timeout: float = 30.0) -> None:
+def wait_serving(address: str, timeout: float = 30.0, tls: ChannelTls | None = None) -> None:
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
+    with channel_to(address, tls) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:
