@@ -32,11 +32,13 @@ from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
 from jobmesh.processes.settings import Connections
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.service import Watcher
 
 log = logging.getLogger(__name__)
 DEV_DRAIN_GRACE = timedelta(seconds=5)
+_ANY = ("", "0.0.0.0", "::")  # wildcard hosts: not a name a certificate carries
 
 
 def redacted(url: str) -> str:
@@ -137,10 +139,14 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     await executor.run()
 
 
-async def _start_dashboard(config: DashboardConfig, server_host: str, server_port: int) -> Envoy | None:
+async def _start_dashboard(
+    config: DashboardConfig, server_host: str, server_port: int, upstream_tls: ChannelTls | None
+) -> Envoy | None:
     if not config.dashboard:
         return None
-    envoy = Envoy(config, (ip_of(server_host), server_port))
+    if upstream_tls is not None and upstream_tls.server_name is None and server_host.strip("[]") not in _ANY:
+        upstream_tls = dataclasses.replace(upstream_tls, server_name=server_host.strip("[]"))
+    envoy = Envoy(config, (ip_of(server_host), server_port), upstream_tls)
     envoy.start()
     await envoy.ready()
     return envoy
@@ -165,7 +171,8 @@ async def run_dev(
         running = await start_server(server_config, store, queue, signals)
         host = server_config.listen.rsplit(":", 1)[0]
         try:
-            envoy = await _start_dashboard(dashboard, host, running.port)
+            upstream_tls = (executor_config.tls or ChannelTls()) if server_config.tls is not None else None
+            envoy = await _start_dashboard(dashboard, host, running.port, upstream_tls)
         except OSError:
             await running.stop()
             raise

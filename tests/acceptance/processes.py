@@ -46,9 +46,14 @@ def wait_serving(address: str, timeout: float = 30.0, tls: ChannelTls | None = N
 
 @contextlib.contextmanager
 def jobmesh_process(
-    args: Sequence[str], address: str, log: Path, env: dict[str, str] | None = None
+    args: Sequence[str],
+    address: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    tls: ChannelTls | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Runs `jobmesh ARGS`, waits until it serves on `address`, and stops it with SIGINT afterwards."""
+    """Runs `jobmesh ARGS`, waits until it serves on `address` (over `tls` when given), and stops it with
+    SIGINT afterwards."""
     with log.open("wb") as output:
         process = subprocess.Popen(
             [str(BIN / "jobmesh"), *args],
@@ -60,7 +65,7 @@ def jobmesh_process(
         )
         try:
             try:
-                wait_serving(address)
+                wait_serving(address, tls=tls)
             except grpc.RpcError:
                 raise AssertionError(f"jobmesh did not start:\n{log.read_text()}") from None
             yield process
