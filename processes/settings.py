@@ -247,7 +247,8 @@ SETTINGS: tuple[Setting, ...] = (
         help="the run queue: `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`"
         " (or a bare `HOST:PORT` list, as `JOBMESH_KAFKA_BOOTSTRAP` gives it) or `memory://NAME`; a shorter"
         " consumer session moves a dead executor's partitions sooner, within the broker's"
-        " `group.min.session.timeout.ms`",
+        " `group.min.session.timeout.ms`; TLS to the brokers: `security_protocol=SSL&ssl_ca_location=PATH`"
+        " (and `ssl_certificate_location`, `ssl_key_location`)",
         metavar="URL",
     ),
     Setting(
