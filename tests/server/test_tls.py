@@ -33,13 +33,16 @@ EXECUTOR_CONNECT = "/jobmesh.v1.ExecutorControl/Connect"
 GRANTS = parse_certificate_grants("executor-1=default+mail,*=default")
 
 
+def _same(data: bytes) -> bytes:
+    return data
+
+
 def _peer_view(context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
-    peer = {
-        key: [v.decode("utf-8", "replace") for v in values] for key, values in context.auth_context().items()
-    }
-    principal = None
+    auth = {key: list(values) for key, values in context.auth_context().items()}
+    peer = {key: [v.decode("utf-8", "replace") for v in values] for key, values in auth.items()}
+    principal: dict[str, Any] | None = None
     try:
-        found = ClientCertificates(GRANTS).principal_of({}, context.auth_context())
+        found = ClientCertificates(GRANTS).principal_of({}, auth)
     except Unauthenticated as error:
         principal = {"refused": error.detail}
     else:
@@ -85,10 +88,11 @@ async def serving(tls: ServerTls, *, executor_address: bool = False) -> AsyncIte
 
 async def who(port: int, tls: ChannelTls | None, method: str = WHO) -> dict[str, Any]:
     async with aio_channel(f"127.0.0.1:{port}", tls) as channel:
+        answer: object
         if method == WHO:
-            answer = await channel.unary_unary(method)(b"", timeout=10)
+            answer = await channel.unary_unary(method, _same, _same)(b"", timeout=10)
         else:
-            call = channel.stream_stream(method)()
+            call = channel.stream_stream(method, _same, _same)()
             await call.write(b"hello")
             answer = await call.read()
             call.cancel()
@@ -259,13 +263,14 @@ def test_renewed_files_are_served_to_new_connections_without_a_restart(
         serials = []
         async with serving(server_tls) as (port, _):
             async with aio_channel(f"127.0.0.1:{port}", ChannelTls(ca_bundle=trust)) as before:
-                await before.unary_unary(WHO)(b"", timeout=10)
+                await before.unary_unary(WHO, _same, _same)(b"", timeout=10)
                 serials.append(await asyncio.to_thread(_served_serial, port, trust))
                 _replace(renewed.chain, server_leaf.chain)  # half done: the new chain beside the old key
                 serials.append(await asyncio.to_thread(_served_serial, port, trust))
                 _replace(renewed.key, server_leaf.key)
                 serials.append(await asyncio.to_thread(_served_serial, port, trust))
-                await before.unary_unary(WHO)(b"", timeout=10)  # the connection made before still serves
+                # The connection made before still serves.
+                await before.unary_unary(WHO, _same, _same)(b"", timeout=10)
             await who(port, ChannelTls(ca_bundle=trust))
         return serials
 
