@@ -68,6 +68,9 @@ def started() -> Iterator[list[subprocess.Popen[bytes]]]:
                 process.wait()
 
 
+@pytest.mark.postgres
+@pytest.mark.kafka
+@pytest.mark.redis
 def test_the_secure_walkthrough_runs_as_written(
     tmp_path: Path, services_env: dict[str, str], started: list[subprocess.Popen[bytes]]
 ) -> None:

@@ -1,46 +1,60 @@
 """`jobmesh server` and `jobmesh executor` as real processes over TLS: the API on the server's address, the
 executor on the executor address with its client certificate (mutual TLS), one command job run to SUCCEEDED;
-an executor without a certificate, or on the API's address, is never connected."""
+an executor without a certificate, or on the API's address, is never connected; and server workers sharing
+both addresses each serve TLS."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from jobmesh.transport.tls import ChannelTls
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import run_pb2
-from tests.acceptance.mesh import TERMINAL, Mesh, command_job, create, wait_for_run
+from tests.acceptance.mesh import TERMINAL, Mesh, Process, command_job, create, wait_for_run
 from tests.acceptance.processes import free_port
 from tests.support import eventually
-from tests.support_certificates import CertificateAuthority
+from tests.support_certificates import CertificateAuthority, Leaf
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 
 
-def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Path) -> None:
+def tls_server(mesh: Mesh, tmp_path: Path) -> tuple[Process, str, Path, Leaf]:
+    """A server with TLS on its address and mutual TLS on an executor address; that address, the CA bundle
+    and a client certificate of the CA (common name `executor-tls`)."""
     ca = CertificateAuthority()
     trust = ca.write(tmp_path / "ca.pem")
     server_leaf = ca.issue_server(tmp_path / "server")
-    executor_leaf = ca.issue_client(tmp_path / "executor", "executor-tls")
     executor_address = f"127.0.0.1:{free_port()}"
-    tls = ChannelTls(ca_bundle=trust)
     server = mesh.server(
         args=[
             "--tls-cert", str(server_leaf.chain), "--tls-key", str(server_leaf.key),
             "--tls-client-ca", str(trust), "--executor-listen", executor_address,
         ],
-        tls=tls,
+        tls=ChannelTls(ca_bundle=trust),
     )  # fmt: skip
-    client_tls = ["--tls-ca", str(trust)]
-    uncertified = mesh.executor(server, "uncertified", address=executor_address, args=client_tls)
-    on_the_api = mesh.executor(
-        server,
-        "on-the-api",
-        args=[
-            *client_tls,
-            "--tls-client-cert",
-            str(executor_leaf.chain),
-            "--tls-client-key",
-            str(executor_leaf.key),
-        ],
+    return server, executor_address, trust, ca.issue_client(tmp_path / "executor", "executor-tls")
+
+
+def certified_args(trust: Path, leaf: Leaf) -> list[str]:
+    return ["--tls-ca", str(trust), "--tls-client-cert", str(leaf.chain), "--tls-client-key", str(leaf.key)]
+
+
+def health(address: str, tls: ChannelTls | None) -> int:
+    with channel(address, tls) as open_channel:
+        answer = health_pb2_grpc.HealthStub(open_channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        return int(answer.status)
+
+
+def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Path) -> None:
+    server, executor_address, trust, executor_leaf = tls_server(mesh, tmp_path)
+    tls = ChannelTls(ca_bundle=trust)
+    uncertified = mesh.executor(
+        server, "uncertified", address=executor_address, args=["--tls-ca", str(trust)]
     )
+    on_the_api = mesh.executor(server, "on-the-api", args=certified_args(trust, executor_leaf))
     jobs, search = mesh.stubs(server, tls)
     eventually(
         lambda: "refused an executor" in server.log.read_text(), 60, "the API address refusing an executor"
@@ -54,18 +68,29 @@ def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Pa
     assert "a valid credential is required" in on_the_api.log.read_text()
 
     certified = mesh.executor(
-        server,
-        "certified",
-        address=executor_address,
-        args=[
-            *client_tls,
-            "--tls-client-cert",
-            str(executor_leaf.chain),
-            "--tls-client-key",
-            str(executor_leaf.key),
-        ],
+        server, "certified", address=executor_address, args=certified_args(trust, executor_leaf)
     )
     run = create(jobs, command_job(mesh.queue, "echo over mutual TLS")).run
     done = wait_for_run(search, run.name, lambda r: r.state in TERMINAL, 90, "the run")
     assert done.state == run_pb2.RUN_STATE_SUCCEEDED
     assert "connected to" in certified.log.read_text()
+
+
+def test_server_workers_each_serve_tls_on_both_addresses(mesh: Mesh, tmp_path: Path) -> None:
+    mesh.env["JOBMESH_SERVER_WORKERS"] = "2"
+    server, executor_address, trust, leaf = tls_server(mesh, tmp_path)
+    assert "workers serving gRPC (TLS)" in server.log.read_text()
+    mesh.executor(server, "certified", address=executor_address, args=certified_args(trust, leaf))
+    jobs, search = mesh.stubs(server, ChannelTls(ca_bundle=trust))
+    run = create(jobs, command_job(mesh.queue, "true")).run
+    assert wait_for_run(search, run.name, lambda r: r.state in TERMINAL, 90, "the run").state == (
+        run_pb2.RUN_STATE_SUCCEEDED
+    )
+    # Each new channel is a new connection, which the kernel hands to either worker.
+    certified = ChannelTls(trust, leaf.chain, leaf.key)
+    for _ in range(8):
+        assert health(server.address, ChannelTls(ca_bundle=trust)) == health_pb2.HealthCheckResponse.SERVING
+        assert health(executor_address, certified) == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as plaintext:
+            health(server.address, None)
+        assert plaintext.value.code() == grpc.StatusCode.UNAVAILABLE
