@@ -36,6 +36,7 @@ __all__ = [
     "CertificateFiles",
     "ExecutorCertificateRequired",
     "ServerTls",
+    "TlsFilesError",
     "has_verified_certificate",
     "server_credentials",
 ]

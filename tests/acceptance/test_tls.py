@@ -51,6 +51,9 @@ def health(address: str, tls: ChannelTls | None) -> int:
 def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Path) -> None:
     server, executor_address, trust, executor_leaf = tls_server(mesh, tmp_path)
     tls = ChannelTls(ca_bundle=trust)
+    banner = server.log.read_text()
+    assert f"executors: {executor_address} (mutual TLS" in banner
+    assert "grpcurl -cacert" in banner
     uncertified = mesh.executor(
         server, "uncertified", address=executor_address, args=["--tls-ca", str(trust)]
     )
