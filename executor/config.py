@@ -13,6 +13,7 @@ from jobmesh.core.call_token import CallToken
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
+from jobmesh.transport.tls import ChannelTls
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 CONSUMER_GROUP = "jobmesh-executors"
@@ -26,6 +27,7 @@ def new_executor_id() -> str:
 @dataclass(frozen=True, slots=True)
 class ExecutorConfig:
     server: str = DEFAULT_SERVER  # host:port of an ExecutorControl server (or the proxy in front of many)
+    tls: ChannelTls | None = None  # None: plaintext to the server
     queue_url: str = "memory://"  # see jobmesh.adapters.queue.factory
     signals_url: str = "memory://"  # see jobmesh.adapters.signals.factory
     queues: tuple[str, ...] = ("default",)

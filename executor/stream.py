@@ -2,8 +2,9 @@
 in order, and reconnection with backoff (100 ms doubling to 2 s, with jitter) until closed.
 
 Each session opens a new channel: after a drain notice the address may route to another server replica, and
-a channel would stick to the connection it has. Requests are written by one task in the order they are
-sent; a request not yet written when the stream breaks is handed back to the listener.
+a channel would stick to the connection it has (a new channel also reads the TLS files again, so a renewed
+client certificate is presented from the next session on). Requests are written by one task in the order
+they are sent; a request not yet written when the stream breaks is handed back to the listener.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.transport.tls import aio_channel
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 KEEPALIVE_TIMEOUT_MS = 10_000
+MAX_DOUBLINGS = 20  # of the reconnection delay: far past any cap it has
 DRAIN_CLAIMS_WAIT = 2.0  # after a drain notice: how long claims in flight may take before reconnecting
 # A credential the server refuses: the executor tries again (a token may be fixed meanwhile), loudly.
 _REFUSED = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
@@ -121,7 +124,8 @@ class ControlStream:
             if self._server_draining:
                 self._server_draining = False
                 continue  # the server asked us to go elsewhere: at once
-            failures = 1 if welcomed else failures + 1
+            # the count stops growing once the delay is at its cap: 2 ** n of a timedelta overflows in minutes
+            failures = 1 if welcomed else min(failures + 1, MAX_DOUBLINGS)
             backoff = self._config.reconnect_min * 2 ** (failures - 1)
             delay = min(self._config.reconnect_max, backoff).total_seconds()
             await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
@@ -141,7 +145,7 @@ class ControlStream:
         except OSError as error:
             log.error("the token file cannot be read: %s", error)
             return False
-        channel = grpc.aio.insecure_channel(self._config.server, options=self._channel_options())
+        channel = aio_channel(self._config.server, self._config.tls, self._channel_options())
         call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(metadata=metadata)
         welcomed = False
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()

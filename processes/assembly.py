@@ -30,13 +30,15 @@ from jobmesh.executor.runtime import Executor
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ensure_free, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
 from jobmesh.processes.settings import Connections
-from jobmesh.server.app import start_server
+from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.service import Watcher
 
 log = logging.getLogger(__name__)
 DEV_DRAIN_GRACE = timedelta(seconds=5)
+_ANY = ("", "0.0.0.0", "::")  # wildcard hosts: not a name a certificate carries
 
 
 def redacted(url: str) -> str:
@@ -96,7 +98,7 @@ async def run_server(
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(config, store, queue, signals)
-        _announce("jobmesh server", config, connections, running.port)
+        _announce("jobmesh server", config, connections, running)
         if ready is not None:
             ready()
         await stop.wait()
@@ -112,10 +114,16 @@ async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
         await Watcher(config, store, queue, signals).run(stop)
 
 
-def _announce(banner: str, config: ServerConfig, connections: Connections, port: int) -> None:
+def _announce(banner: str, config: ServerConfig, connections: Connections, running: RunningServer) -> None:
     host = config.listen.rsplit(":", 1)[0]
-    print(f"{banner}: gRPC on {host}:{port} (store: {redacted(connections.database_url)})", flush=True)
-    print(f"  try: grpcurl -plaintext {host}:{port} list   (Ctrl-C stops)", flush=True)
+    security = "plaintext" if config.tls is None else "TLS"
+    store = redacted(connections.database_url)
+    print(f"{banner}: gRPC on {host}:{running.port} ({security}; store: {store})", flush=True)
+    if running.executor_port is not None and config.executor_listen is not None:
+        executors = f"{config.executor_listen.rsplit(':', 1)[0]}:{running.executor_port}"
+        print(f"  executors: {executors} (mutual TLS; ExecutorControl is served there only)", flush=True)
+    flags = "-plaintext" if config.tls is None else "-cacert CA.pem"
+    print(f"  try: grpcurl {flags} {host}:{running.port} list   (Ctrl-C stops)", flush=True)
 
 
 async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
@@ -138,10 +146,14 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     await executor.run()
 
 
-async def _start_dashboard(config: DashboardConfig, server_host: str, server_port: int) -> Envoy | None:
+async def _start_dashboard(
+    config: DashboardConfig, server_host: str, server_port: int, upstream_tls: ChannelTls | None
+) -> Envoy | None:
     if not config.dashboard:
         return None
-    envoy = Envoy(config, (ip_of(server_host), server_port))
+    if upstream_tls is not None and upstream_tls.server_name is None and server_host.strip("[]") not in _ANY:
+        upstream_tls = dataclasses.replace(upstream_tls, server_name=server_host.strip("[]"))
+    envoy = Envoy(config, (ip_of(server_host), server_port), upstream_tls)
     envoy.start()
     await envoy.ready()
     return envoy
@@ -166,7 +178,8 @@ async def run_dev(
         running = await start_server(server_config, store, queue, signals)
         host = server_config.listen.rsplit(":", 1)[0]
         try:
-            envoy = await _start_dashboard(dashboard, host, running.port)
+            upstream_tls = (executor_config.tls or ChannelTls()) if server_config.tls is not None else None
+            envoy = await _start_dashboard(dashboard, host, running.port, upstream_tls)
         except OSError:
             await running.stop()
             raise
@@ -178,11 +191,13 @@ async def run_dev(
         )
         watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
-        _announce("jobmesh dev", server_config, connections, running.port)
+        _announce("jobmesh dev", server_config, connections, running)
         print(f"  executor {executor_config.policy.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
-        if dashboard.demo and await create_demo_job(f"{host}:{running.port}", executor_config.call_token):
+        if dashboard.demo and await create_demo_job(
+            f"{host}:{running.port}", executor_config.call_token, executor_config.tls
+        ):
             print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)

@@ -23,6 +23,7 @@ import yaml
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.processes import assembly, settings
+from jobmesh.processes.exposure import Exposure, refuse_insecure_public
 from jobmesh.processes.server_workers import run_server_workers
 from jobmesh.processes.settings import Setting, SettingsError
 from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
@@ -107,6 +108,15 @@ def dev(**values: Any) -> None:
             settings.executor_config(values, dev=True),
         )
         handlers, dashboard = _handlers(values), settings.dashboard_config(values)
+        exposure = Exposure(
+            listen=plan[1].listen,
+            dashboard_listen=dashboard.dashboard_listen if dashboard.dashboard else None,
+            tls=plan[1].tls is not None,
+            authentication=plan[1].authentication,
+        )
+        warnings = refuse_insecure_public(exposure, allowed=bool(values.get("allow_insecure_public")))
+    for warning in warnings:
+        print(warning, file=sys.stderr, flush=True)
     asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))
 
 

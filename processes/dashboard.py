@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.transport.tls import ChannelTls
 
 DEFAULT_DASHBOARD_LISTEN = "127.0.0.1:8080"
 # The source tree: the Envoy config and the app's build live beside the packages (an editable install links
@@ -42,6 +43,8 @@ ENVOY_CONFIG = SOURCE_TREE / "deploy" / "envoy" / "dashboard.yaml"
 WEB_BUILD = SOURCE_TREE / "clients" / "web" / "dist"
 # The names in the checked-in config that a copy rewrites.
 LISTENER, CLUSTER = "dashboard", "jobmesh_server"
+UPSTREAM_TLS_CONTEXT = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 START_TIMEOUT = timedelta(seconds=15)
 STOP_GRACE = timedelta(seconds=5)
 
@@ -89,14 +92,22 @@ def ip_of(host: str) -> str:
 
 
 def envoy_config(
-    listen: tuple[str, int], server: tuple[str, int], *, source: Path = ENVOY_CONFIG, root: Path = SOURCE_TREE
+    listen: tuple[str, int],
+    server: tuple[str, int],
+    *,
+    upstream_tls: ChannelTls | None = None,
+    source: Path = ENVOY_CONFIG,
+    root: Path = SOURCE_TREE,
 ) -> dict[str, Any]:
-    """The checked-in config with this process's dashboard and server addresses, and absolute file names."""
+    """The checked-in config with this process's dashboard and server addresses, and absolute file names;
+    `upstream_tls`: Envoy reaches a server that serves TLS with it."""
     config: dict[str, Any] = yaml.safe_load(source.read_text())
     resources = config["static_resources"]
     [listener] = [item for item in resources["listeners"] if item["name"] == LISTENER]
     listener["address"]["socket_address"] = {"address": listen[0], "port_value": listen[1]}
     [cluster] = [item for item in resources["clusters"] if item["name"] == CLUSTER]
+    if upstream_tls is not None:
+        cluster["transport_socket"] = upstream_transport_socket(upstream_tls, server[0])
     for endpoints in cluster["load_assignment"]["endpoints"]:
         for endpoint in endpoints["lb_endpoints"]:
             address = {"address": server[0], "port_value": server[1]}
@@ -105,6 +116,40 @@ def envoy_config(
         if "filename" in body:
             body["filename"] = str(root / body["filename"])
     return config
+
+
+def upstream_transport_socket(tls: ChannelTls, host: str) -> dict[str, Any]:
+    """Envoy's TLS towards the server: HTTP/2 by ALPN, the server verified by the CA bundle (the system's
+    when none is given) and by name (`tls.server_name`, else the host dialled); a client certificate, if
+    any."""
+    name = (tls.server_name or host).strip("[]")
+    san = {"san_type": "IP_ADDRESS" if _is_ip(name) else "DNS", "matcher": {"exact": name}}
+    common: dict[str, Any] = {
+        "alpn_protocols": ["h2"],
+        "validation_context": {
+            "trusted_ca": {"filename": str((tls.ca_bundle or SYSTEM_CA_BUNDLE).resolve())},
+            "match_typed_subject_alt_names": [san],
+        },
+    }
+    if tls.client_certificate is not None and tls.client_key is not None:
+        common["tls_certificates"] = [
+            {
+                "certificate_chain": {"filename": str(tls.client_certificate.resolve())},
+                "private_key": {"filename": str(tls.client_key.resolve())},
+            }
+        ]
+    context = {"@type": UPSTREAM_TLS_CONTEXT, "common_tls_context": common}
+    if not _is_ip(name):
+        context["sni"] = name
+    return {"name": "envoy.transport_sockets.tls", "typed_config": context}
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _direct_bodies(node: object) -> Iterator[dict[str, Any]]:
@@ -151,9 +196,12 @@ def ensure_free(config: DashboardConfig) -> None:
 class Envoy:
     """One Envoy process in front of the server at `server`, until `stop`."""
 
-    def __init__(self, config: DashboardConfig, server: tuple[str, int]) -> None:
+    def __init__(
+        self, config: DashboardConfig, server: tuple[str, int], upstream_tls: ChannelTls | None = None
+    ) -> None:
         self._config = config
         self._server = server
+        self._upstream_tls = upstream_tls
         self._folder = Path(tempfile.mkdtemp(prefix="jobmesh-envoy-"))
         self._log = self._folder / "envoy.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -175,7 +223,8 @@ class Envoy:
 
     def start(self) -> None:
         """Starts Envoy from this (the main) thread: the death signal follows the thread that forks."""
-        config = envoy_config((self._config.host, self._config.port), self._server)
+        listen = (self._config.host, self._config.port)
+        config = envoy_config(listen, self._server, upstream_tls=self._upstream_tls)
         missing = [str(path) for path in served_files(config) if not path.is_file()]
         if missing:
             raise DashboardError(

@@ -10,6 +10,7 @@ import logging
 import grpc
 
 from jobmesh.core.call_token import CallToken
+from jobmesh.transport.tls import ChannelTls, aio_channel
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -33,11 +34,13 @@ def demo_job() -> job_pb2.Job:
     return job
 
 
-async def create_demo_job(address: str, token: CallToken | None = None) -> bool:
+async def create_demo_job(
+    address: str, token: CallToken | None = None, tls: ChannelTls | None = None
+) -> bool:
     """Creates the demo job when the store holds no job at all, deleted ones included; True if it did. A
     refusal is logged: the mesh runs on without its demo. `token` is presented when authentication is on."""
     try:
-        return await _create_if_empty(address, (token or CallToken()).metadata())
+        return await _create_if_empty(address, (token or CallToken()).metadata(), tls)
     except grpc.aio.AioRpcError as error:
         log.warning("no demo job: %s %s", error.code().name, error.details())
         return False
@@ -46,8 +49,10 @@ async def create_demo_job(address: str, token: CallToken | None = None) -> bool:
         return False
 
 
-async def _create_if_empty(address: str, metadata: tuple[tuple[str, str], ...]) -> bool:
-    async with grpc.aio.insecure_channel(address) as channel:
+async def _create_if_empty(
+    address: str, metadata: tuple[tuple[str, str], ...], tls: ChannelTls | None
+) -> bool:
+    async with aio_channel(address, tls) as channel:
         search = search_service_pb2_grpc.SearchServiceStub(channel)
         existing = await search.ListJobs(
             search_service_pb2.ListJobsRequest(page_size=1, show_deleted=True), metadata=metadata

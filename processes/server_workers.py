@@ -1,7 +1,8 @@
 """`jobmesh server --workers N`: N server processes on one address, so that every core of a host serves.
 
 Each worker is a whole server (its own connections, executor sessions and live feed), and the kernel spreads
-incoming connections over them (gRPC binds its port with SO_REUSEPORT). Executor streams, cancels and
+incoming connections over them (gRPC binds its ports with SO_REUSEPORT). Each serves TLS itself when it is on,
+following the certificate files on its own. Executor streams, cancels and
 heartbeats already cross servers through the signal bus and the database, so the workers share nothing
 else. The parent only supervises: it passes SIGTERM and SIGINT on, starts a worker again when one dies, and
 its workers die with it (PR_SET_PDEATHSIG), whatever signal kills it.
@@ -41,15 +42,29 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, _: stopping.append(received))
     reserved, address = _reserve(config.listen)
-    workers = _Workers(connections, dataclasses.replace(config, listen=address, share_port=True))
+    held = [reserved]
+    shared = dataclasses.replace(config, listen=address, share_port=True)
+    if config.executor_listen is not None:
+        reserved_executors, executor_address = _reserve(config.executor_listen)
+        held.append(reserved_executors)
+        shared = dataclasses.replace(shared, executor_listen=executor_address)
+    workers = _Workers(connections, shared)
     try:
         if not workers.start(count, stopping):
             return 1
-        reserved.close()  # the workers hold the port now
-        print(f"jobmesh server: {count} workers serving gRPC on {address}", flush=True)
+        for socket_ in held:
+            socket_.close()  # the workers hold the ports now
+        tls = "TLS" if config.tls is not None else "plaintext"
+        executors_line = (
+            f", executors (mutual TLS) on {shared.executor_listen}" if shared.executor_listen else ""
+        )
+        print(
+            f"jobmesh server: {count} workers serving gRPC ({tls}) on {address}{executors_line}", flush=True
+        )
         return workers.supervise(stopping)
     finally:
-        reserved.close()
+        for socket_ in held:
+            socket_.close()
         workers.stop()
 
 

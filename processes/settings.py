@@ -32,8 +32,11 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
+from jobmesh.server.client_certificates import parse_certificate_grants
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
+from jobmesh.server.tls import ServerTls
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
 
 T = TypeVar("T")
@@ -237,6 +240,21 @@ def tcp_address(text: str) -> str:
     return text
 
 
+def readable_file(text: str) -> Path:
+    """A file that exists (it is read when the process starts, and again when it changes)."""
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        raise ValueError(f"no such file: {text!r}")
+    return path
+
+
+def server_name(text: str) -> str:
+    name = text.strip()
+    if not name or not re.fullmatch(r"[A-Za-z0-9.\-:\[\]]{1,253}", name):
+        raise ValueError(f"expected a host name or IP address, got {text!r}")
+    return name
+
+
 def handlers_spec(text: str) -> str:
     """`MODULE:ATTR`; the mapping it names is imported when the executor starts."""
     if not _HANDLERS.match(text.strip()):
@@ -323,6 +341,7 @@ _STORE = (DEV, SERVER, WATCHER, MIGRATE)
 _MESH = (DEV, SERVER, WATCHER, EXECUTOR)
 _WATCH = (DEV, WATCHER)
 _WORK = (DEV, EXECUTOR)
+_SERVE = (DEV, SERVER)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -343,7 +362,8 @@ SETTINGS: tuple[Setting, ...] = (
         help="the run queue: `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`"
         " (or a bare `HOST:PORT` list, as `JOBMESH_KAFKA_BOOTSTRAP` gives it) or `memory://NAME`; a shorter"
         " consumer session moves a dead executor's partitions sooner, within the broker's"
-        " `group.min.session.timeout.ms`",
+        " `group.min.session.timeout.ms`; TLS to the brokers: `security_protocol=SSL&ssl_ca_location=PATH`"
+        " (and `ssl_certificate_location`, `ssl_key_location`)",
         metavar="URL",
     ),
     Setting(
@@ -373,6 +393,65 @@ SETTINGS: tuple[Setting, ...] = (
         default="`127.0.0.1:50051`",
         help="where the server serves gRPC (port 0 picks a free one)",
         metavar="HOST:PORT",
+    ),
+    Setting(
+        name="tls_cert",
+        variables=("JOBMESH_TLS_CERT",),
+        parse=readable_file,
+        commands=_SERVE,
+        default="none (plaintext)",
+        help="the server's certificate chain (PEM, leaf first): with `--tls-key` the server serves TLS, and"
+        " takes renewed files without a restart",
+        metavar="PATH",
+    ),
+    Setting(
+        name="tls_key",
+        variables=("JOBMESH_TLS_KEY",),
+        parse=readable_file,
+        commands=_SERVE,
+        default="none",
+        help="the private key of `--tls-cert` (PEM)",
+        metavar="PATH",
+    ),
+    Setting(
+        name="tls_client_ca",
+        variables=("JOBMESH_TLS_CLIENT_CA",),
+        parse=readable_file,
+        commands=(SERVER,),
+        default="none",
+        help="the CA bundle that executors' client certificates must chain to (on `--executor-listen`)",
+        metavar="PATH",
+    ),
+    Setting(
+        name="executor_listen",
+        variables=("JOBMESH_EXECUTOR_LISTEN",),
+        parse=address,
+        commands=(SERVER,),
+        default="none",
+        help="a second address, for executors alone, that requires a client certificate (mutual TLS);"
+        " with it, `ExecutorControl` is refused `UNAUTHENTICATED` on `--listen`",
+        metavar="HOST:PORT",
+    ),
+    Setting(
+        name="executor_certificates",
+        variables=("JOBMESH_EXECUTOR_CERTIFICATES",),
+        parse=parse_certificate_grants,
+        commands=(SERVER,),
+        default="none",
+        help="with `--authentication on`, executors known by their client certificate on `--executor-listen`:"
+        " `NAME=QUEUE[+QUEUE...]` entries, comma-separated, NAME the certificate's common name (`*`: any"
+        " other) and QUEUE `*` for any",
+        metavar="GRANTS",
+    ),
+    Setting(
+        name="allow_insecure_public",
+        variables=("JOBMESH_ALLOW_INSECURE_PUBLIC",),
+        parse=switch,
+        commands=(DEV,),
+        default="`off`",
+        help="`on`: `jobmesh dev` listens on a non-loopback address (gRPC or dashboard) even without TLS and"
+        " authentication, which lets anyone who reaches it run commands",
+        metavar="on|off",
     ),
     Setting(
         name="dashboard",
@@ -655,6 +734,43 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="HOST:PORT",
     ),
     Setting(
+        name="tls_ca",
+        variables=("JOBMESH_TLS_CA",),
+        parse=readable_file,
+        commands=_WORK,
+        default="none (plaintext)",
+        help="the CA bundle that verifies the server's certificate: given (or with a client certificate), an"
+        " executor connects with TLS",
+        metavar="PATH",
+    ),
+    Setting(
+        name="tls_client_cert",
+        variables=("JOBMESH_TLS_CLIENT_CERT",),
+        parse=readable_file,
+        commands=_WORK,
+        default="none",
+        help="the client certificate (PEM) an executor presents, read again at each reconnection",
+        metavar="PATH",
+    ),
+    Setting(
+        name="tls_client_key",
+        variables=("JOBMESH_TLS_CLIENT_KEY",),
+        parse=readable_file,
+        commands=_WORK,
+        default="none",
+        help="the private key of `--tls-client-cert` (PEM)",
+        metavar="PATH",
+    ),
+    Setting(
+        name="tls_server_name",
+        variables=("JOBMESH_TLS_SERVER_NAME",),
+        parse=server_name,
+        commands=_WORK,
+        default="the host of `--server`",
+        help="the name the server's certificate must carry, when `--server` is another name or an IP",
+        metavar="NAME",
+    ),
+    Setting(
         name="queues",
         variables=("JOBMESH_QUEUES",),
         parse=queue_names,
@@ -857,7 +973,35 @@ def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
 
 
 def server_config(values: Mapping[str, Any]) -> ServerConfig:
-    return _build(ServerConfig, values)
+    return _build(ServerConfig, {**values, "tls": server_tls(values)})
+
+
+def server_tls(values: Mapping[str, Any]) -> ServerTls | None:
+    cert, key, client_ca = values.get("tls_cert"), values.get("tls_key"), values.get("tls_client_ca")
+    if cert is None or key is None:
+        if cert is not None or key is not None:
+            missing = BY_NAME["tls_cert" if cert is None else "tls_key"]
+            raise SettingsError(missing, "give --tls-cert and --tls-key together")
+        if client_ca is not None:
+            raise SettingsError(BY_NAME["tls_client_ca"], "a client CA needs the server's TLS: --tls-cert")
+        return None
+    return ServerTls(certificate_chain=cert, private_key=key, client_ca=client_ca)
+
+
+def channel_tls(values: Mapping[str, Any]) -> ChannelTls | None:
+    """TLS towards the server when any of its settings is given; None (plaintext) otherwise."""
+    given = {name: values.get(f"tls_{name}") for name in ("ca", "client_cert", "client_key", "server_name")}
+    if all(value is None for value in given.values()):
+        return None
+    if (given["client_cert"] is None) != (given["client_key"] is None):
+        missing = "tls_client_cert" if given["client_cert"] is None else "tls_client_key"
+        raise SettingsError(BY_NAME[missing], "give --tls-client-cert and --tls-client-key together")
+    return ChannelTls(
+        ca_bundle=given["ca"],
+        client_certificate=given["client_cert"],
+        client_key=given["client_key"],
+        server_name=given["server_name"],
+    )
 
 
 def dashboard_config(values: Mapping[str, Any]) -> DashboardConfig:
@@ -871,7 +1015,7 @@ def watcher_config(values: Mapping[str, Any]) -> WatcherConfig:
 def executor_config(values: Mapping[str, Any], *, dev: bool = False) -> ExecutorConfig:
     """An executor opens its queue and signal bus itself: by default the embedded ones, as every process.
     `jobmesh dev`'s executor runs anything, unless its allowlist settings say otherwise."""
-    urls = {"queue_url": EMBEDDED, "signals_url": EMBEDDED}
+    urls = {"queue_url": EMBEDDED, "signals_url": EMBEDDED, "tls": channel_tls(values)}
     base = ExecutionPolicy.unrestricted() if dev else ExecutionPolicy()
     policy = _build(lambda **given: dataclasses.replace(base, **given), values, fields_of=ExecutionPolicy)
     given = {k: v for k, v in values.items() if v is not None and k not in POLICY_SETTINGS}

@@ -1,4 +1,5 @@
-"""Assembles the gRPC server: the jobmesh services, health and reflection, on one listening address."""
+"""Assembles the gRPC server: the jobmesh services, health and reflection, on its listening address (and on
+the executors' own address when it has one: see server.tls)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
 from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.caller_rates import CallerRates
+from jobmesh.server.client_certificates import ClientCertificates
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
@@ -38,6 +40,7 @@ from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.tls import ExecutorCertificateRequired, server_credentials
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import (
     executor_control_pb2,
@@ -69,15 +72,22 @@ SERVER_OPTIONS = (
 
 
 def new_grpc_server(
-    *, share_port: bool = False, authentication: Authentication | None = None
+    *,
+    share_port: bool = False,
+    authentication: Authentication | None = None,
+    certified_executors: bool = False,
 ) -> grpc.aio.Server:
     """A server with the options and interceptors every jobmesh server has (its services not added yet).
     Authentication comes first: a caller without a valid credential learns nothing, not even that its
-    request did not parse."""
+    request did not parse. `certified_executors`: ExecutorControl only for calls with a verified client
+    certificate."""
     options = [*SERVER_OPTIONS, ("grpc.so_reuseport", int(share_port))]
-    interceptors: list[grpc.aio.ServerInterceptor] = [MalformedRequests()]
+    interceptors: list[grpc.aio.ServerInterceptor] = []
     if authentication is not None:
-        interceptors.insert(0, authentication)
+        interceptors.append(authentication)
+    if certified_executors:
+        interceptors.append(ExecutorCertificateRequired())
+    interceptors.append(MalformedRequests())
     return grpc.aio.server(interceptors=interceptors, options=options)
 
 
@@ -87,6 +97,8 @@ _OPEN_SERVICES = {"health": HEALTH_SERVICE, "reflection": REFLECTION_SERVICE}
 def credential_sources(config: ServerConfig) -> list[CredentialSource]:
     """The configured sources, in the order they are asked."""
     sources: list[CredentialSource] = []
+    if config.executor_certificates is not None:
+        sources.append(ClientCertificates(config.executor_certificates))
     if config.verifies_jwts:
         jwt = JwtConfig(
             issuer=config.jwt_issuer,
@@ -105,7 +117,7 @@ def credential_sources(config: ServerConfig) -> list[CredentialSource]:
 def authentication_of(config: ServerConfig) -> Authentication | None:
     """The interceptor that authenticates every call; None when authentication is off."""
     if not config.authentication:
-        if config.verifies_jwts or config.token_hashes_file is not None:
+        if config.verifies_jwts or config.token_hashes_file or config.executor_certificates:
             log.warning("credential sources are configured but authentication is off: no call is checked")
         return None
     return Authentication(
@@ -113,6 +125,20 @@ def authentication_of(config: ServerConfig) -> Authentication | None:
         open_services=frozenset(_OPEN_SERVICES[name] for name in config.open_services),
         rates=CallerRates(rate=config.caller_rate, burst=config.caller_burst),
     )
+
+
+def listen(server: grpc.aio.Server, config: ServerConfig) -> tuple[int, int | None]:
+    """Binds `config.listen` (plaintext, or TLS) and the executor address (mutual TLS) when there is one:
+    their ports (0 where binding failed)."""
+    if config.tls is None:
+        return server.add_insecure_port(config.listen), None
+    port = server.add_secure_port(
+        config.listen, server_credentials(config.tls, require_client_certificate=False)
+    )
+    if config.executor_listen is None:
+        return port, None
+    executors = server_credentials(config.tls, require_client_certificate=True)
+    return port, server.add_secure_port(config.executor_listen, executors)
 
 
 @dataclass
@@ -219,6 +245,7 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     services: Services
+    executor_port: int | None = None  # the executor address's, when there is one
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.services.health.enter_graceful_shutdown()
@@ -231,13 +258,22 @@ async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = new_grpc_server(share_port=config.share_port, authentication=authentication_of(config))
+    server = new_grpc_server(
+        share_port=config.share_port,
+        authentication=authentication_of(config),
+        certified_executors=config.executor_listen is not None,
+    )
     services = build_services(config, store, queue, signals)
     services.add_to(server)
-    port = server.add_insecure_port(config.listen)
-    if port == 0:
+    try:
+        port, executor_port = listen(server, config)
+    except BaseException:
         services.close()
-        raise OSError(f"cannot listen on {config.listen}")
+        raise
+    for bound, address in ((port, config.listen), (executor_port, config.executor_listen)):
+        if bound == 0:
+            services.close()
+            raise OSError(f"cannot listen on {address}")
     await services.serving()  # the feed reads before the first stream can come
     await server.start()
-    return RunningServer(server, port, services)
+    return RunningServer(server, port, services, executor_port)

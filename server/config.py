@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.server.feed import FEED_PAGE
+from jobmesh.server.tls import ServerTls
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -16,6 +18,11 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN  # host:port; port 0 picks a free port
+    # None: plaintext. Otherwise TLS on `listen` (and on `executor_listen`), from files read again on change.
+    tls: ServerTls | None = None
+    # A second address, for executors alone: TLS that requires a client certificate verified by the client
+    # CA. With it, `ExecutorControl` is refused on `listen` (see server.tls).
+    executor_listen: str | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
@@ -41,6 +48,9 @@ class ServerConfig:
     # On: every call needs a valid credential (but those to `open_services`); off: none is checked.
     authentication: bool = False
     open_services: frozenset[str] = frozenset({"health", "reflection"})
+    # Executors known by their verified client certificate on `executor_listen`: name → queues
+    # (server/client_certificates.py).
+    executor_certificates: Mapping[str, frozenset[str]] | None = None
     # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
@@ -62,6 +72,10 @@ class ServerConfig:
     def __post_init__(self) -> None:
         if not self.listen:
             raise InvalidConfig("listen", "the address is empty")
+        if self.executor_listen is not None and (self.tls is None or self.tls.client_ca is None):
+            raise InvalidConfig(
+                "executor_listen", "executors are served with client certificates: give the TLS files and CA"
+            )
         if self.heartbeat_interval <= timedelta(0):
             raise InvalidConfig("heartbeat_interval", "must be longer than zero")
         if not timedelta(0) < self.session_renewal_interval <= timedelta(seconds=1):
@@ -93,9 +107,14 @@ class ServerConfig:
         for name in ("jwt_issuer", "jwt_audience"):
             if getattr(self, name) and not self.verifies_jwts:
                 raise InvalidConfig(name, "JWTs need public keys or a JWKS file to be checked with")
-        if self.authentication and not (self.verifies_jwts or self.token_hashes_file is not None):
+        if self.executor_certificates is not None and self.executor_listen is None:
             raise InvalidConfig(
-                "authentication", "needs a credential source: a token file, JWT public keys or a JWKS file"
+                "executor_certificates", "client certificates are verified on the executor address alone"
+            )
+        tokens = self.verifies_jwts or self.token_hashes_file is not None
+        if self.authentication and not (tokens or self.executor_certificates is not None):
+            raise InvalidConfig(
+                "authentication", "needs a credential source: a token file, JWT keys or executor certificates"
             )
         if self.caller_rate <= 0:
             raise InvalidConfig("caller_rate", "must be above zero")

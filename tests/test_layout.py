@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# What a client may import of jobmesh: the contract's generated code, and the Python SDK's own modules.
-CLIENT_IMPORTS = ("jobmesh.v1", "jobmesh.client")
+# What a client may import of jobmesh: the contract's generated code, how to dial the server (TLS), and the
+# Python SDK's own modules.
+CLIENT_IMPORTS = ("jobmesh.v1", "jobmesh.transport", "jobmesh.client")
 
 
 def test_the_packages_keep_their_layers() -> None:
@@ -49,6 +50,7 @@ def forbidden_imports(source: str) -> list[str]:
         ("from jobmesh.v1 import job_pb2", []),
         ("import jobmesh.v1.job_service_pb2_grpc as stubs", []),
         ("from jobmesh.client import Client", []),
+        ("from jobmesh.transport.tls import ChannelTls", []),
         ("import grpc, json", []),
         ("from jobmesh.server.app import start_server", ["jobmesh.server.app"]),
         ("from jobmesh import core", ["jobmesh.core"]),

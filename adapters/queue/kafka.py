@@ -10,7 +10,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -129,10 +129,17 @@ class KafkaRunQueue:
         partitions: int = 3,
         admin_timeout: float = 10.0,
         session_timeout_ms: int | None = None,
+        security: Mapping[str, str] | None = None,
     ) -> None:
         """`session_timeout_ms`: how soon a consumer that died stops holding its partitions (the broker's
-        `group.min.session.timeout.ms` bounds it; 6 s by default, the floor of a stock broker)."""
-        self._base: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": client_id, "logger": log}
+        `group.min.session.timeout.ms` bounds it; 6 s by default, the floor of a stock broker). `security`:
+        librdkafka's TLS settings (`security.protocol`, `ssl.ca.location`, ...), for every client."""
+        self._base: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "logger": log,
+            **(security or {}),
+        }
         self._consumer_settings = {"session.timeout.ms": session_timeout_ms} if session_timeout_ms else {}
         self._admin_timeout = admin_timeout
         self._topics = _Topics(lambda: AdminClient(dict(self._base)), partitions)

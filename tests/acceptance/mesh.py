@@ -8,13 +8,15 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
 
+from jobmesh.transport.tls import ChannelTls
+from jobmesh.transport.tls import channel as channel_to
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -82,12 +84,15 @@ class Mesh:
         self.processes.append(process)
         return process
 
-    def server(self, name: str = "server") -> Process:
+    def server(
+        self, name: str = "server", args: Sequence[str] = (), tls: ChannelTls | None = None
+    ) -> Process:
+        """`jobmesh server ARGS` on a free port; `tls`: how to reach it when ARGS turn TLS on."""
         address = f"127.0.0.1:{free_port()}"
-        process = self._spawn(name, ["server", "--listen", address])
+        process = self._spawn(name, ["server", "--listen", address, *args])
         process.address = address
         try:
-            wait_serving(address, timeout=60)
+            wait_serving(address, timeout=60, tls=tls)
         except grpc.RpcError:
             raise AssertionError(f"{name} did not start:\n{process.log.read_text()}") from None
         return process
@@ -95,16 +100,26 @@ class Mesh:
     def watcher(self, name: str = "watcher") -> Process:
         return self._spawn(name, ["watcher"], {"JOBMESH_WATCHER_ID": name})
 
-    def executor(self, server: Process, name: str = "executor", concurrency: int | None = None) -> Process:
-        args = ["executor", "--server", server.address, "--queues", self.queue, "--allowed-commands", "/**"]
+    def executor(
+        self,
+        server: Process,
+        name: str = "executor",
+        concurrency: int | None = None,
+        *,
+        address: str | None = None,
+        args: Sequence[str] = (),
+    ) -> Process:
+        """`jobmesh executor` towards `server` (or `address`, its executor address), with extra ARGS."""
+        command = ["executor", "--server", address or server.address, "--queues", self.queue]
+        command += ["--allowed-commands", "/**", *args]
         if concurrency is not None:
-            args += ["--concurrency", str(concurrency)]
-        return self._spawn(name, args, {"JOBMESH_EXECUTOR_ID": name})
+            command += ["--concurrency", str(concurrency)]
+        return self._spawn(name, command, {"JOBMESH_EXECUTOR_ID": name})
 
     def stubs(
-        self, server: Process
+        self, server: Process, tls: ChannelTls | None = None
     ) -> tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]:
-        channel = grpc.insecure_channel(server.address)
+        channel = channel_to(server.address, tls)
         self._channels.append(channel)
         return job_service_pb2_grpc.JobServiceStub(channel), search_service_pb2_grpc.SearchServiceStub(
             channel

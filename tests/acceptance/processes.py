@@ -15,6 +15,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jobmesh.transport.tls import ChannelTls
+from jobmesh.transport.tls import channel as channel_to
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -26,9 +29,9 @@ def free_port() -> int:
         return port
 
 
-def wait_serving(address: str, timeout: float = 30.0) -> None:
+def wait_serving(address: str, timeout: float = 30.0, tls: ChannelTls | None = None) -> None:
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
+    with channel_to(address, tls) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:
@@ -43,9 +46,14 @@ def wait_serving(address: str, timeout: float = 30.0) -> None:
 
 @contextlib.contextmanager
 def jobmesh_process(
-    args: Sequence[str], address: str, log: Path, env: dict[str, str] | None = None
+    args: Sequence[str],
+    address: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    tls: ChannelTls | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Runs `jobmesh ARGS`, waits until it serves on `address`, and stops it with SIGINT afterwards."""
+    """Runs `jobmesh ARGS`, waits until it serves on `address` (over `tls` when given), and stops it with
+    SIGINT afterwards."""
     with log.open("wb") as output:
         process = subprocess.Popen(
             [str(BIN / "jobmesh"), *args],
@@ -57,7 +65,7 @@ def jobmesh_process(
         )
         try:
             try:
-                wait_serving(address)
+                wait_serving(address, tls=tls)
             except grpc.RpcError:
                 raise AssertionError(f"jobmesh did not start:\n{log.read_text()}") from None
             yield process

@@ -77,6 +77,16 @@ BAD_VALUES = {
     "JOBMESH_CALLER_BURST": "none",
     "JOBMESH_TOKEN": " ",
     "JOBMESH_TOKEN_FILE": "/no/such/exec.token",
+    "JOBMESH_TLS_CERT": "/no/such/server.pem",
+    "JOBMESH_TLS_KEY": "/no/such/server.key",
+    "JOBMESH_TLS_CLIENT_CA": "/no/such/ca.pem",
+    "JOBMESH_EXECUTOR_LISTEN": "everywhere",
+    "JOBMESH_EXECUTOR_CERTIFICATES": "executor-1",  # no queue granted
+    "JOBMESH_ALLOW_INSECURE_PUBLIC": "perhaps",
+    "JOBMESH_TLS_CA": "/no/such/ca.pem",
+    "JOBMESH_TLS_CLIENT_CERT": "/no/such/client.pem",
+    "JOBMESH_TLS_CLIENT_KEY": "/no/such/client.key",
+    "JOBMESH_TLS_SERVER_NAME": "not a name",
 }
 
 
@@ -233,6 +243,7 @@ def test_help_names_each_option_and_its_variable() -> None:
 
 # Settings whose default is nothing at all (no file, no token).
 _UNSET = (
+    "executor_certificates",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
@@ -255,7 +266,9 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers", *_UNSET):
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers", *_UNSET) or (
+            setting.name.startswith("tls_") or setting.name in ("executor_listen", "allow_insecure_public")
+        ):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
             settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]

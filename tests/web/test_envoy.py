@@ -1,6 +1,7 @@
 """The Envoy in front of the dashboard: every checked-in config passes `envoy --mode validate`, the copy that
 `jobmesh dev` runs does too and serves exactly the app's build, the live streams have no timeouts, and a
-gRPC-Web call through it reaches a gRPC server with its `authorization` header."""
+gRPC-Web call through it reaches a gRPC server with its `authorization` header, over TLS to a server that
+serves it when Envoy trusts the server's CA."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import struct
 import subprocess
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent import futures
@@ -26,8 +28,10 @@ from jobmesh.processes.dashboard import (
     envoy_config,
     served_files,
 )
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.v1 import job_pb2, search_service_pb2, search_service_pb2_grpc
 from tests.acceptance.processes import BIN, REPO, free_port
+from tests.support_certificates import CertificateAuthority
 
 CONFIGS = sorted((REPO / "deploy" / "envoy").glob("*.yaml"))
 
@@ -161,3 +165,51 @@ def test_a_grpc_web_call_reaches_the_server_with_its_authorization(
     assert len(messages) == 2  # a server stream, message by message
     assert "grpc-status:0" in trailers
     assert "authorization" not in recording.metadata[-1]
+
+
+def test_the_copy_for_a_tls_server_validates(tmp_path: Path) -> None:
+    ca = CertificateAuthority()
+    trust = ca.write(tmp_path / "ca.pem")
+    client = ca.issue_client(tmp_path / "envoy", "envoy")
+    tls = ChannelTls(
+        ca_bundle=trust, client_certificate=client.chain, client_key=client.key, server_name="localhost"
+    )
+    config = envoy_config(("127.0.0.1", 18080), ("127.0.0.1", 15051), upstream_tls=tls)
+    path = tmp_path / "envoy.json"
+    path.write_text(json.dumps(config))
+    done = validate(path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_a_grpc_web_call_reaches_a_tls_server_only_when_envoy_trusts_it(
+    tmp_path: Path, trusted: bool
+) -> None:
+    ca = CertificateAuthority()
+    leaf = ca.issue_server(tmp_path / "server")
+    trust = (ca if trusted else CertificateAuthority("another CA")).write(tmp_path / "ca.pem")
+    recording = Recording()  # type: ignore[abstract]  # the other methods are never called
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    search_service_pb2_grpc.add_SearchServiceServicer_to_server(recording, server)
+    credentials = grpc.ssl_server_credentials([(leaf.key.read_bytes(), leaf.chain.read_bytes())])
+    port = server.add_secure_port("127.0.0.1:0", credentials)
+    server.start()
+    config = DashboardConfig(dashboard_listen=f"127.0.0.1:{free_port()}")
+    envoy = Envoy(config, ("127.0.0.1", port), ChannelTls(ca_bundle=trust, server_name="localhost"))
+    envoy.start()
+    try:
+        asyncio.run(envoy.ready())
+        request = search_service_pb2.ListJobsRequest(page_size=1).SerializeToString()
+        if not trusted:
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                grpc_web(config.url, "ListJobs", request, {})
+            refused.value.close()
+            assert refused.value.code == 503  # Envoy refused the server's certificate: no upstream
+            assert recording.metadata == []
+            return
+        messages, trailers = grpc_web(config.url, "ListJobs", request, {})
+    finally:
+        envoy.stop()
+        server.stop(None)
+    assert "grpc-status:0" in trailers
+    assert [search_service_pb2.ListJobsResponse.FromString(m).jobs[0].name for m in messages] == ["jobs/seen"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.adapters.queue.factory import KafkaQueueAddress, open_queue, parse_queue_url
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 
@@ -50,8 +50,28 @@ def test_kafka_urls_and_bare_bootstrap_lists_open_kafka(url: str) -> None:
         "kafka://a:1?partitions=0",
         "kafka://a:1?acks=0",
         "kafka://a:1?partitions",
+        "kafka://a:1?security_protocol=SASL_SSL",
+        "kafka://a:1?ssl_password=x",
     ],
 )
 def test_anything_else_is_refused_clearly(url: str) -> None:
     with pytest.raises(ValueError, match=r"queue|Kafka|partitions|name|bootstrap"):
         open_queue(url)
+
+
+def test_kafka_tls_settings_pass_to_librdkafka_by_their_names() -> None:
+    url = (
+        "kafka://broker:9093?security_protocol=ssl&ssl_ca_location=/etc/kafka/ca.pem"
+        "&ssl_certificate_location=/etc/kafka/client.pem&ssl_key_location=/etc/kafka/client.key"
+    )
+    address = parse_queue_url(url)
+    assert isinstance(address, KafkaQueueAddress)
+    assert dict(address.security) == {
+        "security.protocol": "SSL",
+        "ssl.ca.location": "/etc/kafka/ca.pem",
+        "ssl.certificate.location": "/etc/kafka/client.pem",
+        "ssl.key.location": "/etc/kafka/client.key",
+    }
+    plain = parse_queue_url("kafka://broker:9092")
+    assert isinstance(plain, KafkaQueueAddress)
+    assert plain.security == ()
