@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from jobmesh.core.names import DEFAULT_NAMESPACE
+
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 
 
@@ -84,6 +86,7 @@ class JobRecord:
     version: int = 1
     request_id: str | None = None
     request_hash: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
 
 
 def etag_of(version: int) -> str:
@@ -129,6 +132,8 @@ class RunRecord:
     heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
     # last_heartbeat_time + heartbeat_timeout while an attempt runs.
     heartbeat_deadline: datetime | None = None
+    # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
+    namespace: str = DEFAULT_NAMESPACE
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

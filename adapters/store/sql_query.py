@@ -68,6 +68,7 @@ class Listing:
     sortable: Mapping[str, ColumnElement[Any]]
     tiebreak: tuple[ColumnElement[Any], ...]
     labels: ColumnElement[Any]
+    namespace: ColumnElement[Any]
 
 
 def where_clauses(
@@ -137,6 +138,8 @@ def fetch_page(
     """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids."""
     keys = sort_keys(listing, query.order_by)
     fingerprint = _fingerprint(listing.kind, scope, query)
+    if query.namespaces is not None:  # the caller's scope, whatever the filter asks
+        statement = statement.where(listing.namespace.in_(sorted(query.namespaces)))
     if query.page_token:
         statement = statement.where(_after(keys, decode_token(query.page_token, fingerprint, keys)))
     size = query.page_size if 0 < query.page_size <= MAX_PAGE_SIZE else _clamp(query.page_size)
