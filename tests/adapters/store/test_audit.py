@@ -207,3 +207,19 @@ def test_migration_0006_puts_existing_rows_in_the_default_namespace(old_url: str
         assert outcomes[0].job.job_id == "old-one"
     finally:
         store.close()
+
+
+def test_a_scope_of_several_namespaces_pages_in_order(store: SqlStore) -> None:
+    colours = ("red", "blue", "green")
+    store.create_jobs([new_job(f"job-{c}", namespace=c) for c in colours])
+    for index in range(12):
+        colour = colours[index % 3]
+        store.create_run(run(f"job-{colour}", f"r{index:02d}", schedule_time=at(index), namespace=colour))
+    seen, token = [], ""
+    while True:
+        page = store.list_runs(None, ListQuery((), DEFAULT_RUN_ORDER, 3, token, frozenset({"red", "blue"})))
+        seen += [r.run_id for r in page.items]
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == [f"r{i:02d}" for i in reversed(range(12)) if colours[i % 3] != "green"]

@@ -6,9 +6,23 @@ On PostgreSQL a constant default is stored in the catalog, so neither table (nor
 rewritten. A job's `request_id` becomes unique per namespace (`ux_jobs_request`), so that one namespace's
 request ids never collide with, or reveal, another's. `audit_events` holds the audit trail (`core.audit`).
 
-Indexes, from `EXPLAIN (ANALYZE, BUFFERS)` on PostgreSQL 15 with 20,000 jobs in 20 namespaces and 200,000 runs
-over 38 daily partitions (the volumes of INDEXES.md), for a caller who may read 2 namespaces:
-EXPLAIN_RESULTS
+Indexes, from `EXPLAIN (ANALYZE, BUFFERS)` on PostgreSQL 15 (2 busy cores) with the volumes of INDEXES.md
+(20,000 jobs and 350,000 runs over 38 daily partitions) spread over 20 namespaces, first page of 50;
+`tests/adapters/store/test_query_plans.py` keeps the plans honest:
+- `ix_job_runs_namespace_schedule (namespace, schedule_time DESC, job_id DESC, run_id DESC)`, ListRuns of
+  `jobs/-` in its default order. One namespace: a Merge Append of one ordered index scan per partition, 133
+  buffers, 0.4-4 ms; without it, a parallel Seq Scan of every partition and a top-N sort, 9,200 buffers,
+  400 ms. PostgreSQL 15 cannot walk the index in order for an IN list of namespaces (it scanned and sorted
+  36,000 runs for two: 270 ms), so a scope of a few namespaces is one ordered branch per namespace, merged
+  (`sql_query._in_namespaces`): two namespaces, 250 buffers, 1-6 ms; without the index 18,000 buffers,
+  0.6-2 s.
+- `ix_jobs_namespace_create_time (namespace, create_time, job_id)`, ListJobs in its default order: an Index
+  Scan Backward reading only the namespace's jobs, 21 buffers, 0.07 ms; without it the walk of
+  `ix_jobs_create_time` filters out the other namespaces' jobs, a cost that grows as the namespace's share
+  shrinks (31 buffers at 1 in 20, the whole index for a namespace with no recent job).
+- `ux_jobs_request (namespace, request_id)`: the create's `ON CONFLICT DO NOTHING` and its replay lookup.
+- `audit_events`: `(job_id, time, event_id)` for a job page's trail, `(namespace, time, event_id)` for a
+  scoped trail and `(time, event_id)` for an admin's, each the keyset of `time desc` paging.
 
 Revision ID: 0006
 Revises: 0005
