@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -337,3 +338,13 @@ def test_request_ids_do_not_cross_namespaces(api: Api) -> None:
         metadata=as_caller("operator"),
     )
     assert again.job.name == mine.job.name
+
+
+def test_the_readme_documents_each_rpcs_role() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("<!-- roles:start -->", 1)[1].split("<!-- roles:end -->", 1)[0]
+    documented = {}
+    for line in table.strip().splitlines()[2:]:
+        rpc, role = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        documented[f"/jobmesh.v1.{rpc.strip('`').replace('.', '/')}"] = role.split()[0]
+    assert documented == {rpc: role.name.lower() for rpc, role in RPC_ROLES.items()}
