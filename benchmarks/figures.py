@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from benchmarks.load import HELD_BACK
+from benchmarks.statements import MARK, Statements
 
 LATE = 2.0  # seconds: the headline promise
 FAILED = frozenset({"FAILED", "TIMED_OUT", "DEAD_LETTERED", "CANCELLED"})
@@ -85,6 +86,7 @@ class Measured:
     cpu_seconds: dict[str, float]
     machine_busy_pct: float  # every process on the machine, ours or not
     attempt_errors: dict[str, int]  # error types of the ended attempts that did not succeed
+    statements: Statements | str  # what PostgreSQL ran meanwhile, or why it was not counted
 
 
 def read_jobs(paths: Sequence[Path]) -> list[Job]:
@@ -145,7 +147,7 @@ def _rows(url: str, query: str, queue: str) -> list[Any]:
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
-            return list(connection.execute(text(query), {"queue": queue}).all())
+            return list(connection.execute(text(f"{MARK} {query}"), {"queue": queue}).all())
     finally:
         engine.dispose()
 
@@ -232,6 +234,11 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
     def pct(count: int, of: int) -> float:
         return 100.0 * count / of if of else math.nan
 
+    def per_run(count: int) -> float:
+        return count / len(runs) if runs else math.nan
+
+    counted = measured.statements
+
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
@@ -283,6 +290,12 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "cpu_s_per_1000_created_total": total_cpu / len(runs) * 1000 if runs else math.nan,
         "machine_busy_pct": 100.0 * total_cpu / (window * (os.cpu_count() or 1)) if window > 0 else math.nan,
         "machine_busy_all_pct": measured.machine_busy_pct,
+        # PostgreSQL's work per run made (the warm-up's runs are outside the window)
+        "statements_per_run": per_run(counted.calls) if isinstance(counted, Statements) else math.nan,
+        "commits_per_run": per_run(counted.commits) if isinstance(counted, Statements) else math.nan,
+        "top_statements": [[query, per_run(calls)] for query, calls in counted.top]
+        if isinstance(counted, Statements)
+        else counted,
     }
 
 
@@ -341,15 +354,24 @@ def report(result: dict[str, Any]) -> str:
     lines.append(
         f"  (per 1,000 runs completed; per 1,000 created: {result['cpu_s_per_1000_created_total']:.2f} s)"
     )
+    lines.append(
+        f"  PostgreSQL per run made: {result['statements_per_run']:.2f} statements, "
+        f"{result['commits_per_run']:.2f} commits; the most run (per run):"
+    )
+    top = result["top_statements"]
+    lines += (
+        [f"    {calls:>6.2f}  {query}" for query, calls in top] if isinstance(top, list) else [f"    {top}"]
+    )
     lines += ["", "markdown:", MARKDOWN_HEADER, markdown_row(result)]
     return "\n".join(lines)
 
 
 MARKDOWN_HEADER = (
     "| offered jobs/s | completed jobs/s (in the window) | submit→start ms p50 / p99 / max "
-    "| scheduled→start ms p50 / p99 / max | > 2 s | early | lost | failed | dup. "
+    "| scheduled→start ms p50 / p99 / max | > 2 s | early | lost | failed | dup. | refused "
+    "| statements (commits) / run "
     "| CPU s / 1k jobs: total (server, watcher, executors, PostgreSQL, Kafka, Redis, load) |\n"
-    "|---:|---:|---|---|---:|---:|---:|---:|---:|---|"
+    "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
 )
 
 
@@ -370,7 +392,8 @@ def markdown_row(result: dict[str, Any]) -> str:
         f"| {result['rate']:,.0f} | {completed} "
         f"| {lateness_cell(result['submit_to_start_s'])} | {lateness_cell(result['scheduled_to_start_s'])} "
         f"| {result['late_pct']:.1f}% | {result['early_pct']:.1f}% | {result['lost']:,} "
-        f"| {result['failed']:,} | {result['duplicates']:,} | {cpu_cell} |"
+        f"| {result['failed']:,} | {result['duplicates']:,} | {result['refused']:,} "
+        f"| {result['statements_per_run']:.1f} ({result['commits_per_run']:.2f}) | {cpu_cell} |"
     )
 
 

@@ -64,7 +64,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks import cpu
+from benchmarks import cpu, statements
 from benchmarks.figures import (
     Measured,
     Starts,
@@ -405,6 +405,7 @@ def measure(
         control.send(t0)
     time.sleep(max(t0 - time.time() - 0.02, 0))
     before, machine_before = cpu.snapshot(groups), cpu.machine_jiffies()
+    commits_before = statements.start(database)
     print(f"offering {args.rate:,.0f} jobs/s for {args.duration:g} s", flush=True)
     window_end = t0 + args.duration
     while (now := time.time()) < window_end:
@@ -436,31 +437,32 @@ def measure(
         time.sleep(0.5)
     end = time.time()
     after, machine_after = cpu.snapshot(groups), cpu.machine_jiffies()
+    counted = commits_before if isinstance(commits_before, str) else statements.stop(database, commits_before)
     starts.read()
     cpu_seconds = {name: max(after[name] - before.get(name, 0.0), 0.0) for name in after}
     busy, total = (now - then for now, then in zip(machine_after, machine_before, strict=True))
     busy_pct = 100.0 * busy / total if total else math.nan
     runs, errors = database_runs(database, queue), attempt_errors(database, queue)
-    return Measured(jobs, runs, warm, t0, end, cpu_seconds, busy_pct, errors)
+    return Measured(jobs, runs, warm, t0, end, cpu_seconds, busy_pct, errors, counted)
 
 
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def run(args: argparse.Namespace, work: Path, found: Services) -> dict[str, Any]:
+    """One benchmark run on `found` services, with a mesh and a queue of its own."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     print(f"work folder {work}, queue {queue}", flush=True)
-    with services(work) as found:
-        address = f"127.0.0.1:{free_port()}"
-        mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, args.profile, address, queue)
-        start_paths = [work / f"starts-{index + 1}.txt" for index in range(args.executors)]
-        senders: list[Sender] = []
-        try:
-            start_mesh(args, mesh, address, queue, start_paths)
-            starts = Starts(start_paths)
-            warm = warm_up(address, queue, starts, mesh)
-            print(f"warmed up: {len(warm)} runs, starts per executor {starts.per_executor}", flush=True)
-            measured = measure(args, mesh, found, starts, senders=senders, warm=warm)
-        finally:
-            stop_senders(senders)
-            mesh.stop()
+    address = f"127.0.0.1:{free_port()}"
+    mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, args.profile, address, queue)
+    start_paths = [work / f"starts-{index + 1}.txt" for index in range(args.executors)]
+    senders: list[Sender] = []
+    try:
+        start_mesh(args, mesh, address, queue, start_paths)
+        starts = Starts(start_paths)
+        warm = warm_up(address, queue, starts, mesh)
+        print(f"warmed up: {len(warm)} runs, starts per executor {starts.per_executor}", flush=True)
+        measured = measure(args, mesh, found, starts, senders=senders, warm=warm)
+    finally:
+        stop_senders(senders)
+        mesh.stop()
     result = figures(args, measured, starts)
     print_profiles(work, sorted(args.profile), args.profile_top)
     return result
@@ -473,7 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the postgres user writes the services' folder when this runs as root
     work.chmod(0o755)
     try:
-        result = run(args, work)
+        with services(work) as found:
+            result = run(args, work, found)
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -79,7 +79,15 @@ class _Workers:
             return all(ready.is_set() for _, ready in self._running)
 
         _until(lambda: serving() or bool(stopping) or any(not p.is_alive() for p, _ in self._running))
-        return serving() and not stopping
+        if stopping:
+            return False
+        if dead := [process for process, _ in self._running if not process.is_alive()]:
+            log.error("a server worker exited (%s) before it served: see its error above", dead[0].exitcode)
+            return False
+        if not serving():
+            log.error("the server workers did not all serve within %.0f s: stopping", READY_TIMEOUT)
+            return False
+        return True
 
     def supervise(self, stopping: list[int]) -> int:
         """Until a signal: a worker that dies is started again, unless it dies again before serving."""

@@ -10,6 +10,7 @@ checked under the job row's lock by `materialize`. Index choices are justified i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +56,13 @@ class UtcDateTime(TypeDecorator[datetime]):
             raise ValueError(f"naive datetime {value!r}: the store keeps timezone-aware times only")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        # psycopg reads `timestamptz` as aware datetimes in the session's time zone, which `make_engine` sets
+        # to UTC: nothing left to do per value (a page of runs has hundreds).
+        if dialect.name == "postgresql":
+            return None
+        return super().result_processor(dialect, coltype)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:

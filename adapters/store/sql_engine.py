@@ -34,7 +34,14 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
     if parsed.get_driver_name() == "psycopg":
         event.listen(engine, "connect", _binary_arrays)
+        event.listen(engine, "connect", _utc_session)
     return engine
+
+
+def _utc_session(dbapi_connection: Any, _record: object) -> None:
+    """Times come back as aware UTC datetimes, which `schema.UtcDateTime` relies on to leave them as read."""
+    dbapi_connection.execute("SET TIME ZONE 'UTC'")
+    dbapi_connection.commit()
 
 
 def _binary_arrays(dbapi_connection: Any, _record: object) -> None:
@@ -98,7 +105,12 @@ def run_write(engine: Engine, work: Callable[[Connection], R], *, attempts: int 
 
 @contextmanager
 def read_connection(engine: Engine) -> Iterator[Connection]:
+    """A connection for reads. On PostgreSQL in autocommit: at READ COMMITTED a transaction gives a read no
+    snapshot that its statements would not have alone, and BEGIN and ROLLBACK cost two round trips a call.
+    SQLite keeps its transaction, in which a read's statements see one snapshot."""
     with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execution_options(isolation_level="AUTOCOMMIT")  # in place, for this checkout
         yield connection
 
 

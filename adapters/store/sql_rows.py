@@ -27,6 +27,10 @@ _RUN_PLAIN_FIELDS = tuple(
     column.name for column in job_runs.c if column.name not in (*_RUN_CONVERTED, *_RUN_STORE_MANAGED)
 )
 _MILLISECOND = timedelta(milliseconds=1)
+# Stored value → member, by dict: the enums' own lookup costs more, and a page of runs makes hundreds.
+_RUN_STATE_OF = {state.value: state for state in RunState}
+_RUN_TRIGGER_OF = {trigger.value: trigger for trigger in RunTrigger}
+_PRIORITY_OF = {priority.value: priority for priority in Priority}
 
 
 def timeout_ms(timeout: timedelta) -> int:
@@ -116,9 +120,9 @@ def run_from_row(
         state = plain.pop("state", state)
     return RunRecord(
         **plain,
-        state=RunState(state),
-        trigger=RunTrigger(row["trigger"]),
-        priority=Priority(row["priority"]),
+        state=_RUN_STATE_OF[state],
+        trigger=_RUN_TRIGGER_OF[row["trigger"]],
+        priority=_PRIORITY_OF[row["priority"]],
         progress=float(row["progress"]),
         heartbeat_timeout=row["heartbeat_timeout_ms"] * _MILLISECOND,
         previous_attempts=tuple(attempts),
@@ -128,7 +132,7 @@ def run_from_row(
 def attempt_from_row(row: RowMapping) -> AttemptRecord:
     return AttemptRecord(
         attempt=row["attempt"],
-        state=RunState(row["state"]),
+        state=_RUN_STATE_OF[row["state"]],
         executor=row["executor"],
         start_time=row["start_time"],
         end_time=row["end_time"],

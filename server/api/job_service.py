@@ -2,32 +2,54 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from jobmesh.core.errors import InvalidArgument
-from jobmesh.server.api.resources import job_to_proto, run_to_proto
+from jobmesh.core.records import JobRecord, RunRecord
+from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
 from jobmesh.server.authorization import access_to
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.server.workers import Workers
-from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from jobmesh.v1 import job_service_pb2 as pb
 
 Context = grpc.aio.ServicerContext[Any, Any]
 _RPC = f"/{job_service_pb2.DESCRIPTOR.services_by_name['JobService'].full_name}/"
 
 
-def _result(created: Created) -> pb.BatchCreateJobsResult:
-    if created.error is not None:
-        return pb.BatchCreateJobsResult(status=status_of(created.error))
-    result = pb.BatchCreateJobsResult(status=ok_status())
-    if created.job is not None:
-        result.job.CopyFrom(job_to_proto(created.job))
-    if created.first_run is not None:
-        result.run.CopyFrom(run_to_proto(created.first_run))
-    return result
+Results = Callable[[list[Created]], list[pb.BatchCreateJobsResult]]
+
+
+def _results(
+    job_view: Callable[[JobRecord], job_pb2.Job], run_view: Callable[[RunRecord], run_pb2.Run]
+) -> Results:
+    def results(created: list[Created]) -> list[pb.BatchCreateJobsResult]:
+        answers = []
+        for item in created:
+            if item.error is not None:
+                answers.append(pb.BatchCreateJobsResult(status=status_of(item.error)))
+                continue
+            answer = pb.BatchCreateJobsResult(status=ok_status())
+            if item.job is not None:
+                answer.job.CopyFrom(job_view(item.job))
+            if item.first_run is not None:
+                answer.run.CopyFrom(run_view(item.first_run))
+            answers.append(answer)
+        return answers
+
+    return results
+
+
+_BASIC = _results(job_basic_proto, run_basic_proto)
+_VIEWS: dict[int, Results] = {
+    pb.BATCH_CREATE_JOBS_VIEW_UNSPECIFIED: _BASIC,
+    pb.BATCH_CREATE_JOBS_VIEW_BASIC: _BASIC,
+    pb.BATCH_CREATE_JOBS_VIEW_FULL: _results(job_to_proto, run_to_proto),
+}
 
 
 class JobService(job_service_pb2_grpc.JobServiceServicer):
@@ -56,11 +78,14 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
     ) -> pb.BatchCreateJobsResponse:
         if not 1 <= len(request.requests) <= MAX_BATCH:
             raise InvalidArgument.single("requests", f"1 to {MAX_BATCH} jobs, got {len(request.requests)}")
+        results = _VIEWS.get(request.view)
+        if results is None:
+            raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
             created = await self._workers.write(
                 self._commands.create_jobs, list(request.requests), access_to(_RPC + "BatchCreateJobs")
             )
-        return pb.BatchCreateJobsResponse(results=[_result(item) for item in created])
+        return pb.BatchCreateJobsResponse(results=results(created))
 
     @unary
     async def GetJob(self, request: pb.GetJobRequest, context: Context) -> pb.GetJobResponse:

@@ -41,6 +41,21 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
     return job
 
 
+def job_basic_proto(record: JobRecord) -> job_pb2.Job:
+    """The job's name and next run time only (`BatchCreateJobs`' basic view)."""
+    job = job_pb2.Job(name=job_name(record.job_id))
+    if record.next_run_time is not None:
+        job.next_run_time.CopyFrom(to_timestamp(record.next_run_time))
+    return job
+
+
+def run_basic_proto(record: RunRecord) -> run_pb2.Run:
+    """The run's name, state and schedule time only (`BatchCreateJobs`' basic view)."""
+    run = run_pb2.Run(name=run_name(record.job_id, record.run_id), state=_RUN_STATES[record.state])
+    run.schedule_time.CopyFrom(to_timestamp(record.schedule_time))
+    return run
+
+
 def run_to_proto(record: RunRecord) -> run_pb2.Run:
     run = run_pb2.Run(
         name=run_name(record.job_id, record.run_id),

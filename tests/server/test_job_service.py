@@ -174,6 +174,36 @@ def test_batch_create_reports_each_item(api: Api) -> None:
     assert response.results[1].status.details, "per-item errors carry details"
 
 
+def test_batch_create_answers_names_and_times_unless_asked_for_whole_resources(api: Api) -> None:
+    due = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=3)
+    request = job_service_pb2.CreateJobRequest(job=command_job(run_at=due))
+    [basic] = api.jobs.BatchCreateJobs(job_service_pb2.BatchCreateJobsRequest(requests=[request])).results
+    assert basic.job.name.startswith("jobs/")
+    assert basic.run.name.startswith(f"{basic.job.name}/runs/")
+    assert basic.run.schedule_time.ToDatetime(UTC) == due
+    assert basic.run.state == run_pb2.RUN_STATE_SCHEDULED
+    assert not basic.job.HasField("target")
+    assert not basic.run.HasField("create_time")
+    assert api.jobs.GetJob(job_service_pb2.GetJobRequest(name=basic.job.name)).job.HasField("target")
+
+    full_view = job_service_pb2.BATCH_CREATE_JOBS_VIEW_FULL
+    full_request = job_service_pb2.BatchCreateJobsRequest(requests=[request], view=full_view)
+    [full] = api.jobs.BatchCreateJobs(full_request).results
+    assert full.job.HasField("target")
+    assert full.job.HasField("create_time")
+    assert full.run.HasField("create_time")
+    assert full.run.schedule_time.ToDatetime(UTC) == due
+
+
+def test_batch_create_refuses_an_unknown_view(api: Api) -> None:
+    request = job_service_pb2.BatchCreateJobsRequest(
+        requests=[job_service_pb2.CreateJobRequest(job=command_job())],
+        view=job_service_pb2.BatchCreateJobsView.ValueType(7),  # a number no view has
+    )
+    error = call_error(lambda: api.jobs.BatchCreateJobs(request), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "view" in field_violations(error)
+
+
 def test_batch_create_limits(api: Api) -> None:
     call_error(
         lambda: api.jobs.BatchCreateJobs(job_service_pb2.BatchCreateJobsRequest()),

@@ -237,6 +237,8 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 max_connections = 200
+# statements per run, counted by benchmarks/statements.py (the extension is created only there)
+shared_preload_libraries = 'pg_stat_statements'
 EOF
 	as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "-p $port -h 127.0.0.1" -w -t "$READY_TIMEOUT" \
 		start >"$dir/pg_ctl.log" 2>&1 || {

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.rpc import status_pb2 as _status_pb2
 from jobmesh.v1 import job_pb2 as _job_pb2
 from jobmesh.v1 import run_pb2 as _run_pb2
@@ -21,6 +22,34 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _BatchCreateJobsView:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _BatchCreateJobsViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BatchCreateJobsView.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    BATCH_CREATE_JOBS_VIEW_UNSPECIFIED: _BatchCreateJobsView.ValueType  # 0
+    """The default: `BASIC`."""
+    BATCH_CREATE_JOBS_VIEW_BASIC: _BatchCreateJobsView.ValueType  # 1
+    """The job's name and `next_run_time`; the run's name, state and `schedule_time`: enough to follow both up,
+    at a fraction of the size (and of the server's work) of whole resources.
+    """
+    BATCH_CREATE_JOBS_VIEW_FULL: _BatchCreateJobsView.ValueType  # 2
+    """Whole resources, as `CreateJob` returns them."""
+
+class BatchCreateJobsView(_BatchCreateJobsView, metaclass=_BatchCreateJobsViewEnumTypeWrapper):
+    """How much of each created job and run `BatchCreateJobs` returns."""
+
+BATCH_CREATE_JOBS_VIEW_UNSPECIFIED: BatchCreateJobsView.ValueType  # 0
+"""The default: `BASIC`."""
+BATCH_CREATE_JOBS_VIEW_BASIC: BatchCreateJobsView.ValueType  # 1
+"""The job's name and `next_run_time`; the run's name, state and `schedule_time`: enough to follow both up,
+at a fraction of the size (and of the server's work) of whole resources.
+"""
+BATCH_CREATE_JOBS_VIEW_FULL: BatchCreateJobsView.ValueType  # 2
+"""Whole resources, as `CreateJob` returns them."""
+Global___BatchCreateJobsView: _TypeAlias = BatchCreateJobsView  # noqa: Y015
 
 @_typing.final
 class CreateJobRequest(_message.Message):
@@ -95,6 +124,9 @@ class BatchCreateJobsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUESTS_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    view: Global___BatchCreateJobsView.ValueType
+    """How much of each created job and run the response holds (AIP-157); unspecified is `BASIC`."""
     @_builtins.property
     def requests(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateJobRequest]:
         """The jobs to create, 1 to 1,000."""
@@ -103,10 +135,11 @@ class BatchCreateJobsRequest(_message.Message):
         self,
         *,
         requests: _abc.Iterable[Global___CreateJobRequest] | None = ...,
+        view: Global___BatchCreateJobsView.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -127,11 +160,11 @@ class BatchCreateJobsResult(_message.Message):
 
     @_builtins.property
     def job(self) -> _job_pb2.Job:
-        """The created job, when `status` is `OK`."""
+        """The created job, when `status` is `OK` (only some of its fields unless the request's `view` is `FULL`)."""
 
     @_builtins.property
     def run(self) -> _run_pb2.Run:
-        """The run created at once, if any."""
+        """The run created at once, if any (only some of its fields unless the request's `view` is `FULL`)."""
 
     def __init__(
         self,

@@ -2,8 +2,8 @@
 // @generated from file jobmesh/v1/job_service.proto (package jobmesh.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/job_service.proto.
  */
 export const file_jobmesh_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("Chxqb2JtZXNoL3YxL2pvYl9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxIloKEENyZWF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISDgoGam9iX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiTwoRQ3JlYXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAIgASgLMg8uam9ibWVzaC52MS5SdW4iTgoWQmF0Y2hDcmVhdGVKb2JzUmVxdWVzdBI0CghyZXF1ZXN0cxgBIAMoCzIcLmpvYm1lc2gudjEuQ3JlYXRlSm9iUmVxdWVzdEIE4kEBAiJ3ChVCYXRjaENyZWF0ZUpvYnNSZXN1bHQSIgoGc3RhdHVzGAEgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSHAoDam9iGAIgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAMgASgLMg8uam9ibWVzaC52MS5SdW4iTQoXQmF0Y2hDcmVhdGVKb2JzUmVzcG9uc2USMgoHcmVzdWx0cxgBIAMoCzIhLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVzdWx0IiMKDUdldEpvYlJlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAiIuCg5HZXRKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYiJtChBVcGRhdGVKb2JSZXF1ZXN0EiIKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iQgTiQQECEjUKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0IE4kEBAiIxChFVcGRhdGVKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYiI0ChBEZWxldGVKb2JSZXF1ZXN0EhIKBG5hbWUYASABKAlCBOJBAQISDAoEZXRhZxgCIAEoCSJOChFEZWxldGVKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYhIbChNjYW5jZWxsZWRfcnVuX2NvdW50GAIgASgFIiUKD1BhdXNlSm9iUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIjAKEFBhdXNlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiJgoQUmVzdW1lSm9iUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIjEKEVJlc3VtZUpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIjoKEFJ1bkpvYk5vd1JlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhISCgpyZXF1ZXN0X2lkGAIgASgJIjEKEVJ1bkpvYk5vd1Jlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuIjYKEENhbmNlbFJ1blJlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhIOCgZyZWFzb24YAiABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4iOgoQUmVwbGF5UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECEhIKCnJlcXVlc3RfaWQYAiABKAkiMQoRUmVwbGF5UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4y9gUKCkpvYlNlcnZpY2USSAoJQ3JlYXRlSm9iEhwuam9ibWVzaC52MS5DcmVhdGVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5DcmVhdGVKb2JSZXNwb25zZRJaCg9CYXRjaENyZWF0ZUpvYnMSIi5qb2JtZXNoLnYxLkJhdGNoQ3JlYXRlSm9ic1JlcXVlc3QaIy5qb2JtZXNoLnYxLkJhdGNoQ3JlYXRlSm9ic1Jlc3BvbnNlEj8KBkdldEpvYhIZLmpvYm1lc2gudjEuR2V0Sm9iUmVxdWVzdBoaLmpvYm1lc2gudjEuR2V0Sm9iUmVzcG9uc2USSAoJVXBkYXRlSm9iEhwuam9ibWVzaC52MS5VcGRhdGVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5VcGRhdGVKb2JSZXNwb25zZRJICglEZWxldGVKb2ISHC5qb2JtZXNoLnYxLkRlbGV0ZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLkRlbGV0ZUpvYlJlc3BvbnNlEkUKCFBhdXNlSm9iEhsuam9ibWVzaC52MS5QYXVzZUpvYlJlcXVlc3QaHC5qb2JtZXNoLnYxLlBhdXNlSm9iUmVzcG9uc2USSAoJUmVzdW1lSm9iEhwuam9ibWVzaC52MS5SZXN1bWVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5SZXN1bWVKb2JSZXNwb25zZRJICglSdW5Kb2JOb3cSHC5qb2JtZXNoLnYxLlJ1bkpvYk5vd1JlcXVlc3QaHS5qb2JtZXNoLnYxLlJ1bkpvYk5vd1Jlc3BvbnNlEkgKCUNhbmNlbFJ1bhIcLmpvYm1lc2gudjEuQ2FuY2VsUnVuUmVxdWVzdBodLmpvYm1lc2gudjEuQ2FuY2VsUnVuUmVzcG9uc2USSAoJUmVwbGF5UnVuEhwuam9ibWVzaC52MS5SZXBsYXlSdW5SZXF1ZXN0Gh0uam9ibWVzaC52MS5SZXBsYXlSdW5SZXNwb25zZWIGcHJvdG8z", [file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_rpc_status, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Chxqb2JtZXNoL3YxL2pvYl9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxIloKEENyZWF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISDgoGam9iX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiTwoRQ3JlYXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAIgASgLMg8uam9ibWVzaC52MS5SdW4igwEKFkJhdGNoQ3JlYXRlSm9ic1JlcXVlc3QSNAoIcmVxdWVzdHMYASADKAsyHC5qb2JtZXNoLnYxLkNyZWF0ZUpvYlJlcXVlc3RCBOJBAQISMwoEdmlldxgCIAEoDjIfLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzVmlld0IE4kEBASJ3ChVCYXRjaENyZWF0ZUpvYnNSZXN1bHQSIgoGc3RhdHVzGAEgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSHAoDam9iGAIgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAMgASgLMg8uam9ibWVzaC52MS5SdW4iTQoXQmF0Y2hDcmVhdGVKb2JzUmVzcG9uc2USMgoHcmVzdWx0cxgBIAMoCzIhLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVzdWx0IiMKDUdldEpvYlJlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAiIuCg5HZXRKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYiJtChBVcGRhdGVKb2JSZXF1ZXN0EiIKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iQgTiQQECEjUKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0IE4kEBAiIxChFVcGRhdGVKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYiI0ChBEZWxldGVKb2JSZXF1ZXN0EhIKBG5hbWUYASABKAlCBOJBAQISDAoEZXRhZxgCIAEoCSJOChFEZWxldGVKb2JSZXNwb25zZRIcCgNqb2IYASABKAsyDy5qb2JtZXNoLnYxLkpvYhIbChNjYW5jZWxsZWRfcnVuX2NvdW50GAIgASgFIiUKD1BhdXNlSm9iUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIjAKEFBhdXNlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiJgoQUmVzdW1lSm9iUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIjEKEVJlc3VtZUpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIjoKEFJ1bkpvYk5vd1JlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhISCgpyZXF1ZXN0X2lkGAIgASgJIjEKEVJ1bkpvYk5vd1Jlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuIjYKEENhbmNlbFJ1blJlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhIOCgZyZWFzb24YAiABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4iOgoQUmVwbGF5UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECEhIKCnJlcXVlc3RfaWQYAiABKAkiMQoRUmVwbGF5UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4qgAEKE0JhdGNoQ3JlYXRlSm9ic1ZpZXcSJgoiQkFUQ0hfQ1JFQVRFX0pPQlNfVklFV19VTlNQRUNJRklFRBAAEiAKHEJBVENIX0NSRUFURV9KT0JTX1ZJRVdfQkFTSUMQARIfChtCQVRDSF9DUkVBVEVfSk9CU19WSUVXX0ZVTEwQAjL2BQoKSm9iU2VydmljZRJICglDcmVhdGVKb2ISHC5qb2JtZXNoLnYxLkNyZWF0ZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLkNyZWF0ZUpvYlJlc3BvbnNlEloKD0JhdGNoQ3JlYXRlSm9icxIiLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVxdWVzdBojLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVzcG9uc2USPwoGR2V0Sm9iEhkuam9ibWVzaC52MS5HZXRKb2JSZXF1ZXN0Ghouam9ibWVzaC52MS5HZXRKb2JSZXNwb25zZRJICglVcGRhdGVKb2ISHC5qb2JtZXNoLnYxLlVwZGF0ZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLlVwZGF0ZUpvYlJlc3BvbnNlEkgKCURlbGV0ZUpvYhIcLmpvYm1lc2gudjEuRGVsZXRlSm9iUmVxdWVzdBodLmpvYm1lc2gudjEuRGVsZXRlSm9iUmVzcG9uc2USRQoIUGF1c2VKb2ISGy5qb2JtZXNoLnYxLlBhdXNlSm9iUmVxdWVzdBocLmpvYm1lc2gudjEuUGF1c2VKb2JSZXNwb25zZRJICglSZXN1bWVKb2ISHC5qb2JtZXNoLnYxLlJlc3VtZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLlJlc3VtZUpvYlJlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmpvYm1lc2gudjEuUnVuSm9iTm93UmVxdWVzdBodLmpvYm1lc2gudjEuUnVuSm9iTm93UmVzcG9uc2USSAoJQ2FuY2VsUnVuEhwuam9ibWVzaC52MS5DYW5jZWxSdW5SZXF1ZXN0Gh0uam9ibWVzaC52MS5DYW5jZWxSdW5SZXNwb25zZRJICglSZXBsYXlSdW4SHC5qb2JtZXNoLnYxLlJlcGxheVJ1blJlcXVlc3QaHS5qb2JtZXNoLnYxLlJlcGxheVJ1blJlc3BvbnNlYgZwcm90bzM", [file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_rpc_status, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `CreateJob`.
@@ -98,6 +98,13 @@ export type BatchCreateJobsRequest = Message<"jobmesh.v1.BatchCreateJobsRequest"
    * @generated from field: repeated jobmesh.v1.CreateJobRequest requests = 1;
    */
   requests: CreateJobRequest[];
+
+  /**
+   * How much of each created job and run the response holds (AIP-157); unspecified is `BASIC`.
+   *
+   * @generated from field: jobmesh.v1.BatchCreateJobsView view = 2;
+   */
+  view: BatchCreateJobsView;
 };
 
 /**
@@ -121,14 +128,14 @@ export type BatchCreateJobsResult = Message<"jobmesh.v1.BatchCreateJobsResult"> 
   status?: Status | undefined;
 
   /**
-   * The created job, when `status` is `OK`.
+   * The created job, when `status` is `OK` (only some of its fields unless the request's `view` is `FULL`).
    *
    * @generated from field: jobmesh.v1.Job job = 2;
    */
   job?: Job | undefined;
 
   /**
-   * The run created at once, if any.
+   * The run created at once, if any (only some of its fields unless the request's `view` is `FULL`).
    *
    * @generated from field: jobmesh.v1.Run run = 3;
    */
@@ -540,6 +547,41 @@ export type ReplayRunResponse = Message<"jobmesh.v1.ReplayRunResponse"> & {
  */
 export const ReplayRunResponseSchema: GenMessage<ReplayRunResponse> = /*@__PURE__*/
   messageDesc(file_jobmesh_v1_job_service, 20);
+
+/**
+ * How much of each created job and run `BatchCreateJobs` returns.
+ *
+ * @generated from enum jobmesh.v1.BatchCreateJobsView
+ */
+export enum BatchCreateJobsView {
+  /**
+   * The default: `BASIC`.
+   *
+   * @generated from enum value: BATCH_CREATE_JOBS_VIEW_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The job's name and `next_run_time`; the run's name, state and `schedule_time`: enough to follow both up,
+   * at a fraction of the size (and of the server's work) of whole resources.
+   *
+   * @generated from enum value: BATCH_CREATE_JOBS_VIEW_BASIC = 1;
+   */
+  BASIC = 1,
+
+  /**
+   * Whole resources, as `CreateJob` returns them.
+   *
+   * @generated from enum value: BATCH_CREATE_JOBS_VIEW_FULL = 2;
+   */
+  FULL = 2,
+}
+
+/**
+ * Describes the enum jobmesh.v1.BatchCreateJobsView.
+ */
+export const BatchCreateJobsViewSchema: GenEnum<BatchCreateJobsView> = /*@__PURE__*/
+  enumDesc(file_jobmesh_v1_job_service, 0);
 
 /**
  * Writes: create and steer jobs and their runs.
