@@ -30,6 +30,7 @@ CALLERS: Mapping[str, Principal] = {
     "operator": _principal("bob-operator", {NAMESPACE: Role.OPERATOR}),
     "admin": _principal("carol-admin", {NAMESPACE: Role.ADMIN}),
     "other-namespace": _principal("dave-elsewhere", {OTHER_NAMESPACE: Role.ADMIN}),
+    "no-role": _principal("erin-nowhere", {}),
 }
 
 

@@ -348,3 +348,13 @@ def test_the_readme_documents_each_rpcs_role() -> None:
         rpc, role = (cell.strip() for cell in line.strip("|").split("|")[:2])
         documented[f"/jobmesh.v1.{rpc.strip('`').replace('.', '/')}"] = role.split()[0]
     assert documented == {rpc: role.name.lower() for rpc, role in RPC_ROLES.items()}
+
+
+def test_a_caller_without_any_role_sees_nothing_and_previews_nothing(api: Api) -> None:
+    new_job(api)
+    nobody = as_caller("no-role")
+    assert list(api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=nobody).jobs) == []
+    runs = api.search.ListRuns(search_service_pb2.ListRunsRequest(parent="jobs/-"), metadata=nobody)
+    assert list(runs.runs) == []
+    assert _outcome(_preview, api, nobody) == (DENIED, "PERMISSION_DENIED")
+    assert _outcome(_get_job, api, nobody) == (HIDDEN, "")
