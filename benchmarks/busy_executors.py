@@ -31,6 +31,7 @@ from jobmesh.v1 import (
 )
 
 T = TypeVar("T")
+ALLOWED = {"JOBMESH_ALLOWED_COMMANDS": "/usr/bin/sleep,/usr/bin/true"}  # the jobs' programs only
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -73,9 +74,8 @@ class Api:
 def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[str, str]:
     sleeps = [api.jobs.CreateJob(command(queue, "sleep", f"{args.sleep:g}")).run.name for _ in range(2)]
     until(lambda: api.in_state(sleeps, run_pb2.RUN_STATE_RUNNING), 60, "both sleeps to run on the busy one")
-    mesh.spawn(
-        "idle", ["executor", "--server", mesh.address, "--queues", queue], {"JOBMESH_EXECUTOR_ID": "idle"}
-    )
+    idle = ["executor", "--server", mesh.address, "--queues", queue, "--concurrency", str(args.idle_slots)]
+    mesh.spawn("idle", idle, {"JOBMESH_EXECUTOR_ID": "idle", **ALLOWED})
     probe = api.jobs.CreateJob(command(queue, "true")).run.name
     until(lambda: api.in_state([probe], run_pb2.RUN_STATE_SUCCEEDED), 60, "the idle executor to take runs")
     batch = job_service_pb2.BatchCreateJobsRequest(requests=[command(queue, "true")] * args.jobs)
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with throwaway_mesh("jobmesh-busy-", queue) as (mesh, _):
         mesh.spawn("server", ["server", "--listen", mesh.address], {})
         busy = ["executor", "--server", mesh.address, "--queues", queue, "--concurrency", "2"]
-        mesh.spawn("busy", busy, {"JOBMESH_EXECUTOR_ID": "busy"})
+        mesh.spawn("busy", busy, {"JOBMESH_EXECUTOR_ID": "busy", **ALLOWED})
         wait_serving(mesh.address, mesh)
         with grpc.insecure_channel(mesh.address) as channel:
             figures = measure(args, Api(channel), queue, mesh)

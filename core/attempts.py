@@ -80,6 +80,8 @@ class AttemptOutcome:
     exit_code: int | None = None
     error_type: str | None = None
     error_message: str | None = None
+    # The reported times contradicted the server's record and were clamped to it.
+    times_clamped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +103,4 @@ class AttemptEnd:
     retry_due_time: datetime | None = None
     # Only this executor's report applies; None for the sweeper (it fences on the heartbeat deadline instead).
     executor: str | None = None
+    times_clamped: bool = False  # see AttemptOutcome

@@ -132,6 +132,9 @@ class RunRecord:
     heartbeat_timeout: timedelta = DEFAULT_HEARTBEAT_TIMEOUT
     # last_heartbeat_time + heartbeat_timeout while an attempt runs.
     heartbeat_deadline: datetime | None = None
+    # An executor reported start or end times that contradict the server's claim and heartbeat record: the
+    # times kept were clamped to that record.
+    times_clamped: bool = False
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())

@@ -15,6 +15,13 @@ DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
 JITTER = 0.1  # each delay is stretched by up to 10%: retries of many runs failing together spread out
 RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
+# Errors that another attempt cannot cure, whatever the job's policy says: the run fails, or dead-letters when
+# it had a retry policy, at once rather than after burning its retries.
+TARGET_NOT_ALLOWED = (
+    "TargetNotAllowed"  # the executor's allowlist refused the command or the HTTP destination
+)
+SECRET_NOT_FOUND = "SecretNotFound"  # a `secret://NAME` the executor's secret source does not hold
+FINAL_ERROR_TYPES = frozenset({TARGET_NOT_ALLOWED, SECRET_NOT_FOUND})
 
 
 def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> timedelta:
@@ -44,7 +51,9 @@ def decide(
     retry_due = None
     run_state = outcome.state
     if outcome.state in RETRYABLE_OUTCOMES:
-        retryable = outcome.error_type not in set(policy.non_retryable_error_types)
+        retryable = outcome.error_type not in FINAL_ERROR_TYPES and outcome.error_type not in set(
+            policy.non_retryable_error_types
+        )
         if retryable and ref.attempt < policy.max_attempts:
             run_state = RunState.SCHEDULED
             retry_due = outcome.end_time + backoff(policy, ref.attempt, rng)
@@ -61,4 +70,5 @@ def decide(
         error_message=outcome.error_message,
         retry_due_time=retry_due,
         executor=executor,
+        times_clamped=outcome.times_clamped,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -17,16 +18,55 @@ import time
 from pathlib import Path
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
+from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
+from jobmesh.executor.redaction import OutputRedactor, Redactor
+from jobmesh.executor.secrets import SecretMissing, SecretSource, SecretSourceError, resolve_env
 from jobmesh.v1 import job_pb2, run_pb2
 
 SUPERVISOR = str(Path(__file__).resolve().with_name("supervise.py"))
 READERS_GRACE = 1.0  # after the tree is gone, how long the output pipes may take to drain
 
 
-async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop) -> TargetOutcome:
+async def run_command(
+    command: job_pb2.Target.Command,
+    io: AttemptIO,
+    stop: Stop,
+    policy: ExecutionPolicy,
+    secrets: SecretSource,
+) -> TargetOutcome:
+    """Runs the command if the policy allows its program, with the minimal environment and the job's `env`
+    (its secrets resolved); their values are redacted from its output and its error text."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
+    try:
+        resolved = resolve_env(command.env, secrets)
+    except SecretMissing as exc:
+        return failed(SECRET_NOT_FOUND, str(exc))
+    except SecretSourceError as exc:
+        return failed("SecretSourceError", str(exc))
+    env = {**policy.environment(os.environ), **resolved.env}
+    try:
+        policy.check_env(command.env)
+        program = policy.check_command(command.argv[0], command.working_dir, env)
+    except TargetRefused as exc:
+        return failed(TARGET_NOT_ALLOWED, str(exc))
+    if program is None:
+        return failed("SpawnError", f"cannot start {command.argv[0]!r}: not found on the command's PATH")
+    redactor = Redactor(resolved.secrets)
+    outcome = await _run([program, *command.argv[1:]], command, env, redactor, io, stop)
+    return dataclasses.replace(outcome, error_message=redactor.text(outcome.error_message))
+
+
+async def _run(  # noqa: PLR0917 - the command's parts, resolved
+    argv: list[str],
+    command: job_pb2.Target.Command,
+    env: dict[str, str],
+    redactor: Redactor,
+    io: AttemptIO,
+    stop: Stop,
+) -> TargetOutcome:
     where = f" in {command.working_dir!r}" if command.working_dir else ""
     # Our own pipes rather than asyncio's: ours can be closed at will. The control pipe tells the supervisor
     # what to do, and its end of file that this executor is gone; the status pipe brings back how it ended.
@@ -40,11 +80,11 @@ async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop
             str(control[0]),
             str(status[1]),
             "--",
-            *command.argv,
+            *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=stdout[1],
             stderr=stderr[1],
-            env={**os.environ, **command.env},
+            env=env,
             cwd=command.working_dir or None,
             start_new_session=True,  # its own session: a signal to the executor's group does not reach it
             pass_fds=(control[0], status[1]),
@@ -58,8 +98,8 @@ async def run_command(command: job_pb2.Target.Command, io: AttemptIO, stop: Stop
         os.close(fd)
     tree = _Tree(control[1])
     outputs = [
-        await _LineReader.open(stdout[0], run_pb2.LOG_STREAM_STDOUT, io),
-        await _LineReader.open(stderr[0], run_pb2.LOG_STREAM_STDERR, io),
+        await _LineReader.open(stdout[0], run_pb2.LOG_STREAM_STDOUT, io, redactor.output()),
+        await _LineReader.open(stderr[0], run_pb2.LOG_STREAM_STDERR, io, redactor.output()),
     ]
     ended = asyncio.create_task(_ending(status[0]))
     stopper = asyncio.create_task(stop.wait())
@@ -128,9 +168,10 @@ class _LineReader(asyncio.Protocol):
     message field, not a file) and decodes leniently. While the log buffer is full it reads no further: the
     command's writes block, and its output is slowed rather than lost (executor/log_buffer)."""
 
-    def __init__(self, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> None:
+    def __init__(self, stream: run_pb2.LogStream.ValueType, io: AttemptIO, redact: OutputRedactor) -> None:
         self._stream = stream
         self._io = io
+        self._redact = redact
         self._pending = b""
         self._transport: asyncio.ReadTransport | None = None
         self._resuming: asyncio.Task[None] | None = None
@@ -141,8 +182,10 @@ class _LineReader(asyncio.Protocol):
         return self._resuming is not None
 
     @classmethod
-    async def open(cls, fd: int, stream: run_pb2.LogStream.ValueType, io: AttemptIO) -> _LineReader:
-        reader = cls(stream, io)
+    async def open(
+        cls, fd: int, stream: run_pb2.LogStream.ValueType, io: AttemptIO, redact: OutputRedactor
+    ) -> _LineReader:
+        reader = cls(stream, io, redact)
         pipe = os.fdopen(fd, "rb", buffering=0)
         try:
             await asyncio.get_running_loop().connect_read_pipe(lambda: reader, pipe)
@@ -159,6 +202,7 @@ class _LineReader(asyncio.Protocol):
         if self._io.spent():  # past the budget: counted, not split (a flood is read at the pipe's speed)
             self._count_spent(data)
             return
+        data = self._redact.feed(data)  # before the split: a value across a line break is caught too
         *lines, self._pending = (self._pending + data).split(b"\n")
         for line in lines:
             self._emit(line)
@@ -191,6 +235,7 @@ class _LineReader(asyncio.Protocol):
             self._transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._pending += self._redact.flush()
         if self._pending:
             self._emit(self._pending)
             self._pending = b""

@@ -7,8 +7,12 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
+from jobmesh.core.call_token import CallToken
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 CONSUMER_GROUP = "jobmesh-executors"
@@ -28,6 +32,9 @@ class ExecutorConfig:
     concurrency: int = 16  # attempts held at once, those waiting for their start time included
     executor_id: str = field(default_factory=new_executor_id)
     hostname: str = field(default_factory=socket.gethostname)
+    # The bearer token presented to the server (its grant binds `executor_id`), or a file that holds it.
+    token: str = field(default="", repr=False)
+    token_file: Path | None = None
     # Empty: one group per set of queues (`jobmesh-executors.QUEUE+QUEUE`), so executors serving other queues
     # never rebalance the group of these.
     consumer_group: str = ""
@@ -58,6 +65,13 @@ class ExecutorConfig:
     poll_timeout: timedelta = timedelta(
         milliseconds=200
     )  # longest wait in one queue poll (bounds drain notice)
+    # What it runs: by default no command, and HTTP to public addresses only (`jobmesh dev`: anything).
+    policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)
+    secrets: str = DEFAULT_SECRET_SOURCE  # where `secret://NAME` resolves: `env:PREFIX` or `file:PATH`
+
+    @property
+    def call_token(self) -> CallToken:
+        return CallToken(self.token, self.token_file)
 
     @property
     def group(self) -> str:
@@ -75,6 +89,8 @@ class ExecutorConfig:
             raise InvalidConfig("server", "the address is empty")
         if not self.executor_id:
             raise InvalidConfig("executor_id", "must not be empty")
+        if self.token and self.token_file is not None:
+            raise InvalidConfig("token", "give a token or a token file, not both")
         for name in ("cancel_grace", "drain_grace", "report_timeout", "keepalive"):
             if getattr(self, name) < timedelta(0):
                 raise InvalidConfig(name, "must not be negative")

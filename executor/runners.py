@@ -4,12 +4,14 @@ stop into the state the server expects (CANCELLED, TIMED_OUT, or FAILED `Drained
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
+from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import dispatch_pb2, run_pb2
 
@@ -19,6 +21,8 @@ class RunnerSettings:
     handlers: HandlerRegistry
     cancel_grace: float = 5.0  # a timeout stops the target as politely as a cancel does
     http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
+    policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)  # by default: no command, public hosts
+    secrets: SecretSource = field(default_factory=lambda: open_secret_source(DEFAULT_SECRET_SOURCE, {}))
 
 
 async def run_target(
@@ -50,11 +54,11 @@ async def _by_kind(
     target = run.target
     kind = target.WhichOneof("kind")
     if kind == "command":
-        return await run_command(target.command, io, stop)
+        return await run_command(target.command, io, stop, settings.policy, settings.secrets)
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
-        return await run_http(target.http, io, stop, http_timeout)
+        return await run_http(target.http, io, stop, http_timeout, settings.policy)
     if kind == "handler":
         handler, handlers = target.handler, settings.handlers
         return await run_handler(

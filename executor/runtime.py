@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from typing import TypeVar
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.attempts import Attempts
@@ -37,6 +39,7 @@ from jobmesh.executor.liveness import (
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
+from jobmesh.executor.secrets import SecretSource, open_secret_source
 from jobmesh.executor.stream import ControlStream, StreamDown
 from jobmesh.v1 import executor_control_pb2 as pb
 
@@ -48,6 +51,13 @@ LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
 CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
 STEP_ASIDE_AFTER = 0.5  # seconds with every slot busy before the executor steps aside from its queue
+
+
+def _secret_source(spec: str) -> SecretSource:
+    try:
+        return open_secret_source(spec, os.environ)
+    except ValueError as exc:
+        raise InvalidConfig("secrets", str(exc)) from None
 
 
 class Executor:
@@ -69,7 +79,11 @@ class Executor:
         self._hurry = asyncio.Event()
         self._drain_grace = config.drain_grace.total_seconds()
         settings = RunnerSettings(
-            self.handlers, config.cancel_grace.total_seconds(), config.http_timeout.total_seconds()
+            self.handlers,
+            config.cancel_grace.total_seconds(),
+            config.http_timeout.total_seconds(),
+            config.policy,
+            _secret_source(config.secrets),
         )
         self.outbox = Outbox(
             flush_lines=config.flush_lines,

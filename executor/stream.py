@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 KEEPALIVE_TIMEOUT_MS = 10_000
 DRAIN_CLAIMS_WAIT = 2.0  # after a drain notice: how long claims in flight may take before reconnecting
+# A credential the server refuses: the executor tries again (a token may be fixed meanwhile), loudly.
+_REFUSED = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
 class StreamDown(Exception):
@@ -134,8 +136,13 @@ class ControlStream:
         self._leave.clear()
         if self._closing:
             return False
+        try:
+            metadata = self._config.call_token.metadata()
+        except OSError as error:
+            log.error("the token file cannot be read: %s", error)
+            return False
         channel = grpc.aio.insecure_channel(self._config.server, options=self._channel_options())
-        call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect()
+        call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(metadata=metadata)
         welcomed = False
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()
         try:
@@ -267,7 +274,9 @@ class ControlStream:
             and self._closing
         ):
             return
-        if welcomed:
+        if isinstance(error, grpc.aio.AioRpcError) and error.code() in _REFUSED:
+            log.error("%s refused this executor (%s): %s", self._config.server, error.code().name, detail)
+        elif welcomed:
             log.warning("stream to %s lost: %s", self._config.server, detail)
         else:
             log.info("cannot connect to %s: %s", self._config.server, detail)

@@ -1,53 +1,56 @@
 """The `http` target: one webhook call with the standard library, on a thread of its own.
 
-A stop abandons the call at once (a blocking socket cannot be interrupted from outside); the thread ends by
-itself at the call's timeout at the latest.
+The executor's policy checks the destination first (executor/policy.py): the host is resolved once, every
+address it has is checked, and the call connects to a checked address itself, so no second lookup can be
+rebound to another one. Redirects are not followed: a webhook answers, it does not move (and a redirect could
+point anywhere). A stop abandons the call at once (a blocking socket cannot be interrupted from outside); the
+thread ends by itself at the call's timeout at the latest.
 """
 
 from __future__ import annotations
 
 import http.client
-import urllib.error
+import socket
+import ssl
 import urllib.parse
-import urllib.request
 
+from jobmesh.core.retries import TARGET_NOT_ALLOWED
 from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
+from jobmesh.executor.policy import Destination, ExecutionPolicy, TargetRefused
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
 MAX_LOGGED_BODY = 64 * 1024
+USER_AGENT = "jobmesh-executor"
 _BODYLESS = {"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"}
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A webhook answers, it does not move: urllib turns a redirected POST into a GET without its body."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
-async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeout: float) -> TargetOutcome:
+async def run_http(
+    target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeout: float, policy: ExecutionPolicy
+) -> TargetOutcome:
     method = (target.method or "POST").upper()
-    if urllib.parse.urlsplit(target.url).scheme.lower() not in {"http", "https"}:
-        return failed("HttpError", f"not an http or https URL: {target.url!r}")
-    body = bytes(target.body) if target.body or method not in _BODYLESS else None
     try:
-        request = urllib.request.Request(target.url, data=body, headers=dict(target.headers), method=method)
+        url = urllib.parse.urlsplit(target.url)
+        url.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as exc:
-        return failed("HttpError", f"bad request: {exc}")
-    call = in_daemon_thread(lambda: _send(request, timeout), name=f"jobmesh-http:{method}")
+        return failed("HttpError", f"bad URL {target.url!r}: {exc}")
+    if url.scheme.lower() not in {"http", "https"} or not url.hostname:
+        return failed("HttpError", f"not an http or https URL with a host: {target.url!r}")
+    body = bytes(target.body) if target.body or method not in _BODYLESS else None
+    headers = {"User-Agent": USER_AGENT, **target.headers}
+    call = in_daemon_thread(
+        lambda: _send(policy, url, method, body, headers, timeout), name=f"jobmesh-http:{method}"
+    )
     await until_done_or(call, stop.wait())
     if not call.done():
         call.cancel()
         return failed("HttpError", "the call was abandoned")
     try:
         status, reason, text = call.result()
+    except TargetRefused as exc:
+        return failed(TARGET_NOT_ALLOWED, f"{method} {target.url} refused: {exc}")
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        reason_text = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        return failed("HttpError", f"{method} {target.url} failed: {reason_text}")
+        return failed("HttpError", f"{method} {target.url} failed: {exc}")
     io.log(run_pb2.LOG_STREAM_SYSTEM, f"{method} {target.url} -> {status} {reason}")
     for line in text.splitlines():
         io.log(run_pb2.LOG_STREAM_STDOUT, line)
@@ -56,14 +59,62 @@ async def run_http(target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeo
     return failed("HttpStatus", f"{method} {target.url} answered {status} {reason}".rstrip())
 
 
-def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str, str]:
-    """Status, reason and the start of the body; a non-2xx answer is an answer, not an exception."""
+def _send(  # noqa: PLR0917 - the request's parts
+    policy: ExecutionPolicy,
+    url: urllib.parse.SplitResult,
+    method: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    timeout: float,
+) -> tuple[int, str, str]:
+    """Status, reason and the start of the body; TargetRefused before any connection when not allowed."""
+    destination = policy.check_http(url)
+    connection = _connection(destination, timeout)
+    path = urllib.parse.urlunsplit(("", "", url.path or "/", url.query, ""))
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            return response.status, response.reason, _text(response.read(MAX_LOGGED_BODY))
-    except urllib.error.HTTPError as exc:
-        with exc:  # it holds the connection open until closed
-            return exc.code, str(exc.reason), _text(exc.read(MAX_LOGGED_BODY))
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.reason, _text(response.read(MAX_LOGGED_BODY))
+    finally:
+        connection.close()
+
+
+def _connection(destination: Destination, timeout: float) -> http.client.HTTPConnection:
+    if destination.scheme == "https":
+        return _PinnedHTTPS(destination, timeout)
+    return _PinnedHTTP(destination, timeout)
+
+
+def _connect_checked(destination: Destination, timeout: float | None) -> socket.socket:
+    """A connection to the first checked address that answers (the name is not resolved again)."""
+    error: OSError | None = None
+    for address in destination.addresses:
+        try:
+            return socket.create_connection((address, destination.port), timeout)
+        except OSError as exc:
+            error = exc
+    raise error or OSError(f"no address for {destination.host!r}")
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    def __init__(self, destination: Destination, timeout: float) -> None:
+        super().__init__(destination.host, destination.port, timeout=timeout)
+        self._destination = destination
+
+    def connect(self) -> None:
+        self.sock = _connect_checked(self._destination, self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, destination: Destination, timeout: float) -> None:
+        super().__init__(
+            destination.host, destination.port, timeout=timeout, context=ssl.create_default_context()
+        )
+        self._destination = destination
+
+    def connect(self) -> None:
+        sock = _connect_checked(self._destination, self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self._destination.host)  # type: ignore[attr-defined]
 
 
 def _text(data: bytes) -> str:

@@ -123,6 +123,7 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
     if handlers:
         print(f"  handlers: {', '.join(handlers.names())}", flush=True)
+    print(f"  executor {config.policy.describe()}", flush=True)
     executor = Executor(config, handlers)
     signalled = False
 
@@ -178,9 +179,10 @@ async def run_dev(
         watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
         _announce("jobmesh dev", server_config, connections, running.port)
+        print(f"  executor {executor_config.policy.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
-        if dashboard.demo and await create_demo_job(f"{host}:{running.port}"):
+        if dashboard.demo and await create_demo_job(f"{host}:{running.port}", executor_config.call_token):
             print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
         await stop.wait()
         print("jobmesh dev: stopping", flush=True)

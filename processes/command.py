@@ -15,14 +15,17 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import yaml
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.processes import assembly, settings
 from jobmesh.processes.server_workers import run_server_workers
 from jobmesh.processes.settings import Setting, SettingsError
+from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -101,7 +104,7 @@ def dev(**values: Any) -> None:
             settings.connections(values),
             settings.server_config(values),
             settings.watcher_config(values),
-            settings.executor_config(values),
+            settings.executor_config(values, dev=True),
         )
         handlers, dashboard = _handlers(values), settings.dashboard_config(values)
     asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))
@@ -145,6 +148,91 @@ def migrate(**values: Any) -> None:
     with _blamed():
         connections = settings.connections(values)
     assembly.run_migrations(connections)
+
+
+@jobmesh.group(context_settings=_CONTEXT)
+def token() -> None:
+    """Opaque bearer tokens for the server's token file (`--token-hashes`)."""
+
+
+def _pairs(values: Sequence[str], option: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        namespace, _, role = value.partition("=")
+        if not namespace or not role:
+            raise click.BadParameter(f"expected NAMESPACE=ROLE, got {value!r}", param_hint=option)
+        pairs[namespace] = role
+    return pairs
+
+
+@token.command("new", context_settings=_CONTEXT)
+@click.option("--subject", required=True, help="who the token stands for, in logs and the audit trail")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    metavar="NAMESPACE=ROLE",
+    help="viewer, operator or admin in a namespace (`*`: all); repeatable",
+)
+@click.option(
+    "--executor",
+    "executor_name",
+    metavar="NAME",
+    help="the executor name the token binds (an executor's token)",
+)
+@click.option(
+    "--queue",
+    "queues",
+    multiple=True,
+    metavar="QUEUE",
+    help="a queue that executor may serve (default: all); repeatable",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    metavar="NS",
+    help="a namespace whose runs it may claim (default: all); repeatable",
+)
+@click.option(
+    "--append",
+    "append_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="add the entry to this token file instead of printing it",
+)
+def new_token(  # noqa: PLR0917 - click passes options by name
+    subject: str,
+    roles: tuple[str, ...],
+    executor_name: str | None,
+    queues: tuple[str, ...],
+    namespaces: tuple[str, ...],
+    append_to: Path | None,
+) -> None:
+    """A new opaque token, printed once, and its entry for the token file (only the token's SHA-256 is kept
+    there). Give the token to its caller; it cannot be read back."""
+    grant: dict[str, object] = {}
+    if roles:
+        grant["roles"] = _pairs(roles, "'--role'")
+    if executor_name:
+        grant["executor"] = {
+            "name": executor_name,
+            "queues": list(queues or ["*"]),
+            "namespaces": list(namespaces or ["*"]),
+        }
+    elif queues or namespaces:
+        raise click.BadParameter("--queue and --namespace belong to an --executor", param_hint="'--executor'")
+    secret = new_opaque_token()
+    try:
+        entry = token_entry(secret, subject, grant)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    if append_to is not None:
+        append_entry(append_to, entry)
+        click.echo(f"# added to {append_to}: the server reads it again within a second", err=True)
+    else:
+        click.echo("# the entry, for the server's token file (under `tokens:`):", err=True)
+        click.echo(yaml.safe_dump([entry], sort_keys=False), err=True, nl=False)
+    click.echo(secret)
 
 
 def resolved(command: str, args: Sequence[str] = ()) -> dict[str, Any]:

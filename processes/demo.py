@@ -9,6 +9,7 @@ import logging
 
 import grpc
 
+from jobmesh.core.call_token import CallToken
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -32,25 +33,30 @@ def demo_job() -> job_pb2.Job:
     return job
 
 
-async def create_demo_job(address: str) -> bool:
+async def create_demo_job(address: str, token: CallToken | None = None) -> bool:
     """Creates the demo job when the store holds no job at all, deleted ones included; True if it did. A
-    refusal is logged: the mesh runs on without its demo."""
+    refusal is logged: the mesh runs on without its demo. `token` is presented when authentication is on."""
     try:
-        return await _create_if_empty(address)
+        return await _create_if_empty(address, (token or CallToken()).metadata())
     except grpc.aio.AioRpcError as error:
         log.warning("no demo job: %s %s", error.code().name, error.details())
         return False
+    except OSError as error:
+        log.warning("no demo job: the token file cannot be read: %s", error)
+        return False
 
 
-async def _create_if_empty(address: str) -> bool:
+async def _create_if_empty(address: str, metadata: tuple[tuple[str, str], ...]) -> bool:
     async with grpc.aio.insecure_channel(address) as channel:
         search = search_service_pb2_grpc.SearchServiceStub(channel)
-        existing = await search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1, show_deleted=True))
+        existing = await search.ListJobs(
+            search_service_pb2.ListJobsRequest(page_size=1, show_deleted=True), metadata=metadata
+        )
         if existing.jobs:
             return False
         jobs = job_service_pb2_grpc.JobServiceStub(channel)
         request = job_service_pb2.CreateJobRequest(
             job=demo_job(), job_id=DEMO_JOB_ID, request_id="jobmesh-demo"
         )
-        await jobs.CreateJob(request)
+        await jobs.CreateJob(request, metadata=metadata)
         return True

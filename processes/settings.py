@@ -11,6 +11,7 @@ variable. Only this module reads the environment: the components get frozen conf
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -28,8 +29,11 @@ from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.config import ServerConfig
+from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
 from jobmesh.watcher.config import WatcherConfig
 
 T = TypeVar("T")
@@ -171,6 +175,60 @@ def switch(text: str) -> bool:
     raise ValueError(f"expected on or off, got {text!r}")
 
 
+def existing_file(text: str) -> Path:
+    """A path to a readable file (read when the process starts, and again when it changes)."""
+    path = Path(text.strip()).expanduser()
+    if not path.is_file():
+        raise ValueError(f"expected a path to a file, got {text!r} (no such file)")
+    return path
+
+
+def existing_files(text: str) -> tuple[Path, ...]:
+    """Comma-separated paths to files."""
+    paths = tuple(existing_file(part) for part in text.split(",") if part.strip())
+    if not paths:
+        raise ValueError(f"expected comma-separated paths to files, got {text!r}")
+    return paths
+
+
+def jwt_algorithms(text: str) -> frozenset[str]:
+    """Comma-separated JWS algorithms of public-key signatures (RS256, PS256, ES256, EdDSA, ...)."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    if not names or names - ASYMMETRIC_ALGORITHMS:
+        raise ValueError(
+            f"expected comma-separated algorithms among {', '.join(sorted(ASYMMETRIC_ALGORITHMS))}"
+            f" (never HS* or none), got {text!r}"
+        )
+    return names
+
+
+def open_services(text: str) -> frozenset[str]:
+    """`health`, `reflection`, both (comma-separated) or `none`."""
+    names = frozenset(name.strip().lower() for name in text.split(",") if name.strip())
+    if names == {"none"}:
+        return frozenset()
+    if not names or names - {"health", "reflection"}:
+        raise ValueError(f"expected health, reflection, both (comma-separated) or none, got {text!r}")
+    return names
+
+
+def non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a value, got an empty one")
+    return text.strip()
+
+
+def rate(text: str) -> float:
+    """A number of requests a second above zero (`0.5`, `1000`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a number of requests a second, got {text!r}") from None
+    if not 0 < value <= 1e9 or not math.isfinite(value):
+        raise ValueError(f"expected a rate above zero, got {text!r}")
+    return value
+
+
 def tcp_address(text: str) -> str:
     """`HOST:PORT` with a real port: what a browser is pointed at."""
     match = _ADDRESS.match(text)
@@ -183,6 +241,62 @@ def handlers_spec(text: str) -> str:
     """`MODULE:ATTR`; the mapping it names is imported when the executor starts."""
     if not _HANDLERS.match(text.strip()):
         raise ValueError(f"expected MODULE:ATTR, such as myapp.tasks:handlers, got {text!r}")
+    return text.strip()
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """Comma-separated items; `none` (or nothing) is none."""
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    return () if items == ("none",) else items
+
+
+# The allowlist's values are checked by ExecutionPolicy itself; these only split them.
+def command_patterns(text: str) -> tuple[str, ...]:
+    """Absolute program paths or patterns (`*` within a segment, `**` across), comma-separated; `none`."""
+    return _items(text)
+
+
+def host_patterns(text: str) -> tuple[str, ...]:
+    """Host names or patterns (`*.example.com`, `*` for any), comma-separated."""
+    if not (hosts := _items(text)):
+        raise ValueError(f"expected host names or patterns such as *.example.com, got {text!r}")
+    return tuple(host.lower() for host in hosts)
+
+
+def networks(text: str) -> tuple[str, ...]:
+    """CIDRs, `public` or `any`, comma-separated."""
+    if not (found := _items(text)):
+        raise ValueError(f"expected CIDRs (10.0.0.0/8), public or any, got {text!r}")
+    return found
+
+
+def ports(text: str) -> tuple[int, ...]:
+    """Port numbers, comma-separated; `any`."""
+    items = () if text.strip() == "any" else _items(text)
+    if not all(item.isdigit() for item in items) or (not items and text.strip() != "any"):
+        raise ValueError(f"expected port numbers, comma-separated, or any, got {text!r}")
+    return tuple(int(item) for item in items)
+
+
+def schemes(text: str) -> tuple[str, ...]:
+    if not (found := tuple(item.lower() for item in _items(text))):
+        raise ValueError(f"expected http, https or both, got {text!r}")
+    return found
+
+
+def command_path(text: str) -> str:
+    """A PATH of absolute folders, or `inherit` (the executor's own)."""
+    if text.strip() == INHERIT_PATH:
+        return INHERIT_PATH
+    folders = [folder for folder in text.split(os.pathsep) if folder]
+    if not folders or not all(os.path.isabs(folder) for folder in folders):
+        raise ValueError(f"expected absolute folders separated by {os.pathsep}, or inherit, got {text!r}")
+    return os.pathsep.join(folders)
+
+
+def secret_source(text: str) -> str:
+    """`env:PREFIX` or `file:PATH` (the file must exist and not be readable by anyone)."""
+    open_secret_source(text.strip(), {})
     return text.strip()
 
 
@@ -316,6 +430,16 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="DURATION",
     ),
     Setting(
+        name="max_loop_lag",
+        variables=("JOBMESH_MAX_LOOP_LAG",),
+        parse=positive_duration,
+        commands=(DEV, SERVER),
+        default="`1s`",
+        help="creates are refused `RESOURCE_EXHAUSTED` too while the server's event loop runs later than this"
+        " (its process is out of CPU)",
+        metavar="DURATION",
+    ),
+    Setting(
         name="max_live_streams",
         variables=("JOBMESH_MAX_LIVE_STREAMS",),
         parse=positive_integer,
@@ -332,6 +456,120 @@ SETTINGS: tuple[Setting, ...] = (
         commands=(DEV, SERVER),
         default="`256`",
         help="the same for one client address (behind a proxy, the proxy's)",
+        metavar="N",
+    ),
+    Setting(
+        name="max_live_streams_per_caller",
+        variables=("JOBMESH_MAX_LIVE_STREAMS_PER_CALLER",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`64`",
+        help="the same for one authenticated caller (a token's subject), with authentication on",
+        metavar="N",
+    ),
+    Setting(
+        name="authentication",
+        variables=("JOBMESH_AUTHENTICATION",),
+        parse=switch,
+        commands=(DEV, SERVER),
+        default="`off`",
+        help="`on`: every call needs a valid bearer token (`UNAUTHENTICATED` otherwise), but those to the"
+        " open services; needs `--token-hashes` or JWT keys. `off`: no credential is checked",
+        metavar="on|off",
+    ),
+    Setting(
+        name="open_services",
+        variables=("JOBMESH_OPEN_SERVICES",),
+        parse=open_services,
+        commands=(DEV, SERVER),
+        default="`health,reflection`",
+        help="the services served without a credential with authentication on: `health`, `reflection`,"
+        " both or `none`",
+        metavar="NAMES",
+    ),
+    Setting(
+        name="token_hashes_file",
+        variables=("JOBMESH_TOKEN_HASHES",),
+        parse=existing_file,
+        commands=(DEV, SERVER),
+        default="none",
+        help="the file of hashed opaque tokens, with each one's subject and grant (`jobmesh token new` makes"
+        " an entry); read again when it changes",
+        metavar="FILE",
+        option="--token-hashes",
+    ),
+    Setting(
+        name="jwt_public_keys",
+        variables=("JOBMESH_JWT_PUBLIC_KEYS",),
+        parse=existing_files,
+        commands=(DEV, SERVER),
+        default="none",
+        help="comma-separated PEM public keys that JWT bearer tokens are verified with",
+        metavar="FILES",
+    ),
+    Setting(
+        name="jwt_jwks_file",
+        variables=("JOBMESH_JWT_JWKS_FILE",),
+        parse=existing_file,
+        commands=(DEV, SERVER),
+        default="none",
+        help="a JWKS file of the public keys that JWT bearer tokens are verified with; read again when it"
+        " changes",
+        metavar="FILE",
+    ),
+    Setting(
+        name="jwt_issuer",
+        variables=("JOBMESH_JWT_ISSUER",),
+        parse=non_empty,
+        commands=(DEV, SERVER),
+        default="none (needed with JWT keys)",
+        help="the `iss` a JWT must carry",
+        metavar="ISSUER",
+    ),
+    Setting(
+        name="jwt_audience",
+        variables=("JOBMESH_JWT_AUDIENCE",),
+        parse=non_empty,
+        commands=(DEV, SERVER),
+        default="none (needed with JWT keys)",
+        help="the `aud` a JWT must carry",
+        metavar="AUDIENCE",
+    ),
+    Setting(
+        name="jwt_algorithms",
+        variables=("JOBMESH_JWT_ALGORITHMS",),
+        parse=jwt_algorithms,
+        commands=(DEV, SERVER),
+        default="`RS256,ES256,EdDSA`",
+        help="the signature algorithms a JWT may use (public-key ones only: never `HS*` or `none`)",
+        metavar="NAMES",
+    ),
+    Setting(
+        name="jwt_leeway",
+        variables=("JOBMESH_JWT_LEEWAY",),
+        parse=duration,
+        commands=(DEV, SERVER),
+        default="`30s`",
+        help="how far clocks may differ when a JWT's `exp` and `nbf` are checked",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="caller_rate",
+        variables=("JOBMESH_CALLER_RATE",),
+        parse=rate,
+        commands=(DEV, SERVER),
+        default="`1000`",
+        help="requests a second one authenticated caller may send on average; past it, `RESOURCE_EXHAUSTED`"
+        " with a `RetryInfo`",
+        metavar="N",
+    ),
+    Setting(
+        name="caller_burst",
+        variables=("JOBMESH_CALLER_BURST",),
+        parse=positive_integer,
+        commands=(DEV, SERVER),
+        default="`2000`",
+        help="requests one authenticated caller may send at once",
         metavar="N",
     ),
     Setting(
@@ -435,10 +673,29 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="token",
+        variables=("JOBMESH_TOKEN",),
+        parse=non_empty,
+        commands=_WORK,
+        default="none",
+        help="the bearer token an executor presents to the server (prefer `--token-file`: a variable is seen"
+        " by the processes it starts)",
+        metavar="TOKEN",
+    ),
+    Setting(
+        name="token_file",
+        variables=("JOBMESH_TOKEN_FILE",),
+        parse=existing_file,
+        commands=_WORK,
+        default="none",
+        help="a file holding that token; read at every connection, so a new token needs no restart",
+        metavar="FILE",
+    ),
+    Setting(
         name="executor_id",
         variables=("JOBMESH_EXECUTOR_ID",),
         parse=identifier,
-        commands=(EXECUTOR,),
+        commands=_WORK,
         default="`HOST-PID-RANDOM`",
         help="this executor's name, unique in the mesh",
         metavar="ID",
@@ -488,7 +745,76 @@ SETTINGS: tuple[Setting, ...] = (
         help="a mapping of handler name to Python callable, for `handler` targets",
         metavar="MODULE:ATTR",
     ),
+    Setting(
+        name="allowed_commands",
+        variables=("JOBMESH_ALLOWED_COMMANDS",),
+        parse=command_patterns,
+        commands=_WORK,
+        default="`none` (`dev`: `/**`, any)",
+        help="the programs commands may run: absolute paths or patterns of the program's resolved path"
+        " (`*` within a folder, `**` across), comma-separated; anything else ends FAILED `TargetNotAllowed`",
+        metavar="PATTERNS",
+    ),
+    Setting(
+        name="allowed_hosts",
+        variables=("JOBMESH_ALLOWED_HOSTS",),
+        parse=host_patterns,
+        commands=_WORK,
+        default="`*`",
+        help="the host names `http` targets may call: names or patterns (`*.example.com`), comma-separated",
+        metavar="PATTERNS",
+    ),
+    Setting(
+        name="allowed_networks",
+        variables=("JOBMESH_ALLOWED_NETWORKS",),
+        parse=networks,
+        commands=_WORK,
+        default="`public` (`dev`: `any`)",
+        help="where every address of an `http` target's host must lie: CIDRs, `public` (no loopback, private,"
+        " link-local or metadata, multicast or unspecified address) or `any`, comma-separated",
+        metavar="NETWORKS",
+    ),
+    Setting(
+        name="allowed_ports",
+        variables=("JOBMESH_ALLOWED_PORTS",),
+        parse=ports,
+        commands=_WORK,
+        default="`any`",
+        help="the ports `http` targets may call, comma-separated",
+        metavar="PORTS",
+    ),
+    Setting(
+        name="allowed_schemes",
+        variables=("JOBMESH_ALLOWED_SCHEMES",),
+        parse=schemes,
+        commands=_WORK,
+        default="`http,https`",
+        help="the schemes `http` targets may use",
+        metavar="SCHEMES",
+    ),
+    Setting(
+        name="command_path",
+        variables=("JOBMESH_COMMAND_PATH",),
+        parse=command_path,
+        commands=_WORK,
+        default=f"`{SAFE_PATH}`",
+        help="the PATH commands get and their programs are looked up on, or `inherit` (the executor's);"
+        " besides it they get only HOME, LANG, LC_ALL and the job's `env`",
+        metavar="PATH",
+    ),
+    Setting(
+        name="secrets",
+        variables=("JOBMESH_SECRETS",),
+        parse=secret_source,
+        commands=_WORK,
+        default=f"`{DEFAULT_SECRET_SOURCE}`",
+        help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
+        " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
+        metavar="SOURCE",
+    ),
 )
+
+POLICY_SETTINGS = tuple(f.name for f in fields(ExecutionPolicy))
 
 BY_NAME: Mapping[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
@@ -542,14 +868,18 @@ def watcher_config(values: Mapping[str, Any]) -> WatcherConfig:
     return _build(WatcherConfig, values)
 
 
-def executor_config(values: Mapping[str, Any]) -> ExecutorConfig:
-    """An executor opens its queue and signal bus itself: by default the embedded ones, as every process."""
+def executor_config(values: Mapping[str, Any], *, dev: bool = False) -> ExecutorConfig:
+    """An executor opens its queue and signal bus itself: by default the embedded ones, as every process.
+    `jobmesh dev`'s executor runs anything, unless its allowlist settings say otherwise."""
     urls = {"queue_url": EMBEDDED, "signals_url": EMBEDDED}
-    return _build(ExecutorConfig, {**urls, **{k: v for k, v in values.items() if v is not None}})
+    base = ExecutionPolicy.unrestricted() if dev else ExecutionPolicy()
+    policy = _build(lambda **given: dataclasses.replace(base, **given), values, fields_of=ExecutionPolicy)
+    given = {k: v for k, v in values.items() if v is not None and k not in POLICY_SETTINGS}
+    return _build(ExecutorConfig, {**urls, **given, "policy": policy})
 
 
-def _build(config_type: Callable[..., T], values: Mapping[str, Any]) -> T:
-    known = {f.name for f in fields(config_type)}  # type: ignore[arg-type]
+def _build(config_type: Callable[..., T], values: Mapping[str, Any], *, fields_of: Any = None) -> T:
+    known = {f.name for f in fields(fields_of or config_type)}  # type: ignore[arg-type]
     given = {name: value for name, value in values.items() if name in known and value is not None}
     try:
         return config_type(**given)

@@ -23,11 +23,17 @@ from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.malformed import MalformedRequests
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
 from jobmesh.server.bypass import BackgroundDispatcher
+from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
+from jobmesh.server.loop_lag import LoopLag
+from jobmesh.server.opaque_tokens import OpaqueTokens
+from jobmesh.server.principals import CredentialSource
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions
 from jobmesh.server.stream_lag import StreamLag
@@ -62,10 +68,51 @@ SERVER_OPTIONS = (
 )
 
 
-def new_grpc_server(*, share_port: bool = False) -> grpc.aio.Server:
-    """A server with the options and interceptors every jobmesh server has (its services not added yet)."""
+def new_grpc_server(
+    *, share_port: bool = False, authentication: Authentication | None = None
+) -> grpc.aio.Server:
+    """A server with the options and interceptors every jobmesh server has (its services not added yet).
+    Authentication comes first: a caller without a valid credential learns nothing, not even that its
+    request did not parse."""
     options = [*SERVER_OPTIONS, ("grpc.so_reuseport", int(share_port))]
-    return grpc.aio.server(interceptors=[MalformedRequests()], options=options)
+    interceptors: list[grpc.aio.ServerInterceptor] = [MalformedRequests()]
+    if authentication is not None:
+        interceptors.insert(0, authentication)
+    return grpc.aio.server(interceptors=interceptors, options=options)
+
+
+_OPEN_SERVICES = {"health": HEALTH_SERVICE, "reflection": REFLECTION_SERVICE}
+
+
+def credential_sources(config: ServerConfig) -> list[CredentialSource]:
+    """The configured sources, in the order they are asked."""
+    sources: list[CredentialSource] = []
+    if config.verifies_jwts:
+        jwt = JwtConfig(
+            issuer=config.jwt_issuer,
+            audience=config.jwt_audience,
+            public_keys=config.jwt_public_keys,
+            jwks_file=config.jwt_jwks_file,
+            algorithms=config.jwt_algorithms,
+            leeway=config.jwt_leeway,
+        )
+        sources.append(JwtTokens(jwt))
+    if config.token_hashes_file is not None:
+        sources.append(OpaqueTokens(config.token_hashes_file))
+    return sources
+
+
+def authentication_of(config: ServerConfig) -> Authentication | None:
+    """The interceptor that authenticates every call; None when authentication is off."""
+    if not config.authentication:
+        if config.verifies_jwts or config.token_hashes_file is not None:
+            log.warning("credential sources are configured but authentication is off: no call is checked")
+        return None
+    return Authentication(
+        credential_sources(config),
+        open_services=frozenset(_OPEN_SERVICES[name] for name in config.open_services),
+        rates=CallerRates(rate=config.caller_rate, burst=config.caller_burst),
+    )
 
 
 @dataclass
@@ -82,6 +129,7 @@ class Services:
     feed: RunFeed
     workers: Workers
     stream_lag: StreamLag
+    loop_lag: LoopLag
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection."""
@@ -96,6 +144,7 @@ class Services:
         """Starts the live feed on the server's loop, then health reports every service SERVING (once the
         server listens)."""
         await self.feed.start()
+        self.loop_lag.start()
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -136,11 +185,18 @@ def build_services(
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling)
-    slots = StreamSlots(total=config.max_live_streams, per_client=config.max_live_streams_per_client)
+    slots = StreamSlots(
+        total=config.max_live_streams,
+        per_client=config.max_live_streams_per_client,
+        per_caller=config.max_live_streams_per_caller,
+    )
+    loop_lag = LoopLag()
     workers = Workers(
         stream_lag,
+        loop_lag,
         max_pending_creates=config.max_pending_creates,
         max_stream_lag=config.max_stream_lag,
+        max_loop_lag=config.max_loop_lag,
         retry_after=config.retry_after,
     )
     return Services(
@@ -154,6 +210,7 @@ def build_services(
         feed,
         workers,
         stream_lag,
+        loop_lag,
     )
 
 
@@ -166,6 +223,7 @@ class RunningServer:
     async def stop(self, grace: float = 5.0) -> None:
         await self.services.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        await self.services.loop_lag.stop()
         await asyncio.to_thread(self.services.close)
 
 
@@ -173,7 +231,7 @@ async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
-    server = new_grpc_server(share_port=config.share_port)
+    server = new_grpc_server(share_port=config.share_port, authentication=authentication_of(config))
     services = build_services(config, store, queue, signals)
     services.add_to(server)
     port = server.add_insecure_port(config.listen)

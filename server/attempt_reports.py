@@ -18,11 +18,17 @@ from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, Progre
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.server.executor_grants import may_claim, restricts_claims
+from jobmesh.server.held_attempts import HeldAttempts
+from jobmesh.server.principals import ExecutorGrant
 from jobmesh.server.sessions import cancel_message
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
+# How far an executor's clock may differ from the server's before its reported times count as contradicting
+# the server's record.
+CLOCK_TOLERANCE = timedelta(seconds=1)
 
 _CLAIM_OUTCOMES = {
     ClaimStatus.GRANTED: pb.CLAIM_OUTCOME_GRANTED,
@@ -72,20 +78,47 @@ class AttemptReports:
         self._dispatcher = dispatcher
         self._threshold = immediate_threshold
 
-    def claims(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
+    def held_by(self, executor: str) -> HeldAttempts:
+        """What one stream of `executor` holds, asked of this store."""
+        return HeldAttempts(executor, self._store)
+
+    def claims(
+        self, executor: str, wire: Sequence[pb.AttemptRef], grant: ExecutorGrant | None = None
+    ) -> list[pb.ConnectResponse]:
+        """Claims the attempts; those of runs the executor's `grant` does not cover (another queue or
+        namespace) are answered NOT_FOUND and logged, as if they did not exist."""
         parsed = [_parsed(item) for item in wire]
         valid = [ref for ref in parsed if ref is not None]
-        claims = iter(self._store.claim(valid, executor, self._clock()) if valid else [])
+        refused = self._not_granted(executor, valid, grant)
+        wanted = [ref for ref in valid if ref not in refused]
+        claims = iter(self._store.claim(wanted, executor, self._clock()) if wanted else [])
         results = []
         for item, ref in zip(wire, parsed, strict=True):
             result = pb.ClaimResult(attempt=item, outcome=pb.CLAIM_OUTCOME_NOT_FOUND)
-            if ref is not None:
+            if ref is not None and ref not in refused:
                 claim = next(claims)
                 result.outcome = _CLAIM_OUTCOMES[claim.status]
                 if claim.run is not None:
                     result.start_time.CopyFrom(to_timestamp(max(claim.run.due_time, self._clock())))
             results.append(result)
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
+
+    def _not_granted(
+        self, executor: str, refs: Sequence[AttemptRef], grant: ExecutorGrant | None
+    ) -> frozenset[AttemptRef]:
+        if grant is None or not restricts_claims(grant) or not refs:
+            return frozenset()  # a grant of everything costs no read
+        current = self._store.attempts(refs)
+        refused = frozenset(ref for ref in refs if ref in current and not may_claim(grant, current[ref].run))
+        if refused:
+            log.warning(
+                "executor %s claimed %d runs its credential does not cover (refused): %s",
+                executor,
+                len(refused),
+                ", ".join(map(str, sorted(refused)[:5])),
+                extra={"executor": executor, "refused": len(refused)},
+            )
+        return refused
 
     def heartbeats(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
         """Checks which attempts of a heartbeat batch this executor still holds: the answer names them (it is
@@ -140,16 +173,17 @@ class AttemptReports:
         return []
 
     def results(self, executor: str, results: Sequence[pb.AttemptResult]) -> list[pb.ConnectResponse]:
-        outcomes = {}
+        reported = {}
         for result in results:
             ref = _parsed(result.attempt)
             if ref is not None and result.state in _FINAL_STATES:
-                outcomes[ref] = _outcome(result, self._clock())
-        current = self._store.attempts(list(outcomes)) if outcomes else {}
+                reported[ref] = result
+        current = self._store.attempts(list(reported)) if reported else {}
+        now = self._clock()
         settled = self._lifecycle.end(
             [
-                EndReport(current[ref], outcome, executor)
-                for ref, outcome in outcomes.items()
+                EndReport(current[ref], _outcome(result, current[ref].run, now, executor), executor)
+                for ref, result in reported.items()
                 if ref in current
             ]
         )
@@ -165,12 +199,44 @@ class AttemptReports:
         return [pb.ConnectResponse(acks=acks)]
 
 
-def _outcome(result: pb.AttemptResult, now: datetime) -> AttemptOutcome:
+def _outcome(result: pb.AttemptResult, run: RunRecord, now: datetime, executor: str) -> AttemptOutcome:
+    start = to_datetime(result.start_time) if result.HasField("start_time") else None
+    end = to_datetime(result.end_time) if result.HasField("end_time") else now
+    start, end, clamped = clamp_times(run, start, end, now)
+    if clamped:
+        log.warning(
+            "%s: executor %s reported times that contradict the claim (clamped and flagged)",
+            AttemptRef.of(run),
+            executor,
+            extra={"executor": executor, "run": f"{run.job_id}/{run.run_id}"},
+        )
     return AttemptOutcome(
         state=_FINAL_STATES[result.state],
-        end_time=to_datetime(result.end_time) if result.HasField("end_time") else now,
-        start_time=to_datetime(result.start_time) if result.HasField("start_time") else None,
+        end_time=end,
+        start_time=start,
         exit_code=result.exit_code if result.HasField("exit_code") else None,
         error_type=storable(result.error.type, MAX_ERROR_TYPE) or None,
         error_message=storable(result.error.message, MAX_ERROR_MESSAGE) or None,
+        times_clamped=clamped,
     )
+
+
+def clamp_times(
+    run: RunRecord, start: datetime | None, end: datetime, now: datetime
+) -> tuple[datetime | None, datetime, bool]:
+    """The reported start and end of the run's attempt, kept within the server's own record: no start before
+    the claim's start (when the server let it begin) or after now, no end after now or before the start.
+    Differences within CLOCK_TOLERANCE are clocks, not contradictions, and are kept. True when it clamped."""
+    earliest = run.start_time
+    clamped = False
+    if start is not None:
+        if earliest is not None and start < earliest - CLOCK_TOLERANCE:
+            start, clamped = earliest, True
+        elif start > now + CLOCK_TOLERANCE:
+            start, clamped = now, True
+    if end > now + CLOCK_TOLERANCE:
+        end, clamped = now, True
+    floor = start or earliest
+    if floor is not None and end < floor - CLOCK_TOLERANCE:
+        end, clamped = floor, True
+    return start, end, clamped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
@@ -28,11 +29,35 @@ class ServerConfig:
     retry_after: timedelta = timedelta(seconds=1)
     # Creates are refused too while executors' messages (claims, results) wait longer than this in the server.
     max_stream_lag: timedelta = timedelta(seconds=1)
+    # ... and while the event loop runs later than this (the process is out of CPU: answers wait too).
+    max_loop_lag: timedelta = timedelta(seconds=1)
     # Live streams (`WatchRuns`, `TailRunLogs`) open at once: in all, and from one client address.
     max_live_streams: int = 4096
     max_live_streams_per_client: int = 256
+    # ... and for one authenticated caller (a token's subject).
+    max_live_streams_per_caller: int = 64
     # Changes a `WatchRuns` stream may hold unsent before it is cut (its reader resumes from its token).
     watch_buffer_runs: int = 10_000
+    # On: every call needs a valid credential (but those to `open_services`); off: none is checked.
+    authentication: bool = False
+    open_services: frozenset[str] = frozenset({"health", "reflection"})
+    # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
+    token_hashes_file: Path | None = None
+    # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
+    # audience, signed with one of these algorithms.
+    jwt_public_keys: tuple[Path, ...] = ()
+    jwt_jwks_file: Path | None = None
+    jwt_issuer: str = ""
+    jwt_audience: str = ""
+    jwt_algorithms: frozenset[str] = frozenset({"RS256", "ES256", "EdDSA"})
+    jwt_leeway: timedelta = timedelta(seconds=30)
+    # Requests one authenticated caller may send: on average a second, and at once.
+    caller_rate: float = 1000.0
+    caller_burst: int = 2000
+
+    @property
+    def verifies_jwts(self) -> bool:
+        return bool(self.jwt_public_keys) or self.jwt_jwks_file is not None
 
     def __post_init__(self) -> None:
         if not self.listen:
@@ -44,13 +69,35 @@ class ServerConfig:
                 "session_renewal_interval",
                 "must be longer than zero and at most 1s (a third of the shortest heartbeat timeout)",
             )
-        for duration in ("retry_after", "max_stream_lag"):
+        for duration in ("retry_after", "max_stream_lag", "max_loop_lag"):
             if getattr(self, duration) <= timedelta(0):
                 raise InvalidConfig(duration, "must be longer than zero")
-        for name in ("max_live_streams", "max_live_streams_per_client", "max_pending_creates"):
+        self._check_authentication()
+        for name in (
+            "max_live_streams",
+            "max_live_streams_per_client",
+            "max_live_streams_per_caller",
+            "max_pending_creates",
+            "caller_burst",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")
         if self.watch_buffer_runs < FEED_PAGE:
             raise InvalidConfig(
                 "watch_buffer_runs", f"must be at least {FEED_PAGE}, the changes the feed reads at once"
             )
+
+    def _check_authentication(self) -> None:
+        if self.verifies_jwts and not (self.jwt_issuer and self.jwt_audience):
+            raise InvalidConfig("jwt_issuer", "JWTs are checked against an issuer and an audience: give both")
+        for name in ("jwt_issuer", "jwt_audience"):
+            if getattr(self, name) and not self.verifies_jwts:
+                raise InvalidConfig(name, "JWTs need public keys or a JWKS file to be checked with")
+        if self.authentication and not (self.verifies_jwts or self.token_hashes_file is not None):
+            raise InvalidConfig(
+                "authentication", "needs a credential source: a token file, JWT public keys or a JWKS file"
+            )
+        if self.caller_rate <= 0:
+            raise InvalidConfig("caller_rate", "must be above zero")
+        if self.open_services - {"health", "reflection"}:
+            raise InvalidConfig("open_services", "only health and reflection may be open")

@@ -1,21 +1,33 @@
 """The executor streams this server process holds: a queue of outgoing messages per executor, by executor id,
 and the cancels pushed over them (from this process, from other replicas through the signal bus, and from
-runs the change feed shows `CANCELLING`)."""
+runs the change feed shows `CANCELLING`).
+
+One stream per executor name: a second connection under the name of a live stream is refused
+`ALREADY_EXISTS` (reason `EXECUTOR_NAME_IN_USE`). A stream counts as live while its executor has sent anything
+within the quiet limit (three heartbeat intervals: an executor heartbeats every interval, idle or not). After
+that it is taken for a connection that dropped without the server noticing, and a new connection under its
+name ends it and takes its place: a reconnecting executor is locked out for at most that long.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterable, Sequence
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.cancels import cancel_notice_of
+from jobmesh.core.errors import AlreadyExists
 from jobmesh.core.ports.signals import CancelNotice, SignalBus
 from jobmesh.core.ports.store import RunChange
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.v1 import executor_control_pb2 as pb
 
 FEED_CANCEL_REASON = "cancelled"
+EXECUTOR_NAME_IN_USE = "EXECUTOR_NAME_IN_USE"
+# Seconds without a message after which a stream no longer holds its executor's name (see above).
+DEFAULT_QUIET_LIMIT = 9.0
 
 
 def cancel_message(attempts: Sequence[AttemptRef], reason: str) -> pb.ConnectResponse:
@@ -29,13 +41,25 @@ class SessionQueue:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queue: asyncio.Queue[pb.ConnectResponse] = asyncio.Queue()
+        self._queue: asyncio.Queue[pb.ConnectResponse | None] = asyncio.Queue()
+        self._heard = time.monotonic()
 
     def put(self, message: pb.ConnectResponse) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, message)
 
-    async def get(self) -> pb.ConnectResponse:
+    def end(self) -> None:
+        """Ends the stream: its writer gets None, after the messages already put."""
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+
+    async def get(self) -> pb.ConnectResponse | None:
         return await self._queue.get()
+
+    def heard(self) -> None:
+        """The executor sent something: its stream is live."""
+        self._heard = time.monotonic()
+
+    def quiet_for(self) -> float:
+        return time.monotonic() - self._heard
 
 
 class Sessions:
@@ -55,9 +79,21 @@ class Sessions:
         if self._subscription is not None:
             self._subscription.close()
 
-    def register(self, executor_id: str, queue: SessionQueue) -> None:
+    def register(
+        self, executor_id: str, queue: SessionQueue, *, quiet_limit: float = DEFAULT_QUIET_LIMIT
+    ) -> None:
+        """Makes `queue` the stream of `executor_id`. AlreadyExists while another live stream holds the name;
+        one quiet for longer than `quiet_limit` is ended and replaced."""
         with self._lock:
+            held = self._queues.get(executor_id)
+            if held is not None and held.quiet_for() < quiet_limit:
+                raise AlreadyExists(
+                    f"an executor named {executor_id!r} is connected: one stream per executor name",
+                    metadata={"executor": executor_id, "reason": EXECUTOR_NAME_IN_USE},
+                )
             self._queues[executor_id] = queue
+        if held is not None:
+            held.end()
 
     def unregister(self, executor_id: str, queue: SessionQueue) -> None:
         with self._lock:

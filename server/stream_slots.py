@@ -1,4 +1,5 @@
-"""Admission of live streams: at most so many open at once in all, and from one client address."""
+"""Admission of live streams: at most so many open at once in all, from one client address, and for one
+authenticated caller (a token's subject: one caller behind many addresses, or many behind one proxy)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from jobmesh.core.errors import ResourceExhausted
+from jobmesh.server.principals import UNRESTRICTED, Principal
 
 TOO_MANY_STREAMS = "TOO_MANY_STREAMS"
 
@@ -19,19 +21,28 @@ def client_of(peer: str) -> str:
     return peer
 
 
+def caller_of(principal: Principal) -> str | None:
+    """Whose streams a principal's count: none on a server that checks no credential (everyone is the one
+    UNRESTRICTED principal there, and the per-address limit holds)."""
+    return None if principal is UNRESTRICTED else principal.subject
+
+
 class StreamSlots:
-    def __init__(self, *, total: int, per_client: int) -> None:
+    def __init__(self, *, total: int, per_client: int, per_caller: int | None = None) -> None:
         self._total = total
         self._per_client = per_client
+        self._per_caller = per_caller if per_caller is not None else per_client
         self._open: Counter[str] = Counter()
+        self._by_caller: Counter[str] = Counter()
 
     @property
     def open(self) -> int:
         return self._open.total()
 
     @contextlib.contextmanager
-    def held(self, peer: str) -> Iterator[None]:
-        """A slot for the block; RESOURCE_EXHAUSTED when none is free."""
+    def held(self, peer: str, caller: str | None = None) -> Iterator[None]:
+        """A slot for the block; RESOURCE_EXHAUSTED when none is free. `caller` is the authenticated
+        subject (None where the server checks no credential)."""
         client = client_of(peer)
         if self.open >= self._total:
             raise _refused(
@@ -43,13 +54,27 @@ class StreamSlots:
                 "client",
                 self._per_client,
             )
+        if caller is not None and self._by_caller[caller] >= self._per_caller:
+            raise _refused(
+                f"this caller has {self._per_caller} live streams open, the limit for one caller",
+                "caller",
+                self._per_caller,
+            )
         self._open[client] += 1
+        if caller is not None:
+            self._by_caller[caller] += 1
         try:
             yield
         finally:
-            self._open[client] -= 1
-            if not self._open[client]:
-                del self._open[client]
+            _release(self._open, client)
+            if caller is not None:
+                _release(self._by_caller, caller)
+
+
+def _release(counts: Counter[str], key: str) -> None:
+    counts[key] -= 1
+    if not counts[key]:
+        del counts[key]
 
 
 def _refused(message: str, scope: str, limit: int) -> ResourceExhausted:

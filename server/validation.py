@@ -21,6 +21,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from jobmesh.core.errors import FieldViolation, InvalidArgument
 from jobmesh.core.names import JOB_ID, NAMESPACE, QUEUE_NAME
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
+from jobmesh.core.secret_refs import SecretReferenceError, secret_name
 from jobmesh.v1 import job_pb2
 
 MAX_JOB_BYTES = 256 * 1024
@@ -196,6 +197,10 @@ def _check_command(found: Violations, command: job_pb2.Target.Command, field: st
         if not ENV_NAME.match(name):
             found.add(f"{field}.env", f"{name[:64]!r} is not an environment variable name")
         found.text(f"{field}.env[{name[:64]!r}]", value)
+        try:
+            secret_name(value)
+        except SecretReferenceError as exc:
+            found.add(f"{field}.env[{name[:64]!r}]", str(exc))
     found.text(f"{field}.working_dir", command.working_dir, limit=4096)
 
 

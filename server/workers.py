@@ -1,8 +1,9 @@
 """Where request handlers run their blocking store calls: reads and writes on thread pools of their own, so a
 burst of creates never leaves a `GetJob` waiting for a thread; and how many jobs may be in creation at once.
 
-Past `max_pending_creates` jobs in creation, or while executors' messages wait longer than `max_stream_lag`
-in this server (`StreamLag`), a create is refused at once (`RESOURCE_EXHAUSTED` with a `RetryInfo`) instead
+Past `max_pending_creates` jobs in creation, while executors' messages wait longer than `max_stream_lag`
+in this server (`StreamLag`), or while its event loop runs later than `max_loop_lag` (`LoopLag`), a create is
+refused at once (`RESOURCE_EXHAUSTED` with a `RetryInfo`) instead
 of joining a queue that grows without bound: the runs already accepted keep their promise, and the client
 retries later.
 """
@@ -17,6 +18,7 @@ from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from jobmesh.core.errors import ResourceExhausted
+from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.stream_lag import StreamLag
 
 P = ParamSpec("P")
@@ -30,15 +32,19 @@ class Workers:
     def __init__(
         self,
         stream_lag: StreamLag,
+        loop_lag: LoopLag,
         *,
         max_pending_creates: int,
         max_stream_lag: timedelta,
+        max_loop_lag: timedelta,
         retry_after: timedelta,
     ) -> None:
         self._reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="jobmesh-read")
         self._writes = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="jobmesh-write")
         self._stream_lag = stream_lag
         self._max_stream_lag = max_stream_lag
+        self._loop_lag = loop_lag
+        self._max_loop_lag = max_loop_lag
         self._max_pending_creates = max_pending_creates
         self._retry_after = retry_after
         self._pending_creates = 0  # the event loop's thread only
@@ -68,9 +74,10 @@ class Workers:
             )
         if (lag := self._stream_lag.current()) > self._max_stream_lag:
             self._refuse(
-                f"executors' messages wait {lag.total_seconds() * 1000:.0f} ms in the server, its limit is "
-                f"{self._max_stream_lag.total_seconds() * 1000:.0f} ms"
+                f"executors' messages wait {_ms(lag)} in the server, its limit is {_ms(self._max_stream_lag)}"
             )
+        if (lag := self._loop_lag.current()) > self._max_loop_lag:
+            self._refuse(f"the server runs {_ms(lag)} behind, its limit is {_ms(self._max_loop_lag)}")
         self._pending_creates += jobs
         try:
             yield
@@ -88,3 +95,7 @@ class Workers:
     def close(self) -> None:
         self._reads.shutdown(wait=False, cancel_futures=True)
         self._writes.shutdown(wait=False, cancel_futures=True)
+
+
+def _ms(duration: timedelta) -> str:
+    return f"{duration.total_seconds() * 1000:.0f} ms"

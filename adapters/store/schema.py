@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -152,6 +153,9 @@ job_runs = Table(
     Column("heartbeat_deadline", UtcDateTime, nullable=True),
     # Where the run's latest visible change lies in the change feed (migration 0004, `sql_feed`).
     Column("change_position", BigInteger, nullable=False, server_default=text("0")),
+    # An executor reported times that contradict the claim and heartbeat record: the stored ones were clamped
+    # (migration 0007).
+    Column("times_clamped", Boolean, nullable=False, server_default=text("false")),
     # Copied from the job (migration 0006): lists and feeds scope runs by namespace without a join.
     Column("namespace", Text, nullable=False, server_default=text("'default'")),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, RowMapping, Text
+from sqlalchemy import Boolean, Connection, Float, Integer, RowMapping, Text
 
 from jobmesh.adapters.store.schema import UtcDateTime, job_runs, run_attempts
 from jobmesh.adapters.store.sql_batch import (
@@ -176,7 +176,12 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
         update_by_key(
             connection,
             "retries",
-            (("due_time", UtcDateTime()), ("end_time", UtcDateTime()), ("first_start_time", UtcDateTime())),
+            (
+                ("due_time", UtcDateTime()),
+                ("end_time", UtcDateTime()),
+                ("first_start_time", UtcDateTime()),
+                ("times_clamped", Boolean()),
+            ),
             [
                 (
                     r["job_id"],
@@ -185,6 +190,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
                     e.retry_due_time,
                     e.end_time,
                     _first_start(e, r),
+                    _clamped(e, r),
                 )
                 for e, r in retries
             ],
@@ -193,6 +199,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
             state=RunState.SCHEDULED.value,
             due_time=FromBatch("due_time"),
             first_start_time=FromBatch("first_start_time"),
+            times_clamped=FromBatch("times_clamped"),
             update_time=FromBatch("end_time"),
             **dict.fromkeys(_EXECUTION_FIELDS),
             progress=0.0,
@@ -207,6 +214,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
             ("exit_code", Integer()),
             ("error_type", Text()),
             ("error_message", Text()),
+            ("times_clamped", Boolean()),
         )
         update_by_key(
             connection,
@@ -236,7 +244,12 @@ _EXECUTION_FIELDS = (
 def _final_row(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
     values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
-    return (*key, *values, end.exit_code, end.error_type, end.error_message)
+    return (*key, *values, end.exit_code, end.error_type, end.error_message, _clamped(end, row))
+
+
+def _clamped(end: AttemptEnd, row: RowMapping) -> bool:
+    """Once an attempt's times were clamped, the run keeps the flag."""
+    return bool(row["times_clamped"]) or end.times_clamped
 
 
 def _first_start(end: AttemptEnd, row: RowMapping) -> Any:

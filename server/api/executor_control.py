@@ -6,6 +6,11 @@ creates, and several messages of a stream are handled at once: a claim does not 
 before it (each write is fenced by attempt, so their order does not matter). Logs, progress and results keep
 their order among themselves.
 
+A stream is an executor's identity: its hello must name the executor that the call's credential binds
+(`current_principal().executor`), one live stream holds a name at a time (`server/sessions.py`), its claims
+are granted only for the queues (and namespaces) of its grant, and its reports about attempts it does not
+hold are refused and logged (`server/held_attempts.py`).
+
 Heartbeats are never starved: the stream is read on while its other messages wait for a slot, and a heartbeat
 batch goes at once to threads that do nothing else. Slow writes of results under load therefore never leave an
 executor without the answers that keep its attempts running (`executor/liveness.py`).
@@ -17,16 +22,22 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import grpc
+from grpc_status import rpc_status
 
-from jobmesh.core.errors import JobmeshError
+from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.errors import JobmeshError, PermissionDenied
 from jobmesh.core.timestamps import to_duration
+from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.held_attempts import HeldAttempts
+from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import SessionQueue, Sessions
 from jobmesh.server.stream_lag import StreamLag
@@ -47,6 +58,8 @@ HEARTBEATS_PER_STREAM = 8
 ORDERED = frozenset({"logs", "progress", "results"})
 STREAM_THREADS = 8
 HEARTBEAT_THREADS = 2
+# A stream silent for this many heartbeat intervals no longer holds its executor's name (server/sessions.py).
+QUIET_INTERVALS = 3
 
 
 class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
@@ -87,17 +100,32 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             return
         hello = first.hello
         queue = SessionQueue(asyncio.get_running_loop())
-        self._sessions.register(hello.executor_id, queue)
+        try:
+            grant = _granted(current_principal(), hello)
+            quiet_limit = QUIET_INTERVALS * self._heartbeat_interval.total_seconds()
+            self._sessions.register(hello.executor_id, queue, quiet_limit=quiet_limit)
+        except JobmeshError as error:
+            log.warning(
+                "executor %s refused: %s",
+                hello.executor_id,
+                error,
+                extra={"executor": hello.executor_id, "subject": current_principal().subject},
+            )
+            await context.abort_with_status(rpc_status.to_status(status_of(error)))
+            return
         log.info(
             "executor %s connected (%s, queues %s)", hello.executor_id, hello.hostname, list(hello.queues)
         )
+        stream = _Stream(hello.executor_id, grant, queue, self._reports.held_by(hello.executor_id))
         try:
             await context.write(self._welcome())
             running = hello.running
-            for answer in await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running)):
+            answers = await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running))
+            stream.held.track(answers)
+            for answer in answers:
                 if answer.WhichOneof("message") != "heartbeat_answer":  # it answers batches, not a hello
                     queue.put(answer)
-            reader = asyncio.create_task(self._read(hello.executor_id, request_iterator, queue))
+            reader = asyncio.create_task(self._read(stream, request_iterator))
             await self._write(context, queue, reader)
         except JobmeshError as error:
             # The executor reconnects with backoff; its unacknowledged reports are sent again.
@@ -126,15 +154,16 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                     message.cancel()
                     reader.result()  # re-raise what ended the reader, if anything
                     return
-                await context.write(message.result())
+                if (response := message.result()) is None:
+                    log.warning("a newer connection took over the name of this quiet stream: ended")
+                    return
+                await context.write(response)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
 
-    async def _read(
-        self, executor: str, requests: AsyncIterator[pb.ConnectRequest], queue: SessionQueue
-    ) -> None:
+    async def _read(self, stream: _Stream, requests: AsyncIterator[pb.ConnectRequest]) -> None:
         """Handles the executor's messages, several at once. The first that fails ends the stream, at once:
         the executor reconnects and sends again what was not acknowledged (a failure is never dropped)."""
         lanes = _Lanes()
@@ -145,10 +174,12 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             def work() -> list[pb.ConnectResponse]:
                 if token is not None:
                     self._stream_lag.started(token)
-                return self._handle(executor, request)
+                responses = self._handle(stream, request)
+                stream.held.track(responses)
+                return responses
 
             for response in await self._in_thread(work, threads):
-                self._dispatch(executor, queue, response)
+                self._dispatch(stream.executor, stream.queue, response)
 
         async def handle(request: pb.ConnectRequest, kind: str | None, admitted: asyncio.Semaphore) -> None:
             # Claims are timed: a claim that waits delays a start the server has promised. Results and logs
@@ -172,6 +203,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
         async def take() -> None:
             async for request in requests:
+                stream.queue.heard()
                 kind = request.WhichOneof("message")
                 admitted = lanes.admission(kind)
                 await admitted.acquire()
@@ -198,19 +230,70 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         else:
             queue.put(response)
 
-    def _handle(self, executor: str, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:
+    def _handle(self, stream: _Stream, request: pb.ConnectRequest) -> list[pb.ConnectResponse]:
         kind = request.WhichOneof("message")
+        held = stream.held
         handler: Callable[[str, Any], list[pb.ConnectResponse]] | None = {
-            "claims": lambda e, r: self._reports.claims(e, r.claims.attempts),
+            "claims": lambda e, r: self._reports.claims(e, r.claims.attempts, stream.grant),
             "heartbeats": lambda e, r: self._reports.heartbeats(e, r.heartbeats.attempts),
-            "progress": lambda e, r: self._reports.progress(e, r.progress.updates),
-            "logs": lambda e, r: self._reports.logs(e, r.logs.chunks),
-            "results": lambda e, r: self._reports.results(e, r.results.results),
+            "progress": lambda e, r: self._reports.progress(e, _held_only(held, r.progress.updates, kind)),
+            "logs": lambda e, r: self._reports.logs(e, _held_only(held, r.logs.chunks, kind)),
+            # The store fences results on their own (and answers them fenced); this logs the forged ones.
+            "results": lambda e, r: self._reports.results(e, _logged(held, r.results.results, kind)),
         }.get(kind or "")
         if handler is None:
-            log.warning("executor %s sent an unexpected %s message", executor, kind)
+            log.warning("executor %s sent an unexpected %s message", stream.executor, kind)
             return []
-        return handler(executor, request)
+        return handler(stream.executor, request)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    """One executor's stream: who it is, what its credential grants, where its answers go, what it holds."""
+
+    executor: str
+    grant: ExecutorGrant
+    queue: SessionQueue
+    held: HeldAttempts
+
+
+def _granted(principal: Principal, hello: pb.ExecutorHello) -> ExecutorGrant:
+    """The grant under which the hello's executor may connect; PermissionDenied when the credential binds
+    no executor, another name, or not every queue the executor serves."""
+    grant = principal.executor
+    if grant is None:
+        raise PermissionDenied(
+            "this credential is not an executor's", detail=f"{principal.subject} holds no executor grant"
+        )
+    if not grant.allows_name(hello.executor_id):
+        raise PermissionDenied(
+            f"this credential may not connect as executor {hello.executor_id!r}",
+            metadata={"executor": hello.executor_id},
+            detail=f"{principal.subject} is bound to executor {grant.name!r}",
+        )
+    if refused := sorted(queue for queue in hello.queues if not grant.serves_queue(queue)):
+        raise PermissionDenied(
+            f"this credential may not serve the queues {refused}", metadata={"queues": ",".join(refused)}
+        )
+    return grant
+
+
+_Report = TypeVar("_Report", pb.LogChunk, pb.ProgressUpdate, pb.AttemptResult)
+
+
+def _held_only(held: HeldAttempts, reports: Sequence[_Report], kind: str | None) -> list[_Report]:
+    refused = _refused(held, reports, kind)
+    return [report for report in reports if AttemptRef.from_proto_or_none(report.attempt) not in refused]
+
+
+def _logged(held: HeldAttempts, reports: Sequence[_Report], kind: str | None) -> Sequence[_Report]:
+    _refused(held, reports, kind)
+    return reports
+
+
+def _refused(held: HeldAttempts, reports: Sequence[_Report], kind: str | None) -> frozenset[AttemptRef]:
+    refs = [ref for ref in (AttemptRef.from_proto_or_none(r.attempt) for r in reports) if ref is not None]
+    return held.refused(refs, kind or "")
 
 
 class _Lanes:

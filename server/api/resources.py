@@ -64,6 +64,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         executor=record.executor or "",
         progress=record.progress,
         progress_message=record.progress_message,
+        times_clamped=record.times_clamped,
         trigger=_RUN_TRIGGERS[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,

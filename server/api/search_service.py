@@ -16,8 +16,9 @@ from jobmesh.server.api.status import server_streaming, unary
 from jobmesh.server.authorization import Access, access_to
 from jobmesh.server.feed import FellBehind, RunFeed
 from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.principals import current_principal
 from jobmesh.server.schedule_preview import preview_schedule
-from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.stream_slots import StreamSlots, caller_of
 from jobmesh.server.validation import clamp_page_size
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import run_pb2, search_service_pb2_grpc
@@ -64,7 +65,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
         access = access_to(_RPC + "WatchRuns")
         job_id, comparisons = await self._workers.read(self._queries.runs_to_watch, request, access)
         after = decode_resume_token(request.resume_token) if request.resume_token else None
-        with self._slots.held(context.peer()):
+        with self._slots.held(context.peer(), caller_of(current_principal())):
             async with self._feed.watching(job_id, comparisons, after, access.readable()) as watcher:
                 if after is None:
                     yield await self._initial_page(request, watcher.cursor, access)
@@ -103,7 +104,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
     ) -> AsyncIterator[pb.TailRunLogsResponse]:
         after = request.after_sequence
         access = access_to(_RPC + "TailRunLogs")
-        with self._slots.held(context.peer()):
+        with self._slots.held(context.peer(), caller_of(current_principal())):
             async with self._feed.log_waker() as woken:
                 while True:
                     woken.clear()  # before reading: what is written meanwhile wakes the next wait

@@ -96,7 +96,7 @@ class Mesh:
         return self._spawn(name, ["watcher"], {"JOBMESH_WATCHER_ID": name})
 
     def executor(self, server: Process, name: str = "executor", concurrency: int | None = None) -> Process:
-        args = ["executor", "--server", server.address, "--queues", self.queue]
+        args = ["executor", "--server", server.address, "--queues", self.queue, "--allowed-commands", "/**"]
         if concurrency is not None:
             args += ["--concurrency", str(concurrency)]
         return self._spawn(name, args, {"JOBMESH_EXECUTOR_ID": name})

@@ -77,6 +77,7 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
             if expect:
                 assert f"Code: {expect}" in result.stderr
             outputs.append(result.stdout)
+    assert "executor runs ANY command and calls ANY address" in (tmp_path / "jobmesh.log").read_text()
     listing = outputs[0]
     for service in (
         "jobmesh.v1.JobService",

@@ -3,9 +3,11 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.records import RunState
-from jobmesh.core.retries import backoff, decide
+from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED, backoff, decide
 from jobmesh.v1 import job_pb2
 
 END = datetime(2026, 1, 1, tzinfo=UTC)
@@ -59,3 +61,11 @@ def test_non_retryable_errors_and_successes_are_final() -> None:
     assert _end(1, RunState.FAILED, policy, "BadInput").run_state is RunState.DEAD_LETTERED
     assert _end(1, RunState.SUCCEEDED, policy).run_state is RunState.SUCCEEDED
     assert _end(1, RunState.CANCELLED, policy).run_state is RunState.CANCELLED
+
+
+@pytest.mark.parametrize("error", [TARGET_NOT_ALLOWED, SECRET_NOT_FOUND])
+def test_a_refused_target_or_a_missing_secret_is_final_whatever_the_policy(error: str) -> None:
+    """Another attempt would be refused the same way: the run dead-letters at once, or simply fails."""
+    assert _end(1, RunState.FAILED, _policy(max_attempts=5), error).run_state is RunState.DEAD_LETTERED
+    assert _end(1, RunState.FAILED, _policy(), error).run_state is RunState.FAILED
+    assert _end(1, RunState.FAILED, _policy(max_attempts=5), "SpawnError").run_state is RunState.SCHEDULED

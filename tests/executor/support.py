@@ -18,6 +18,7 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runtime import Executor
 from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
 from tests.executor.fake_control import FakeControl
@@ -145,6 +146,7 @@ async def running_executor(
         "reconnect_max": timedelta(milliseconds=200),
         "report_timeout": timedelta(seconds=2),
         "executor_id": f"test-{os.getpid()}-{name}",
+        "policy": ExecutionPolicy.unrestricted(),  # these tests run local commands and call loopback servers
     }
     values.update(settings)
     config = ExecutorConfig(**values)  # type: ignore[arg-type]

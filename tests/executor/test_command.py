@@ -14,6 +14,7 @@ import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, command, dispatched, gone, gone_soon, pids_of
@@ -36,7 +37,9 @@ def run(
         if stop_after is not None:
             loop.call_later(stop_after, stop.request, StopReason.CANCEL, grace, "test cancel")
         began = time.monotonic()
-        settings = RunnerSettings(HandlerRegistry(), cancel_grace=grace)
+        settings = RunnerSettings(
+            HandlerRegistry(), cancel_grace=grace, policy=ExecutionPolicy.unrestricted()
+        )
         outcome = await run_target(dispatched(target, timeout=timeout), io, stop, settings)
         return outcome, io, time.monotonic() - began
 
@@ -56,11 +59,20 @@ def test_non_zero_exit_fails_with_its_code() -> None:
     assert (outcome.error_type, outcome.exit_code) == ("ExitCode", 3)
 
 
-def test_environment_is_the_executors_plus_the_targets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JM_INHERITED", "from-executor")
-    outcome, io, _ = run(command("sh", "-c", 'echo "$JM_INHERITED $JM_OWN"', env={"JM_OWN": "from-target"}))
+def test_a_command_gets_a_minimal_environment_and_its_jobs_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of the executor's environment but PATH (a safe default), HOME and LANG: not its tokens."""
+    monkeypatch.setenv("JM_EXECUTOR_TOKEN", "from-executor")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("HOME", "/home/jm")
+    outcome, io, _ = run(command("env", env={"JM_OWN": "from-target"}))
     assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
-    assert io.texts(STDOUT) == ["from-executor from-target"]
+    variables = dict(line.split("=", 1) for line in io.texts(STDOUT))
+    assert variables == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/jm",
+        "LANG": "C.UTF-8",
+        "JM_OWN": "from-target",
+    }
 
 
 def test_working_directory(tmp_path: Path) -> None:
@@ -150,6 +162,8 @@ EXECUTOR_THAT_DIES = """
 import asyncio, sys
 from jobmesh.executor.command import run_command
 from jobmesh.executor.outcomes import Stop
+from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.secrets import open_secret_source
 from jobmesh.v1 import job_pb2
 
 class Print:
@@ -164,7 +178,9 @@ class Print:
     async def room(self):
         pass
 
-asyncio.run(run_command(job_pb2.Target.Command(argv=["sh", "-c", sys.argv[1]]), Print(), Stop()))
+target = job_pb2.Target.Command(argv=["sh", "-c", sys.argv[1]])
+secrets = open_secret_source("env:JOBMESH_SECRET_", {})
+asyncio.run(run_command(target, Print(), Stop(), ExecutionPolicy.unrestricted(), secrets))
 """
 
 

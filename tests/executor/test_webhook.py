@@ -13,6 +13,7 @@ import pytest
 
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, dispatched
@@ -77,7 +78,7 @@ def site() -> Iterator[Site]:
 def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[TargetOutcome, RecordingIO]:
     async def scenario() -> tuple[TargetOutcome, RecordingIO]:
         io = RecordingIO()
-        settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0)
+        settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0, policy=ExecutionPolicy.unrestricted())
         target = job_pb2.Target(http=http)
         return await run_target(dispatched(target, timeout=timeout), io, Stop(), settings), io
 

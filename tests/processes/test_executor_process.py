@@ -1,4 +1,5 @@
-"""`jobmesh executor` as a real process: it connects, and SIGTERM drains it to a clean exit."""
+"""`jobmesh executor` as a real process: it connects, says what it will run (by default no command), and
+SIGTERM drains it to a clean exit."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_sigterm_drains_and_exits_cleanly() -> None:
             "--drain-grace",
             "1s",
             env=env,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         try:
@@ -34,10 +35,11 @@ def test_sigterm_drains_and_exits_cleanly() -> None:
             assert fake.hellos[0].executor_id == "spawned-1"
             began = time.monotonic()
             process.send_signal(signal.SIGTERM)
-            _, stderr = await asyncio.wait_for(process.communicate(), 10)
+            stdout, stderr = await asyncio.wait_for(process.communicate(), 10)
             assert process.returncode == 0, stderr.decode()
             assert time.monotonic() - began < 3.0
             assert b"draining" in stderr
+            assert b"executor runs commands none; calls hosts * in networks public" in stdout
         finally:
             if process.returncode is None:
                 process.kill()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.processes import assembly, settings
 from jobmesh.processes import command as cli
 from jobmesh.processes.dashboard import DashboardConfig
@@ -32,6 +33,7 @@ BAD_VALUES = {
     "JOBMESH_SERVER_WORKERS": "0",
     "JOBMESH_MAX_PENDING_CREATES": "lots",
     "JOBMESH_MAX_STREAM_LAG": "0s",
+    "JOBMESH_MAX_LOOP_LAG": "soon",
     "JOBMESH_MAX_LIVE_STREAMS": "0",
     "JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": "many",
     "JOBMESH_WATCH_BUFFER_RUNS": "10",  # parses, but it is less than a page of the feed
@@ -47,6 +49,13 @@ BAD_VALUES = {
     "JOBMESH_CONCURRENCY": "0",
     "JOBMESH_EXECUTOR_ID": "-starts-with-a-dash",
     "JOBMESH_CANCEL_GRACE": "5 minutes",
+    "JOBMESH_ALLOWED_COMMANDS": "sh,bin/*",
+    "JOBMESH_ALLOWED_HOSTS": ",",
+    "JOBMESH_ALLOWED_NETWORKS": "10.0.0.0/33",
+    "JOBMESH_ALLOWED_PORTS": "80,65536",
+    "JOBMESH_ALLOWED_SCHEMES": "ftp",
+    "JOBMESH_COMMAND_PATH": "bin:/usr/bin",
+    "JOBMESH_SECRETS": "vault://secrets",
     "JOBMESH_DRAIN_GRACE": "1e9999",
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
     "JOBMESH_DASHBOARD": "maybe",
@@ -54,6 +63,20 @@ BAD_VALUES = {
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
+    "JOBMESH_MAX_LIVE_STREAMS_PER_CALLER": "0",
+    "JOBMESH_AUTHENTICATION": "on",  # parses, but no credential source is configured
+    "JOBMESH_OPEN_SERVICES": "health,jobs",
+    "JOBMESH_TOKEN_HASHES": "/no/such/tokens.yaml",
+    "JOBMESH_JWT_PUBLIC_KEYS": "/no/such/key.pem",
+    "JOBMESH_JWT_JWKS_FILE": "/no/such/jwks.json",
+    "JOBMESH_JWT_ISSUER": "https://issuer.example",  # parses, but there is no key to check JWTs with
+    "JOBMESH_JWT_AUDIENCE": "jobmesh",  # the same
+    "JOBMESH_JWT_ALGORITHMS": "RS256,HS256",
+    "JOBMESH_JWT_LEEWAY": "a little",
+    "JOBMESH_CALLER_RATE": "0",
+    "JOBMESH_CALLER_BURST": "none",
+    "JOBMESH_TOKEN": " ",
+    "JOBMESH_TOKEN_FILE": "/no/such/exec.token",
 }
 
 
@@ -208,18 +231,31 @@ def test_help_names_each_option_and_its_variable() -> None:
                 assert variable in text
 
 
+# Settings whose default is nothing at all (no file, no token).
+_UNSET = (
+    "token_hashes_file",
+    "jwt_public_keys",
+    "jwt_jwks_file",
+    "jwt_issuer",
+    "jwt_audience",
+    "token",
+    "token_file",
+)
+
+
 def test_documented_defaults_are_the_components_defaults() -> None:
     defaults = {
         **_field_defaults(ServerConfig()),
         **_field_defaults(WatcherConfig()),
         **_field_defaults(ExecutorConfig()),
+        **_field_defaults(ExecutionPolicy()),
         **_field_defaults(settings.Connections()),
         **_field_defaults(DashboardConfig()),
     }
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers"):
+        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers", *_UNSET):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
             settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
@@ -233,7 +269,8 @@ def test_the_readme_table_is_the_settings_table() -> None:
 
 
 def test_only_the_settings_model_reads_the_environment() -> None:
-    """Commands inherit the executor's environment (`{**os.environ, ...}`); nothing else reads it."""
+    """Components get the environment as a mapping where they must (a command's HOME and LANG, the secrets
+    of an `env:` source); nothing but the settings model reads it."""
     readers = []
     for folder in ("core", "adapters", "server", "watcher", "executor", "processes"):
         for path in (REPO / folder).rglob("*.py"):

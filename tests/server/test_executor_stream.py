@@ -22,6 +22,7 @@ from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerContext, HandlerRegistry
+from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runtime import Executor
 from jobmesh.server.app import Services, build_services
 from jobmesh.server.config import ServerConfig
@@ -99,6 +100,7 @@ def executor(api: Api, mesh: Mesh, grpc_addr: str) -> Iterator[None]:
         executor_id=f"stream-test-{uuid.uuid4().hex[:6]}",
         reconnect_max=timedelta(milliseconds=200),
         drain_grace=timedelta(seconds=1),
+        policy=ExecutionPolicy.unrestricted(),
     )
     handlers = HandlerRegistry({"poison": poison, "succeed": succeed})
     loop = asyncio.new_event_loop()

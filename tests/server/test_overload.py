@@ -6,6 +6,7 @@ server longer than its limit."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +33,7 @@ from tests.support import eventually
 LIMIT = 1000
 RETRY_AFTER = timedelta(seconds=2)
 MAX_STREAM_LAG = timedelta(milliseconds=200)
+MAX_LOOP_LAG = timedelta(seconds=1)  # past what a loaded test machine shows, lest other tests meet it
 
 
 class HeldStore:
@@ -69,6 +71,7 @@ def grpc_servicer(held: HeldStore) -> Iterator[Services]:
         max_pending_creates=LIMIT,
         retry_after=RETRY_AFTER,
         max_stream_lag=MAX_STREAM_LAG,
+        max_loop_lag=MAX_LOOP_LAG,
     )
     services = build_services(config, cast(SchedulerStore, held), queue, signals)
     yield services
@@ -150,3 +153,24 @@ def retry_delay(error: grpc.RpcError) -> timedelta:
             delay: timedelta = info.retry_delay.ToTimedelta()
             return delay
     raise AssertionError("no RetryInfo in the status")
+
+
+def test_while_the_servers_event_loop_runs_late_creates_are_refused(
+    api: Api, grpc_servicer: Services
+) -> None:
+    loop = grpc_servicer.loop_lag.loop()
+    blocked = threading.Event()
+
+    def block() -> None:  # what a process out of CPU looks like to its loop
+        blocked.set()
+        time.sleep(MAX_LOOP_LAG.total_seconds() * 3)
+
+    loop.call_soon_threadsafe(block)
+    blocked.wait(10)
+    refused = call_error(
+        lambda: api.jobs.CreateJob(one_job(), timeout=10), grpc.StatusCode.RESOURCE_EXHAUSTED
+    )
+    assert error_info(refused).reason == "SERVER_OVERLOADED"
+    assert "behind" in (refused.details() or "")
+    assert retry_delay(refused) == RETRY_AFTER
+    eventually(lambda: _create_refused(api) is None, 10, "a create accepted again")  # the loop caught up

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.errors import AlreadyExists
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.records import RunState
-from jobmesh.server.sessions import SessionQueue, Sessions
+from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE, SessionQueue, Sessions
 from tests.adapters.store.builders import run
 
 
@@ -36,6 +39,28 @@ def test_a_run_seen_cancelling_is_cancelled_over_the_stream_of_its_executor_held
             extra = await asyncio.wait_for(mine.get(), 0.2)
             raise AssertionError(f"pushed as well: {extra}")
         signals.close()
+        assert message is not None
         return [AttemptRef.from_proto(ref).run_id for ref in message.cancels.attempts]
 
     assert asyncio.run(main()) == ["cut"]
+
+
+def test_one_live_stream_per_executor_name_and_a_quiet_one_gives_its_name_up() -> None:
+    async def main() -> None:
+        signals = open_signals("memory://sessions-names")
+        sessions = Sessions(signals)
+        loop = asyncio.get_running_loop()
+        first, second, third = SessionQueue(loop), SessionQueue(loop), SessionQueue(loop)
+        sessions.register("exec-1", first)
+        with pytest.raises(AlreadyExists) as caught:
+            sessions.register("exec-1", second)  # the first has just been heard from
+        assert caught.value.metadata["reason"] == EXECUTOR_NAME_IN_USE
+        sessions.register("exec-1", third, quiet_limit=0.0)  # quiet past the limit: ended and replaced
+        assert await asyncio.wait_for(first.get(), 5) is None
+        sessions.unregister("exec-1", first)  # the ended stream's own cleanup leaves the new one
+        assert sessions.executor_ids() == ["exec-1"]
+        sessions.unregister("exec-1", third)
+        assert sessions.executor_ids() == []
+        signals.close()
+
+    asyncio.run(main())

@@ -8,6 +8,7 @@ import { conflictMessage, problemOf, unclaimed, violationFor } from "./errors";
 import { jobFilter, NO_FILTERS } from "./filters";
 import { EMPTY_FORM, FormProblems, jobOf, valuesOf } from "./jobform";
 import { RunBook } from "./runbook";
+import { envEntries } from "./secrets";
 import { describeCron } from "./schedule";
 import { joinCommand, splitCommand } from "./shellwords";
 import { LatenessWindow, quantile } from "./stats";
@@ -164,5 +165,17 @@ describe("the API token", () => {
       await call({ header: new Headers() } as never);
     }
     expect(seen).toEqual([null, "Bearer secret"]);
+  });
+});
+
+describe("a command's environment on the job page", () => {
+  it("shows a secret reference by its name only, plain values as they are", () => {
+    const entries = envEntries({ TOKEN: "secret://API_TOKEN", MODE: "fast", ODD: "secret://" });
+    expect(entries).toEqual([
+      { name: "MODE", value: "fast" },
+      { name: "ODD", secret: "?" },
+      { name: "TOKEN", secret: "API_TOKEN" },
+    ]);
+    expect(JSON.stringify(entries)).not.toContain("secret://");
   });
 });

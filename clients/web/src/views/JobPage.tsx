@@ -11,6 +11,7 @@ import { useLoad, useWatchRuns } from "../hooks";
 import { RunBook } from "../runbook";
 import { link, linkTo, navigate } from "../router";
 import { describeSchedule } from "../schedule";
+import { envEntries } from "../secrets";
 import { joinCommand } from "../shellwords";
 import { formatDuration, formatTime } from "../time";
 
@@ -29,6 +30,24 @@ function Details({ job }: { job: Job }) {
     <dl className="details">
       <dt>Target</dt>
       <dd className="mono">{targetText(job)}</dd>
+      {job.target?.kind.case === "command" && Object.keys(job.target.kind.value.env).length > 0 ? (
+        <>
+          <dt>Environment</dt>
+          <dd className="labels">
+            {envEntries(job.target.kind.value.env).map((entry) =>
+              entry.secret !== undefined ? (
+                <span key={entry.name} className="label mono" data-secret={entry.secret}>
+                  {entry.name}=<span className="badge secret" title="resolved by the executor; never shown">secret {entry.secret}</span>
+                </span>
+              ) : (
+                <span key={entry.name} className="label mono">
+                  {entry.name}={entry.value}
+                </span>
+              ),
+            )}
+          </dd>
+        </>
+      ) : null}
       <dt>Retries</dt>
       <dd>
         {retry && retry.maxAttempts > 1

@@ -1,0 +1,131 @@
+"""The executor's secret source: what `secret://NAME` in a job's `env` resolves to, on this executor only.
+
+- `env:PREFIX` (the default, `env:JOBMESH_SECRET_`): NAME is the executor's variable PREFIX + NAME.
+- `file:PATH`: a JSON object of names to strings, or `NAME=VALUE` lines (`#` comments); refused when anyone
+  but its owner and group may read it. It is read again at each resolution, so a rotated value is picked up.
+The values go into the command's environment and nowhere else: the run's log and error text are redacted of
+them (executor/redaction.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from jobmesh.core.secret_refs import secret_name
+
+__all__ = [
+    "DEFAULT_SECRET_SOURCE",
+    "ResolvedEnv",
+    "SecretMissing",
+    "SecretSource",
+    "SecretSourceError",
+    "open_secret_source",
+    "resolve_env",
+]
+
+DEFAULT_SECRET_SOURCE = "env:JOBMESH_SECRET_"
+
+
+class SecretMissing(Exception):
+    """A referenced secret the source does not hold; the message names it, never a value."""
+
+
+class SecretSourceError(Exception):
+    """The source cannot be read (a file gone, or readable by anyone)."""
+
+
+class SecretSource(Protocol):
+    def lookup(self, name: str) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSecrets:
+    prefix: str
+    variables: Mapping[str, str]
+
+    def lookup(self, name: str) -> str | None:
+        return self.variables.get(self.prefix + name)
+
+
+@dataclass(frozen=True, slots=True)
+class FileSecrets:
+    path: Path
+
+    def lookup(self, name: str) -> str | None:
+        return read_secrets_file(self.path).get(name)
+
+
+def open_secret_source(spec: str, environ: Mapping[str, str]) -> SecretSource:
+    """`env:PREFIX` or `file:PATH`. ValueError says what is wrong (a file is checked, not kept open)."""
+    kind, _, where = spec.partition(":")
+    if kind == "env" and where:
+        return EnvSecrets(where, environ)
+    if kind == "file" and where:
+        try:
+            read_secrets_file(Path(where))
+        except SecretSourceError as exc:
+            raise ValueError(str(exc)) from None
+        return FileSecrets(Path(where))
+    raise ValueError(f"expected env:PREFIX or file:PATH, got {spec!r}")
+
+
+def read_secrets_file(path: Path) -> dict[str, str]:
+    try:
+        with path.open("rb") as file:
+            mode = os.fstat(file.fileno()).st_mode
+            if mode & stat.S_IROTH:
+                raise SecretSourceError(f"secrets file {path} is readable by anyone: chmod o-rwx it")
+            text = file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SecretSourceError(f"cannot read secrets file {path}: {exc}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:  # its message holds no value, only a position
+            raise SecretSourceError(f"secrets file {path} is not valid JSON: line {exc.lineno}") from None
+        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            raise SecretSourceError(f"secrets file {path}: expected an object of names to strings")
+        return loaded
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, equals, value = line.partition("=")
+        if not equals:
+            raise SecretSourceError(f"secrets file {path}: line {number} is not NAME=VALUE")
+        values[name.strip()] = value
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedEnv:
+    env: dict[str, str]
+    secrets: tuple[str, ...]  # the values resolved, to be redacted
+
+
+def resolve_env(env: Mapping[str, str], source: SecretSource) -> ResolvedEnv:
+    """The job's `env` with its references replaced by their values. SecretMissing names the first missing
+    secret; SecretSourceError when the source cannot be read. A malformed reference (which the server
+    refuses at create) counts as missing."""
+    resolved: dict[str, str] = {}
+    values: list[str] = []
+    for variable, value in env.items():
+        try:
+            name = secret_name(value)
+        except ValueError:
+            raise SecretMissing(f"{variable}: not a valid secret reference") from None
+        if name is None:
+            resolved[variable] = value
+            continue
+        secret = source.lookup(name)
+        if secret is None:
+            raise SecretMissing(f"secret {name!r} (for {variable}) is not in this executor's secret source")
+        resolved[variable] = secret
+        values.append(secret)
+    return ResolvedEnv(resolved, tuple(values))

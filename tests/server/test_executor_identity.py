@@ -1,0 +1,294 @@
+"""Executors are identities, not names: the attacks of an unauthenticated mesh, each repeated against a
+server with authentication on (SQLite and PostgreSQL), each now refused.
+
+- a fake executor: a credential without an executor grant, or another executor's name;
+- an executor-name takeover: a second connection under a live executor's name;
+- claiming the runs of a queue the credential does not serve;
+- forged reports (log lines, a result) for an attempt the executor does not hold;
+- a result with a start time an hour in the past: clamped to the claim, and flagged on the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.runtime import Executor
+from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE
+from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import (
+    executor_control_pb2_grpc,
+    job_pb2,
+    job_service_pb2,
+    job_service_pb2_grpc,
+    run_pb2,
+    search_service_pb2,
+    search_service_pb2_grpc,
+)
+from tests.server.errors import error_info
+from tests.server.secured import Secured, secured_server
+from tests.server.tokens import bearer
+from tests.support import eventually
+
+
+class RawStream:
+    """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker)."""
+
+    def __init__(self, channel: grpc.Channel, token: str | None, name: str, queues: tuple[str, ...]) -> None:
+        self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
+        self._requests.put(pb.ConnectRequest(hello=pb.ExecutorHello(executor_id=name, queues=queues)))
+        stub = executor_control_pb2_grpc.ExecutorControlStub(channel)
+        metadata = bearer(token) if token else ()
+        self._responses = stub.Connect(iter(self._requests.get, None), metadata=metadata, timeout=60)
+
+    def send(self, **message: Any) -> None:
+        self._requests.put(pb.ConnectRequest(**message))
+
+    def next(self, kind: str) -> pb.ConnectResponse:
+        """The next response of `kind` (others, such as heartbeat answers, are passed over)."""
+        for response in self._responses:
+            if response.WhichOneof("message") == kind:
+                return response
+        raise AssertionError(f"the stream ended before a {kind}")
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._responses.cancel()
+
+
+@pytest.fixture(scope="module")
+def secured(store: SchedulerStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    with secured_server(store, tmp_path_factory.mktemp("identity")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def channel(secured: Secured) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(secured.address) as channel:
+        yield channel
+
+
+@pytest.fixture
+def streams(channel: grpc.Channel, secured: Secured) -> Iterator[Any]:
+    opened: list[RawStream] = []
+
+    def open_stream(subject: str | None, name: str, queues: tuple[str, ...] = ("default",)) -> RawStream:
+        stream = RawStream(channel, secured.token(subject) if subject else None, name, queues)
+        opened.append(stream)
+        return stream
+
+    yield open_stream
+    for stream in opened:
+        stream.close()
+
+
+def refused_with(stream: RawStream, code: grpc.StatusCode) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        stream.next("welcome")
+    assert caught.value.code() == code, caught.value.details()
+    return caught.value
+
+
+def new_run(channel: grpc.Channel, secured: Secured, queue_name: str = "default") -> pb.AttemptRef:
+    job = job_pb2.Job(
+        schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()),
+        target=job_pb2.Target(handler=job_pb2.Target.Handler(name="nothing")),
+        queue=queue_name,
+    )
+    jobs = job_service_pb2_grpc.JobServiceStub(channel)
+    created = jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=job), metadata=bearer(secured.token("admin"))
+    )
+    return pb.AttemptRef(run=created.run.name, attempt=1)
+
+
+def get_run(channel: grpc.Channel, secured: Secured, ref: pb.AttemptRef) -> run_pb2.Run:
+    search = search_service_pb2_grpc.SearchServiceStub(channel)
+    return search.GetRun(
+        search_service_pb2.GetRunRequest(name=ref.run), metadata=bearer(secured.token("admin"))
+    ).run
+
+
+def succeeded(ref: pb.AttemptRef) -> pb.AttemptResult:
+    return pb.AttemptResult(attempt=ref, state=run_pb2.RUN_STATE_SUCCEEDED)
+
+
+def claimed(stream: RawStream, ref: pb.AttemptRef) -> int:
+    stream.send(claims=pb.ClaimBatch(attempts=[ref]))
+    [result] = stream.next("claim_results").claim_results.results
+    return int(result.outcome)
+
+
+def test_a_credential_without_an_executor_grant_cannot_connect_as_an_executor(streams: Any) -> None:
+    refused_with(streams("viewer", "exec-1"), grpc.StatusCode.PERMISSION_DENIED)
+    refused_with(streams(None, "exec-1"), grpc.StatusCode.UNAUTHENTICATED)
+
+
+def test_an_executor_credential_connects_only_under_its_own_name_and_queues(streams: Any) -> None:
+    refused_with(streams("exec-2", "exec-1"), grpc.StatusCode.PERMISSION_DENIED)
+    refused_with(streams("exec-1", "exec-1", ("default", "payments")), grpc.StatusCode.PERMISSION_DENIED)
+    streams("exec-1", "exec-1").next("welcome")
+
+
+def test_a_second_connection_under_a_live_executors_name_is_refused(streams: Any) -> None:
+    live = streams("exec-1", "exec-1")
+    live.next("welcome")
+    error = refused_with(streams("exec-1", "exec-1"), grpc.StatusCode.ALREADY_EXISTS)
+    assert error_info(error).metadata["reason"] == EXECUTOR_NAME_IN_USE
+    live.close()
+    streams("exec-1", "exec-1").next("welcome")  # once it is gone, the name is free again
+
+
+def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
+    store: SchedulerStore, tmp_path: Path
+) -> None:
+    """A stream that dropped without the server noticing (no message for three heartbeat intervals) does not
+    lock its executor out: the new connection ends it and takes the name."""
+    interval = timedelta(milliseconds=100)
+    with (
+        secured_server(store, tmp_path, heartbeat_interval=interval) as server,
+        grpc.insecure_channel(server.address) as channel,
+    ):
+        silent = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+        silent.next("welcome")
+        time.sleep(10 * interval.total_seconds())  # it sends nothing at all, not even a heartbeat
+        again = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+        again.next("welcome")
+        with pytest.raises((grpc.RpcError, AssertionError)):
+            silent.next("acks")  # the old stream was ended
+        again.close()
+        silent.close()
+
+
+def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    stream = streams("exec-1", "exec-1")
+    stream.next("welcome")
+    payments = new_run(channel, secured, "payments")
+    assert claimed(stream, payments) == pb.CLAIM_OUTCOME_NOT_FOUND
+    assert get_run(channel, secured, payments).state != run_pb2.RUN_STATE_RUNNING
+    assert claimed(stream, new_run(channel, secured)) == pb.CLAIM_OUTCOME_GRANTED
+
+
+def test_reports_for_an_attempt_the_executor_does_not_hold_are_refused(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    holder = streams("exec-2", "exec-2")
+    holder.next("welcome")
+    ref = new_run(channel, secured)
+    assert claimed(holder, ref) == pb.CLAIM_OUTCOME_GRANTED
+
+    forger = streams("exec-1", "exec-1")
+    forger.next("welcome")
+    forger.send(logs=pb.LogBatch(chunks=[pb.LogChunk(attempt=ref, lines=[run_pb2.LogLine(text="forged")])]))
+    forger.send(results=pb.ResultBatch(results=[succeeded(ref)]))
+    acks = forger.next("acks").acks
+    assert list(acks.fenced) == [ref]
+    assert not acks.recorded
+
+    holder.send(logs=pb.LogBatch(chunks=[pb.LogChunk(attempt=ref, lines=[run_pb2.LogLine(text="real")])]))
+    holder.send(results=pb.ResultBatch(results=[succeeded(ref)]))
+    assert list(holder.next("acks").acks.recorded) == [ref]  # logs are written before the result after them
+    search = search_service_pb2_grpc.SearchServiceStub(channel)
+    lines = [
+        line.text
+        for answer in search.TailRunLogs(
+            search_service_pb2.TailRunLogsRequest(name=ref.run), metadata=bearer(secured.token("admin"))
+        )
+        for line in answer.lines
+    ]
+    assert lines == ["real"]
+    assert get_run(channel, secured, ref).executor == "exec-2"
+
+
+def test_a_start_time_an_hour_before_the_claim_is_clamped_and_flagged(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    stream = streams("exec-1", "exec-1")
+    stream.next("welcome")
+    ref = new_run(channel, secured)
+    assert claimed(stream, ref) == pb.CLAIM_OUTCOME_GRANTED
+    claimed_at = to_datetime(get_run(channel, secured, ref).start_time)
+    forged = datetime.now(UTC) - timedelta(hours=1)
+    result = pb.AttemptResult(
+        attempt=ref,
+        state=run_pb2.RUN_STATE_SUCCEEDED,
+        start_time=to_timestamp(forged),
+        end_time=to_timestamp(datetime.now(UTC) + timedelta(hours=1)),
+    )
+    stream.send(results=pb.ResultBatch(results=[result]))
+    assert list(stream.next("acks").acks.recorded) == [ref]
+    run = get_run(channel, secured, ref)
+    assert run.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert run.times_clamped
+    assert to_datetime(run.start_time) == claimed_at
+    assert to_datetime(run.end_time) <= datetime.now(UTC)
+    assert run.lateness.ToTimedelta() >= timedelta(0)
+
+
+def test_times_within_the_record_are_kept_and_not_flagged(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    stream = streams("exec-1", "exec-1")
+    stream.next("welcome")
+    ref = new_run(channel, secured)
+    assert claimed(stream, ref) == pb.CLAIM_OUTCOME_GRANTED
+    started = to_datetime(get_run(channel, secured, ref).start_time) + timedelta(milliseconds=5)
+    result = pb.AttemptResult(
+        attempt=ref,
+        state=run_pb2.RUN_STATE_SUCCEEDED,
+        start_time=to_timestamp(started),
+        end_time=to_timestamp(datetime.now(UTC)),
+    )
+    stream.send(results=pb.ResultBatch(results=[result]))
+    assert list(stream.next("acks").acks.recorded) == [ref]
+    run = get_run(channel, secured, ref)
+    assert not run.times_clamped
+    assert to_datetime(run.start_time) == started
+
+
+def test_a_real_executor_presents_its_token_from_a_file_and_runs_a_job(
+    channel: grpc.Channel, secured: Secured, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "exec-2.token"
+    token_file.write_text(secured.token("exec-2") + "\n")
+    config = ExecutorConfig(
+        server=secured.address,
+        queue_url=secured.names,
+        signals_url=secured.names,
+        executor_id="exec-2",
+        token_file=token_file,
+        reconnect_max=timedelta(milliseconds=200),
+        drain_grace=timedelta(seconds=1),
+    )
+    worker = Executor(config, HandlerRegistry({"nothing": lambda context: None}))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(worker.run(),), daemon=True)
+    thread.start()
+    try:
+        ref = new_run(channel, secured)
+
+        def succeeded_run() -> run_pb2.Run | None:
+            run = get_run(channel, secured, ref)
+            return run if run.state == run_pb2.RUN_STATE_SUCCEEDED else None
+
+        run = eventually(succeeded_run, 60, "the run to succeed on the executor")
+        assert run.executor == "exec-2"
+    finally:
+        loop.call_soon_threadsafe(worker.drain, timedelta(0))
+        thread.join(timeout=20)
+        loop.close()
