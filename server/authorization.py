@@ -4,7 +4,7 @@ table), and `Access`, the one place that checks it against the caller's roles in
 AIP-211: a caller who holds no role in a resource's namespace is told the resource is not there
 (`NOT_FOUND`), one who holds a lower role is refused (`PERMISSION_DENIED`). A create names a namespace the
 caller chose, so it is refused without OPERATOR there. Lists and feeds are scoped to the namespaces where the
-caller is a VIEWER.
+caller is a VIEWER. A caller with no role in any namespace (an executor's credential) is refused every call.
 """
 
 from __future__ import annotations
@@ -72,14 +72,6 @@ class Access:
         if not self.principal.may(self.role, namespace):
             raise self._denied(namespace, resource)
 
-    def check_anywhere(self) -> None:
-        """For a call that touches no namespace (PreviewSchedule): the role in some namespace."""
-        if self.principal.namespaces_with(self.role) == frozenset():
-            raise PermissionDenied(
-                f"{self.method.rsplit('/', 1)[-1]} needs the {self.role.name.lower()} role in a namespace",
-                metadata={"method": self.method, "role": self.role.name},
-            )
-
     def readable(self) -> frozenset[str] | None:
         """The namespaces whose resources lists and feeds show this caller (None: all)."""
         return self.principal.namespaces_with(Role.VIEWER)
@@ -108,5 +100,12 @@ class Access:
 
 
 def access_to(method: str) -> Access:
-    """The access of the call being served to `method` (a key of RPC_ROLES)."""
-    return Access(current_principal(), method, RPC_ROLES[method])
+    """The access of the call being served to `method` (a key of RPC_ROLES). A caller who holds no role in
+    any namespace (an executor's credential) is refused every such call, before its request is read."""
+    access = Access(current_principal(), method, RPC_ROLES[method])
+    if access.readable() == frozenset():
+        raise PermissionDenied(
+            f"{method.rsplit('/', 1)[-1]} needs a role in a namespace; the caller holds none",
+            metadata={"method": method, "role": access.role.name},
+        )
+    return access

@@ -76,15 +76,14 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
     async def BatchCreateJobs(
         self, request: pb.BatchCreateJobsRequest, context: Context
     ) -> pb.BatchCreateJobsResponse:
+        access = access_to(_RPC + "BatchCreateJobs")
         if not 1 <= len(request.requests) <= MAX_BATCH:
             raise InvalidArgument.single("requests", f"1 to {MAX_BATCH} jobs, got {len(request.requests)}")
         results = _VIEWS.get(request.view)
         if results is None:
             raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
-            created = await self._workers.write(
-                self._commands.create_jobs, list(request.requests), access_to(_RPC + "BatchCreateJobs")
-            )
+            created = await self._workers.write(self._commands.create_jobs, list(request.requests), access)
         return pb.BatchCreateJobsResponse(results=results(created))
 
     @unary

@@ -350,11 +350,6 @@ def test_the_readme_documents_each_rpcs_role() -> None:
     assert documented == {rpc: role.name.lower() for rpc, role in RPC_ROLES.items()}
 
 
-def test_a_caller_without_any_role_sees_nothing_and_previews_nothing(api: Api) -> None:
-    new_job(api)
-    nobody = as_caller("no-role")
-    assert list(api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=nobody).jobs) == []
-    runs = api.search.ListRuns(search_service_pb2.ListRunsRequest(parent="jobs/-"), metadata=nobody)
-    assert list(runs.runs) == []
-    assert _outcome(_preview, api, nobody) == (DENIED, "PERMISSION_DENIED")
-    assert _outcome(_get_job, api, nobody) == (HIDDEN, "")
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.call.__name__.strip("_"))
+def test_a_caller_without_any_role_is_refused_everything(api: Api, case: Case) -> None:
+    assert _outcome(case.call, api, as_caller("no-role")) == (DENIED, "PERMISSION_DENIED")
