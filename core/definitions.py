@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from google.protobuf.message import Message
 
 from jobmesh.core.ids import new_run_id
+from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.occurrences import first_cron_occurrence, next_cron_occurrence
 from jobmesh.core.records import (
     DEFAULT_HEARTBEAT_TIMEOUT,
@@ -24,6 +25,8 @@ from jobmesh.core.timestamps import to_datetime, to_timedelta
 from jobmesh.v1 import job_pb2
 
 OUTPUT_ONLY_JOB_FIELDS = ("name", "state", "next_run_time", "create_time", "update_time", "etag")
+# Set when the job is created, never changed after.
+IMMUTABLE_JOB_FIELDS = ("namespace",)
 _PRIORITIES = {
     job_pb2.PRIORITY_HIGH: Priority.HIGH,
     job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
@@ -116,6 +119,7 @@ def build_job(
         update_time=now,
         request_id=request_id or None,
         request_hash=request_digest or None,
+        namespace=job.namespace or DEFAULT_NAMESPACE,
     )
     first_run = None
     if plan.first_run_time is not None:
@@ -159,4 +163,5 @@ def new_run(
         request_id=request_id or None,
         request_hash=request_digest or None,
         heartbeat_timeout=heartbeat_timeout,
+        namespace=job.namespace,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from jobmesh.core.audit import AuditAction
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.records import JobState, Priority, RunRecord, RunState, RunTrigger, ScheduleKind
 
@@ -73,10 +74,14 @@ class OrderKey:
 
 @dataclass(frozen=True, slots=True)
 class ListQuery:
+    """`namespaces` scopes the list to the namespaces the caller may read, whatever the filter says; None
+    means every namespace."""
+
     comparisons: tuple[Comparison, ...]
     order_by: tuple[OrderKey, ...]
     page_size: int
     page_token: str
+    namespaces: frozenset[str] | None = None
 
 
 _TOKEN = re.compile(
@@ -147,7 +152,7 @@ def _comparison(
         raise InvalidArgument.single(field, f"expected a field name, got {name!r}")
     if op_kind != "op":
         raise InvalidArgument.single(field, f"expected an operator after {name!r}, got {operator!r}")
-    if name == "labels" and operator == ":":
+    if name == "labels" and operator == ":" and "labels" in fields:
         if index + 2 >= len(tokens):
             raise InvalidArgument.single(field, "`labels:` needs a label key")
         return Comparison("labels", ":", None, _label_key(tokens[index + 2][1], field)), index + 3
@@ -263,6 +268,7 @@ def _names(enum_type: type[enum.StrEnum]) -> frozenset[str]:
 
 def _job_fields() -> dict[str, FieldSpec]:
     return {
+        "namespace": FieldSpec(FieldType.STRING),
         "state": FieldSpec(FieldType.STRING, _names(JobState)),
         "schedule": FieldSpec(FieldType.STRING, _names(ScheduleKind)),
         "priority": FieldSpec(FieldType.STRING, _names(Priority)),
@@ -278,6 +284,7 @@ def _job_fields() -> dict[str, FieldSpec]:
 
 def _run_fields() -> dict[str, FieldSpec]:
     return {
+        "namespace": FieldSpec(FieldType.STRING),
         "state": FieldSpec(FieldType.STRING, _names(RunState)),
         "job": FieldSpec(FieldType.JOB_NAME),
         "attempt": FieldSpec(FieldType.INTEGER),
@@ -293,10 +300,24 @@ def _run_fields() -> dict[str, FieldSpec]:
     }
 
 
+def _audit_fields() -> dict[str, FieldSpec]:
+    return {
+        "namespace": FieldSpec(FieldType.STRING),
+        "actor": FieldSpec(FieldType.STRING),
+        "action": FieldSpec(FieldType.STRING, _names(AuditAction)),
+        "resource": FieldSpec(FieldType.STRING),
+        "job": FieldSpec(FieldType.JOB_NAME),
+        "request_id": FieldSpec(FieldType.STRING),
+        "time": FieldSpec(FieldType.TIMESTAMP, orderable=True),
+    }
+
+
 JOB_FIELDS: Mapping[str, FieldSpec] = _job_fields()
 RUN_FIELDS: Mapping[str, FieldSpec] = _run_fields()
+AUDIT_FIELDS: Mapping[str, FieldSpec] = _audit_fields()
 DEFAULT_JOB_ORDER = (OrderKey("create_time", descending=True),)
 DEFAULT_RUN_ORDER = (OrderKey("schedule_time", descending=True),)
+DEFAULT_AUDIT_ORDER = (OrderKey("time", descending=True),)
 
 
 # Run fields whose record attribute has another name, and those whose unset value reads as a value (an
@@ -318,6 +339,11 @@ def run_matches(comparisons: Sequence[Comparison], run: RunRecord, labels: Mappi
     memory; tests/adapters/store/test_feed.py holds them to it): a comparison with an unset time is false, an
     unset executor is "", and `labels.k != v` holds when k is absent."""
     return all(_holds(comparison, run, labels) for comparison in comparisons)
+
+
+def in_namespaces(namespaces: frozenset[str] | None, namespace: str) -> bool:
+    """Whether a resource of `namespace` lies in a `ListQuery.namespaces` scope."""
+    return namespaces is None or namespace in namespaces
 
 
 def _holds(comparison: Comparison, run: RunRecord, labels: Mapping[str, str]) -> bool:

@@ -13,6 +13,9 @@ JOB_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 # An executor queue: the jobs of one queue go to the executors that serve it.
 QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,62}$")
+# A namespace: roles are granted per namespace, and every job (with its runs) lies in one.
+NAMESPACE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+DEFAULT_NAMESPACE = "default"
 ALL_JOBS = "jobs/-"  # the parent that lists the runs of every job (AIP-159)
 
 

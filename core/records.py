@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from jobmesh.core.names import DEFAULT_NAMESPACE
+
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 
 
@@ -84,6 +86,7 @@ class JobRecord:
     version: int = 1
     request_id: str | None = None
     request_hash: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
 
 
 def etag_of(version: int) -> str:
@@ -132,6 +135,8 @@ class RunRecord:
     # An executor reported start or end times that contradict the server's claim and heartbeat record: the
     # times kept were clamped to that record.
     times_clamped: bool = False
+    # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
+    namespace: str = DEFAULT_NAMESPACE
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

@@ -5,21 +5,11 @@ from __future__ import annotations
 from jobmesh.core.records import RunRecord
 from jobmesh.server.principals import ANY_NAMESPACE, ExecutorGrant
 
-__all__ = ["may_claim", "may_claim_namespace", "restricts_claims", "run_namespace"]
-
-
-def run_namespace(run: RunRecord) -> str | None:
-    """The namespace a run belongs to; None while runs carry none (every namespace's check then passes)."""
-    return None
-
-
-def may_claim_namespace(grant: ExecutorGrant, namespace: str | None) -> bool:
-    """Whether the grant covers runs of `namespace` (a run of no namespace: yes)."""
-    return namespace is None or grant.serves_namespace(namespace)
+__all__ = ["may_claim", "restricts_claims"]
 
 
 def may_claim(grant: ExecutorGrant, run: RunRecord) -> bool:
-    return grant.serves_queue(run.queue) and may_claim_namespace(grant, run_namespace(run))
+    return grant.serves_queue(run.queue) and grant.serves_namespace(run.namespace)
 
 
 def restricts_claims(grant: ExecutorGrant) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from jobmesh.core.errors import JobmeshError
-from jobmesh.core.filters import Comparison, run_matches
+from jobmesh.core.filters import Comparison, in_namespaces, run_matches
 from jobmesh.core.ports.store import LOGS_CHANGED, FeedCursor, RunChange, Store
 from jobmesh.core.ports.subscription import Subscription
 
@@ -46,6 +46,8 @@ class Watcher:
     # Changes at or before it are not this watcher's: a resume token may lie ahead of this server's feed
     # (another server's feed had read further).
     floor: FeedCursor = field(default_factory=lambda: FeedCursor(0))
+    # The namespaces whose runs the stream's caller may read (None: all of them).
+    namespaces: frozenset[str] | None = None
     # What a resumed watcher missed, read from the store: it comes first, live changes are held meanwhile.
     missed: AsyncIterator[list[RunChange]] | None = None
     _queue: asyncio.Queue[list[RunChange]] = field(default_factory=asyncio.Queue)
@@ -58,6 +60,7 @@ class Watcher:
         return (
             change.cursor > self.floor
             and (self.job_id is None or run.job_id == self.job_id)
+            and in_namespaces(self.namespaces, run.namespace)
             and run_matches(self.comparisons, run, change.labels)
         )
 
@@ -160,11 +163,21 @@ class RunFeed:
 
     @contextlib.asynccontextmanager
     async def watching(
-        self, job_id: str | None, comparisons: Sequence[Comparison], after: FeedCursor | None
+        self,
+        job_id: str | None,
+        comparisons: Sequence[Comparison],
+        after: FeedCursor | None,
+        namespaces: frozenset[str] | None = None,
     ) -> AsyncIterator[Watcher]:
-        """A watcher of the changes after `after` (from now, without it) until the block ends."""
+        """A watcher of the changes after `after` (from now, without it) in `namespaces` (None: all) until
+        the block ends."""
         watcher = Watcher(
-            job_id, comparisons, after or self.cursor, self.watcher_capacity, after or FeedCursor(0)
+            job_id,
+            comparisons,
+            after or self.cursor,
+            self.watcher_capacity,
+            after or FeedCursor(0),
+            namespaces,
         )
         if after is not None and after < self.cursor:
             watcher.missed = self._missed(watcher, after, self.cursor)

@@ -11,8 +11,10 @@ from datetime import datetime
 from google.protobuf import field_mask_pb2
 
 from jobmesh.core.attempts import Dispatchable
+from jobmesh.core.audit import AuditAction
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
+    IMMUTABLE_JOB_FIELDS,
     OUTPUT_ONLY_JOB_FIELDS,
     SchedulingPolicy,
     build_job,
@@ -34,7 +36,7 @@ from jobmesh.core.errors import (
 )
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ids import new_job_id
-from jobmesh.core.names import job_name, parse_job_name, parse_run_name, run_name
+from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
 from jobmesh.core.ports.store import CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     REPLAYABLE_RUN_STATES,
@@ -46,6 +48,7 @@ from jobmesh.core.records import (
     etag_of,
     version_of_etag,
 )
+from jobmesh.server.authorization import Access
 from jobmesh.server.validation import (
     Violations,
     check_job,
@@ -58,7 +61,9 @@ from jobmesh.v1 import job_pb2, job_service_pb2
 log = logging.getLogger(__name__)
 MAX_BATCH = 1000
 UPDATABLE_FIELDS = frozenset(
-    field.name for field in job_pb2.Job.DESCRIPTOR.fields if field.name not in OUTPUT_ONLY_JOB_FIELDS
+    field.name
+    for field in job_pb2.Job.DESCRIPTOR.fields
+    if field.name not in (*OUTPUT_ONLY_JOB_FIELDS, *IMMUTABLE_JOB_FIELDS)
 )
 
 
@@ -110,8 +115,10 @@ class JobCommands:
 
     # Creating -----------------------------------------------------------------------------------------
 
-    def create_jobs(self, requests: Sequence[job_service_pb2.CreateJobRequest]) -> list[Created]:
-        """Validates each request on its own, stores the valid ones in one transaction."""
+    def create_jobs(
+        self, requests: Sequence[job_service_pb2.CreateJobRequest], access: Access
+    ) -> list[Created]:
+        """Validates and authorizes each request on its own, stores the valid ones in one transaction."""
         if len(requests) > MAX_BATCH:
             raise InvalidArgument.single(
                 "requests", f"at most {MAX_BATCH} jobs per call, got {len(requests)}"
@@ -121,7 +128,7 @@ class JobCommands:
         pending: list[tuple[int, NewJob]] = []
         for index, request in enumerate(requests):
             try:
-                pending.append((index, self._new_job(request, now)))
+                pending.append((index, self._new_job(request, now, access)))
                 results.append(None)
             except JobmeshError as error:
                 results.append(Created(error=error))
@@ -137,7 +144,7 @@ class JobCommands:
         )
         return [result or Created() for result in results]
 
-    def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime) -> NewJob:
+    def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime, access: Access) -> NewJob:
         found = Violations()
         check_job_id(found, request.job_id)
         check_request_id(found, request.request_id)
@@ -147,21 +154,32 @@ class JobCommands:
             check_job(found, request.job, now, "job")
         found.raise_if_any()
         job_id = request.job_id or new_job_id()
+        spec = job_pb2.Job()
+        spec.CopyFrom(request.job)
+        spec.namespace = spec.namespace or DEFAULT_NAMESPACE
+        access.check_create(spec.namespace, job_name(job_id))
         digest = request_hash(request) if request.request_id else ""
         job, first_run = build_job(
-            job_id, request.job, now, self._policy, request_id=request.request_id, request_digest=digest
+            job_id, spec, now, self._policy, request_id=request.request_id, request_digest=digest
         )
-        return NewJob(job, first_run)
+        event = access.audited(AuditAction.CREATE, job_name(job_id), job.namespace, now, request.request_id)
+        return NewJob(job, first_run, event)
 
     # Reading and changing jobs --------------------------------------------------------------------------
 
-    def get_job(self, name: str) -> JobRecord:
-        return self._store.get_job(parse_job_name(name))
+    def get_job(self, name: str, access: Access) -> JobRecord:
+        job = self._store.get_job(parse_job_name(name))
+        access.check(job.namespace, name)
+        return job
 
-    def update_job(self, job: job_pb2.Job, mask: field_mask_pb2.FieldMask) -> JobRecord:
-        job_id = parse_job_name(job.name, "job.name")
+    def update_job(self, job: job_pb2.Job, mask: field_mask_pb2.FieldMask, access: Access) -> JobRecord:
+        parse_job_name(job.name, "job.name")
         paths = _mask_paths(job, mask)
-        current = self._store.get_job(job_id)
+        current = self.get_job(job.name, access)
+        if job.namespace and job.namespace != current.namespace:
+            raise InvalidArgument.single(
+                "job.namespace", "immutable: a job stays in the namespace it was made in"
+            )
         _check_etag(current, job.etag)
         merged = job_pb2.Job.FromString(current.spec)
         for path in paths:
@@ -182,7 +200,8 @@ class JobCommands:
         first_run = None
         if "schedule" in paths:
             updated, first_run = self._reschedule(updated, merged, now)
-        stored = self._store.update_job(updated, expected_version=current.version)
+        event = access.audited(AuditAction.UPDATE, job.name, current.namespace, now)
+        stored = self._store.update_job(updated, expected_version=current.version, audit=event)
         if "schedule" in paths:
             self._replace_pending_runs(stored, first_run, now)
         return stored
@@ -215,28 +234,33 @@ class JobCommands:
             if outcome.run is not None:
                 self._hand_off([(outcome.run, job.spec)])
 
-    def delete_job(self, name: str, etag: str) -> tuple[JobRecord, int]:
+    def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
         job_id = parse_job_name(name)
         expected = _expected_version(etag, "etag")
-        job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=self._clock())
+        current = self.get_job(name, access)
+        now = self._clock()
+        event = access.audited(AuditAction.DELETE, name, current.namespace, now)
+        job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=now, audit=event)
         query = ListQuery((Comparison("state", "=", RunState.CANCELLING.value),), (), 1000, "")
         for run in self._store.list_runs(job_id, query).items:
             self._cancelled(run, "job deleted")
         return job, cancelled
 
-    def pause_job(self, name: str) -> JobRecord:
-        current = self._store.get_job(parse_job_name(name))
+    def pause_job(self, name: str, access: Access) -> JobRecord:
+        current = self.get_job(name, access)
         if current.state is JobState.PAUSED:
             return current
         if current.state is JobState.COMPLETED:
             raise FailedPrecondition(
                 f"{name} has no more runs to pause", reason="JOB_COMPLETED", metadata={"job": name}
             )
-        paused = dataclasses.replace(current, state=JobState.PAUSED, update_time=self._clock())
-        return self._store.update_job(paused, expected_version=current.version)
+        now = self._clock()
+        paused = dataclasses.replace(current, state=JobState.PAUSED, update_time=now)
+        event = access.audited(AuditAction.PAUSE, name, current.namespace, now)
+        return self._store.update_job(paused, expected_version=current.version, audit=event)
 
-    def resume_job(self, name: str) -> JobRecord:
-        current = self._store.get_job(parse_job_name(name))
+    def resume_job(self, name: str, access: Access) -> JobRecord:
+        current = self.get_job(name, access)
         if current.state is not JobState.PAUSED:
             return current
         now = self._clock()
@@ -245,36 +269,43 @@ class JobCommands:
         resumed = dataclasses.replace(
             current, state=JobState.ACTIVE, next_run_time=next_run_time, update_time=now
         )
-        return self._store.update_job(resumed, expected_version=current.version)
+        event = access.audited(AuditAction.RESUME, name, current.namespace, now)
+        return self._store.update_job(resumed, expected_version=current.version, audit=event)
 
     # Runs -------------------------------------------------------------------------------------------------
 
-    def run_job_now(self, request: job_service_pb2.RunJobNowRequest) -> RunRecord:
-        job = self._store.get_job(parse_job_name(request.name))
+    def run_job_now(self, request: job_service_pb2.RunJobNowRequest, access: Access) -> RunRecord:
+        parse_job_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
         found.raise_if_any()
+        job = self.get_job(request.name, access)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
-        return self._insert_run(run, request.request_id, job.spec)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW)
 
-    def cancel_run(self, name: str, reason: str) -> RunRecord:
+    def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
         found = Violations()
         found.text("reason", reason, limit=1024)
         found.raise_if_any()
         reason = reason or "cancelled"
+        current = self._store.get_run(job_id, run_id)
+        access.check(current.namespace, name)
+        now = self._clock()
+        event = access.audited(AuditAction.CANCEL, name, current.namespace, now)
         return self._cancelled(
-            self._store.cancel_run(job_id, run_id, reason=reason, now=self._clock()), reason
+            self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=event), reason
         )
 
-    def replay_run(self, request: job_service_pb2.ReplayRunRequest) -> RunRecord:
+    def replay_run(self, request: job_service_pb2.ReplayRunRequest, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
         found.raise_if_any()
         source = self._store.get_run(job_id, run_id)
+        access.check(source.namespace, request.name)
         if source.state not in REPLAYABLE_RUN_STATES:
             raise FailedPrecondition(
                 f"{request.name} is {source.state.value}: only failed, timed-out or dead-lettered runs"
@@ -294,10 +325,14 @@ class JobCommands:
             request_id=request.request_id,
             request_digest=digest,
         )
-        return self._insert_run(run, request.request_id, job.spec)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY)
 
-    def _insert_run(self, run: RunRecord, request_id: str, spec: bytes) -> RunRecord:
-        outcome = self._store.create_run(run)
+    def _insert_run(
+        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction
+    ) -> RunRecord:
+        name = run_name(run.job_id, run.run_id)
+        event = access.audited(action, name, run.namespace, run.create_time, request_id)
+        outcome = self._store.create_run(run, audit=event)
         if outcome.status is CreateStatus.REQUEST_ID_REUSED:
             raise RequestIdReused(request_id)
         if outcome.run is None:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument
-from jobmesh.core.names import JOB_ID, QUEUE_NAME
+from jobmesh.core.names import JOB_ID, NAMESPACE, QUEUE_NAME
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.core.secret_refs import SecretReferenceError, secret_name
 from jobmesh.v1 import job_pb2
@@ -126,6 +126,8 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
         found.add(f"{prefix}.heartbeat_timeout", f"must be at least {MIN_HEARTBEAT_TIMEOUT} (or unset)")
     if job.priority not in job_pb2.Priority.values():
         found.add(f"{prefix}.priority", f"unknown priority {job.priority}")
+    if job.namespace and not NAMESPACE.match(job.namespace):
+        found.add(f"{prefix}.namespace", "1-63 characters of a-z, 0-9 and `-`, starting with a letter")
     if job.queue and not QUEUE_NAME.match(job.queue):
         found.add(
             f"{prefix}.queue", "1-63 characters of a-z, 0-9, `_`, `.`, `-`, starting with a letter or digit"

@@ -98,11 +98,16 @@ jobs = Table(
     Column("create_time", UtcDateTime, nullable=False),
     Column("update_time", UtcDateTime, nullable=False),
     Column("version", Integer, nullable=False),
-    Column("request_id", Text, nullable=True, unique=True),
+    # Unique per namespace (`ux_jobs_request`): a request id never reveals another namespace's job.
+    Column("request_id", Text, nullable=True),
     Column("request_hash", Text, nullable=True),
     # The run written with the job, so a replayed create returns it (not part of JobRecord).
     Column("first_run_id", id_type(), nullable=True),
+    Column("namespace", Text, nullable=False, server_default=text("'default'")),
 )
+Index("ux_jobs_request", jobs.c.namespace, jobs.c.request_id, unique=True)
+# A namespace-scoped ListJobs in its default order (migration 0006 has the EXPLAIN).
+Index("ix_jobs_namespace_create_time", jobs.c.namespace, jobs.c.create_time, jobs.c.job_id)
 Index(
     "ix_jobs_next_run_time",
     jobs.c.next_run_time,
@@ -151,6 +156,8 @@ job_runs = Table(
     # An executor reported times that contradict the claim and heartbeat record: the stored ones were clamped
     # (migration 0007).
     Column("times_clamped", Boolean, nullable=False, server_default=text("false")),
+    # Copied from the job (migration 0006): lists and feeds scope runs by namespace without a join.
+    Column("namespace", Text, nullable=False, server_default=text("'default'")),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
@@ -192,6 +199,15 @@ Index(
     job_runs.c.request_id,
     postgresql_where=text("request_id IS NOT NULL"),
     sqlite_where=text("request_id IS NOT NULL"),
+)
+
+# ListRuns of every job scoped to namespaces, in its default order (migration 0006 has the EXPLAIN).
+Index(
+    "ix_job_runs_namespace_schedule",
+    job_runs.c.namespace,
+    job_runs.c.schedule_time.desc(),
+    job_runs.c.job_id.desc(),
+    job_runs.c.run_id.desc(),
 )
 
 run_attempts = Table(
@@ -245,6 +261,25 @@ executor_sessions = Table(
     Column("server_id", Text, nullable=False),
     Column("renewed_at", UtcDateTime, nullable=False),
 )
+
+# The audit trail (`core.audit`), written in the transaction of each change. No foreign key: the trail
+# outlives what it describes. `event_id` is a run-style id of the event's time.
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("event_id", id_type(), primary_key=True),
+    Column("time", UtcDateTime, nullable=False),
+    Column("actor", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("job_id", id_type(), nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("request_id", Text, nullable=False),
+)
+# A job page's trail, and the trail of the namespaces a caller may read, newest first.
+Index("ix_audit_events_job", audit_events.c.job_id, audit_events.c.time, audit_events.c.event_id)
+Index("ix_audit_events_namespace", audit_events.c.namespace, audit_events.c.time, audit_events.c.event_id)
+Index("ix_audit_events_time", audit_events.c.time, audit_events.c.event_id)
 
 RUN_PARTITION_PREFIX = "job_runs_p"
 RUN_DEFAULT_PARTITION = "job_runs_default"

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine
 
 from jobmesh.adapters.store import (
     sql_attempts,
+    sql_audit,
     sql_feed,
     sql_jobs,
     sql_leases,
@@ -35,6 +36,7 @@ from jobmesh.adapters.store.sql_engine import (
     write_transaction,
 )
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.pipeline_store import Claim, Heartbeat, PipelineStore, ProgressReport
 from jobmesh.core.ports.store import (
@@ -43,6 +45,7 @@ from jobmesh.core.ports.store import (
     ChangePage,
     CreateJobOutcome,
     CreateRunOutcome,
+    CreateStatus,
     FeedCursor,
     NewJob,
     Page,
@@ -108,16 +111,22 @@ class SqlStore:
             return sql_jobs.get_job(connection, job_id, include_deleted=include_deleted)
 
     @translate_errors
-    def update_job(self, job: JobRecord, *, expected_version: int | None) -> JobRecord:
+    def update_job(
+        self, job: JobRecord, *, expected_version: int | None, audit: AuditEvent | None = None
+    ) -> JobRecord:
         with self._writing() as connection:
-            return sql_jobs.update_job(connection, job, expected_version=expected_version)
+            updated = sql_jobs.update_job(connection, job, expected_version=expected_version)
+            sql_audit.record(connection, [audit])
+            return updated
 
     @translate_errors
     def delete_job(
-        self, job_id: str, *, expected_version: int | None, now: datetime
+        self, job_id: str, *, expected_version: int | None, now: datetime, audit: AuditEvent | None = None
     ) -> tuple[JobRecord, int]:
         with self._writing() as connection:
-            return sql_jobs.delete_job(connection, job_id, expected_version=expected_version, now=now)
+            deleted = sql_jobs.delete_job(connection, job_id, expected_version=expected_version, now=now)
+            sql_audit.record(connection, [audit])
+            return deleted
 
     @translate_errors
     def list_jobs(self, query: ListQuery, *, show_deleted: bool) -> Page[JobRecord]:
@@ -127,9 +136,12 @@ class SqlStore:
     # Runs ------------------------------------------------------------------------------------------------
 
     @translate_errors
-    def create_run(self, run: RunRecord) -> CreateRunOutcome:
+    def create_run(self, run: RunRecord, *, audit: AuditEvent | None = None) -> CreateRunOutcome:
         with self._writing() as connection:
-            return sql_runs.create_run(connection, run)
+            outcome = sql_runs.create_run(connection, run)
+            if outcome.status is CreateStatus.CREATED:
+                sql_audit.record(connection, [audit])
+            return outcome
 
     @translate_errors
     def get_run(self, job_id: str, run_id: str) -> RunRecord:
@@ -142,9 +154,21 @@ class SqlStore:
             return sql_runs.list_runs(connection, job_id, query)
 
     @translate_errors
-    def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+    def cancel_run(
+        self, job_id: str, run_id: str, *, reason: str, now: datetime, audit: AuditEvent | None = None
+    ) -> RunRecord:
         with self._writing() as connection:
-            return sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now)
+            run, changed = sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now)
+            if changed:
+                sql_audit.record(connection, [audit])
+            return run
+
+    # The audit trail ---------------------------------------------------------------------------------------
+
+    @translate_errors
+    def list_audit_events(self, query: ListQuery) -> Page[AuditEvent]:
+        with read_connection(self._engine) as connection:
+            return sql_audit.list_events(connection, query)
 
     # Logs ------------------------------------------------------------------------------------------------
 

@@ -6,9 +6,22 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Insert, RowMapping, Update, func, literal, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Insert,
+    RowMapping,
+    Update,
+    func,
+    literal,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
+from jobmesh.adapters.store import sql_audit
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs
 from jobmesh.adapters.store.sql_batch import insert_rows, insert_runs
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
@@ -31,6 +44,7 @@ JOB_LISTING = Listing(
         "state": jobs.c.state,
         "schedule": jobs.c.schedule_kind,
         "priority": jobs.c.priority,
+        "namespace": jobs.c.namespace,
         "queue": jobs.c.queue,
         "display_name": jobs.c.display_name,
         "name": jobs.c.job_id,
@@ -47,6 +61,7 @@ JOB_LISTING = Listing(
     },
     tiebreak=(jobs.c.job_id,),
     labels=jobs.c.labels,
+    namespace=jobs.c.namespace,
 )
 
 
@@ -68,6 +83,7 @@ def create_jobs(connection: Connection, items: Sequence[NewJob]) -> list[CreateJ
     candidates = _first_claims(items)
     inserted = _insert_jobs(connection, [items[i] for i in candidates])
     created = [i for i in candidates if items[i].job.job_id in inserted]
+    sql_audit.record(connection, [items[i].audit for i in created])
     runs = [run for run in (items[i].first_run for i in created) if run is not None]
     if runs:
         insert_runs(connection, runs)
@@ -83,17 +99,22 @@ def _first_claims(items: Sequence[NewJob]) -> list[int]:
     """Indexes of the items that claim a job id and request id first in the batch; later duplicates are
     classified against what the first ones left in the database."""
     ids: set[str] = set()
-    requests: set[str] = set()
+    requests: set[tuple[str, str]] = set()
     chosen: list[int] = []
     for index, item in enumerate(items):
-        job = item.job
-        if job.job_id in ids or (job.request_id is not None and job.request_id in requests):
+        job, request = item.job, _request_key(item.job)
+        if job.job_id in ids or (request is not None and request in requests):
             continue
         ids.add(job.job_id)
-        if job.request_id is not None:
-            requests.add(job.request_id)
+        if request is not None:
+            requests.add(request)
         chosen.append(index)
     return chosen
+
+
+def _request_key(job: JobRecord) -> tuple[str, str] | None:
+    """What a create's request id is unique in: its namespace."""
+    return None if job.request_id is None else (job.namespace, job.request_id)
 
 
 def _insert_jobs(connection: Connection, items: Sequence[NewJob]) -> set[str]:
@@ -114,18 +135,17 @@ def _classify(connection: Connection, items: Sequence[NewJob]) -> list[CreateJob
     if not items:
         return []
     ids = {item.job.job_id for item in items}
-    requests = {item.job.request_id for item in items if item.job.request_id is not None}
-    found = connection.execute(
-        select(*JOB_COLUMNS, jobs.c.first_run_id).where(
-            or_(jobs.c.job_id.in_(ids), jobs.c.request_id.in_(requests))
-        )
-    )
-    rows = found.mappings().all()
-    by_request = {row["request_id"]: row for row in rows if row["request_id"] is not None}
+    requests = {key for key in map(_request_key, (item.job for item in items)) if key is not None}
+    taken: ColumnElement[bool] = jobs.c.job_id.in_(ids)
+    if requests:
+        taken = or_(taken, tuple_(jobs.c.namespace, jobs.c.request_id).in_(sorted(requests)))
+    rows = connection.execute(select(*JOB_COLUMNS, jobs.c.first_run_id).where(taken)).mappings().all()
+    by_request = {(row["namespace"], row["request_id"]): row for row in rows if row["request_id"] is not None}
     first_runs = _first_runs(connection, [row for row in rows if row["first_run_id"] is not None])
     outcomes: list[CreateJobOutcome] = []
     for item in items:
-        earlier = by_request.get(item.job.request_id) if item.job.request_id is not None else None
+        key = _request_key(item.job)
+        earlier = by_request.get(key) if key is not None else None
         if earlier is None:
             outcomes.append(CreateJobOutcome(CreateStatus.ID_TAKEN))
         elif earlier["request_hash"] == item.job.request_hash:

@@ -28,8 +28,10 @@ from sqlalchemy import (
     func,
     not_,
     or_,
+    select,
     tuple_,
     type_coerce,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -39,6 +41,8 @@ from jobmesh.core.ports.store import Page
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+# Past this many namespaces a scoped list filters with one IN list instead of a branch per namespace.
+MAX_NAMESPACE_BRANCHES = 16
 
 T = TypeVar("T")
 
@@ -68,6 +72,7 @@ class Listing:
     sortable: Mapping[str, ColumnElement[Any]]
     tiebreak: tuple[ColumnElement[Any], ...]
     labels: ColumnElement[Any]
+    namespace: ColumnElement[Any]
 
 
 def where_clauses(
@@ -140,17 +145,50 @@ def fetch_page(
     if query.page_token:
         statement = statement.where(_after(keys, decode_token(query.page_token, fingerprint, keys)))
     size = query.page_size if 0 < query.page_size <= MAX_PAGE_SIZE else _clamp(query.page_size)
-    statement = (
-        statement.add_columns(*(key.expr.label(f"_k{i}") for i, key in enumerate(keys)))
-        .order_by(*(key.expr.desc() if key.descending else key.expr.asc() for key in keys))
-        .limit(size + 1)
-    )
-    rows = connection.execute(statement).mappings().all()
+    if query.namespaces is None:
+        page_query = _ordered(statement, keys, size + 1)
+    else:  # the caller's scope, whatever the filter asks
+        page_query = _in_namespaces(listing.namespace, statement, keys, size + 1, query.namespaces)
+    rows = connection.execute(page_query).mappings().all()
     page = rows[:size]
     token = ""
     if len(rows) > size:
         token = encode_token(fingerprint, [page[-1][f"_k{i}"] for i in range(len(keys))])
     return Page([convert(row) for row in page], token)
+
+
+def _ordered(statement: Select[Any], keys: Sequence[SortKey], limit: int) -> Select[Any]:
+    """The first `limit` rows in the keys' order, each with its sort values as `_k0`, `_k1`, ..."""
+    return (
+        statement.add_columns(*(key.expr.label(f"_k{i}") for i, key in enumerate(keys)))
+        .order_by(*(key.expr.desc() if key.descending else key.expr.asc() for key in keys))
+        .limit(limit)
+    )
+
+
+def _in_namespaces(
+    namespace: ColumnElement[Any],
+    statement: Select[Any],
+    keys: Sequence[SortKey],
+    limit: int,
+    namespaces: frozenset[str],
+) -> Select[Any]:
+    """`_ordered` within `namespaces`. For a few, one ordered branch per namespace, merged: each branch walks
+    a `(namespace, sort keys)` index in order, which PostgreSQL 15 cannot do for an IN list (it sorts every
+    matching run instead; see migration 0006)."""
+    if len(namespaces) <= 1 or len(namespaces) > MAX_NAMESPACE_BRANCHES:
+        return _ordered(statement.where(namespace.in_(sorted(namespaces))), keys, limit)
+    branches = [
+        select(_ordered(statement.where(namespace == name), keys, limit).subquery())
+        for name in sorted(namespaces)
+    ]
+    merged = union_all(*branches).subquery()
+    order = [merged.c[f"_k{i}"] for i in range(len(keys))]
+    return (
+        select(merged)
+        .order_by(*(c.desc() if key.descending else c.asc() for c, key in zip(order, keys, strict=True)))
+        .limit(limit)
+    )
 
 
 def _clamp(page_size: int) -> int:

@@ -55,6 +55,7 @@ def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, 
         "request_id": job.request_id,
         "request_hash": job.request_hash,
         "first_run_id": first_run_id,
+        "namespace": job.namespace,
     }
 
 
@@ -74,6 +75,7 @@ def job_from_row(row: RowMapping) -> JobRecord:
         version=row["version"],
         request_id=row["request_id"],
         request_hash=row["request_hash"],
+        namespace=row["namespace"],
     )
 
 

@@ -31,6 +31,7 @@ def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
     return Listing(
         kind="runs",
         fields={
+            "namespace": job_runs.c.namespace,
             "state": job_runs.c.state,
             "job": job_runs.c.job_id,
             "attempt": job_runs.c.attempt,
@@ -49,6 +50,7 @@ def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
         },
         tiebreak=tuple(job_runs.c[name] for name in tiebreak),
         labels=jobs.c.labels,
+        namespace=job_runs.c.namespace,
     )
 
 
@@ -128,7 +130,10 @@ def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> P
     )
 
 
-def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+def cancel_run(
+    connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime
+) -> tuple[RunRecord, bool]:
+    """The run, and whether it changed (a run already cancelling or terminal does not)."""
     row = _find(connection, job_id, run_id, lock=True)
     if row is None:
         raise _not_found(job_id, run_id)
@@ -155,7 +160,7 @@ def cancel_run(connection: Connection, job_id: str, run_id: str, *, reason: str,
                 state=RunState.CANCELLING.value, update_time=now, error_type="Cancelled", error_message=reason
             )
         )
-    return get_run(connection, job_id, run_id)
+    return get_run(connection, job_id, run_id), state.is_pending or state is RunState.RUNNING
 
 
 def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:

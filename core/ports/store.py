@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
@@ -38,10 +39,12 @@ class CreateStatus(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
-    """A job to insert, with the run that is due at once (immediate or within the threshold), if any."""
+    """A job to insert, with the run that is due at once (immediate or within the threshold), if any, and the
+    audit event its creation writes."""
 
     job: JobRecord
     first_run: RunRecord | None = None
+    audit: AuditEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +90,16 @@ RUNS_CHANGED, LOGS_CHANGED = "runs", "logs"
 
 
 class Store(Protocol):
+    """Every write that takes an `audit` event writes it in the transaction of its change, and only when
+    something changed."""
+
     # Jobs ------------------------------------------------------------------------------------------------
 
     def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
         """Inserts jobs (and their first runs) in one transaction; one outcome per item, in order.
 
-        An item whose `request_id` was used before is not inserted: REPLAYED when its `request_hash` matches
+        A request id is unique within the job's namespace. An item whose `request_id` was used before there
+        is not inserted: REPLAYED when its `request_hash` matches
         (the earlier job and its first run are returned), REQUEST_ID_REUSED otherwise. An item whose job id is
         taken is ID_TAKEN. Other items are CREATED whatever happens to their neighbours.
         """
@@ -102,7 +109,9 @@ class Store(Protocol):
         """Raises NotFound (`jobs/{job_id}`) when missing, or deleted and not `include_deleted`."""
         ...
 
-    def update_job(self, job: JobRecord, *, expected_version: int | None) -> JobRecord:
+    def update_job(
+        self, job: JobRecord, *, expected_version: int | None, audit: AuditEvent | None = None
+    ) -> JobRecord:
         """Replaces the job's writable columns (spec, display_name, labels, schedule_kind, priority, queue,
         state, next_run_time) and sets update_time; bumps version by one.
 
@@ -112,7 +121,7 @@ class Store(Protocol):
         ...
 
     def delete_job(
-        self, job_id: str, *, expected_version: int | None, now: datetime
+        self, job_id: str, *, expected_version: int | None, now: datetime, audit: AuditEvent | None = None
     ) -> tuple[JobRecord, int]:
         """Marks the job DELETED (next_run_time cleared, version bumped) and, in the same transaction,
         cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING
@@ -133,7 +142,7 @@ class Store(Protocol):
 
     # Runs ------------------------------------------------------------------------------------------------
 
-    def create_run(self, run: RunRecord) -> CreateRunOutcome:
+    def create_run(self, run: RunRecord, *, audit: AuditEvent | None = None) -> CreateRunOutcome:
         """Inserts a run (RunJobNow, ReplayRun), idempotent on (job_id, request_id) like create_jobs.
 
         Raises NotFound when the job is missing or deleted.
@@ -150,10 +159,18 @@ class Store(Protocol):
         `previous_attempts` may be left empty in list results."""
         ...
 
-    def cancel_run(self, job_id: str, run_id: str, *, reason: str, now: datetime) -> RunRecord:
+    def cancel_run(
+        self, job_id: str, run_id: str, *, reason: str, now: datetime, audit: AuditEvent | None = None
+    ) -> RunRecord:
         """SCHEDULED or QUEUED becomes CANCELLED (end_time = now, error type `Cancelled`, message = reason);
         RUNNING becomes CANCELLING, with the same error type and message (the attempt's end keeps them). A run
         already CANCELLING or terminal is returned unchanged. Raises NotFound."""
+        ...
+
+    # The audit trail ---------------------------------------------------------------------------------------
+
+    def list_audit_events(self, query: ListQuery) -> Page[AuditEvent]:
+        """A page of audit events, filtered, scoped and ordered as in list_jobs (ties broken by event id)."""
         ...
 
     # Logs ------------------------------------------------------------------------------------------------

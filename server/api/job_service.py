@@ -11,12 +11,14 @@ from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.records import JobRecord, RunRecord
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
+from jobmesh.server.authorization import access_to
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.server.workers import Workers
-from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from jobmesh.v1 import job_service_pb2 as pb
 
 Context = grpc.aio.ServicerContext[Any, Any]
+_RPC = f"/{job_service_pb2.DESCRIPTOR.services_by_name['JobService'].full_name}/"
 
 
 Results = Callable[[list[Created]], list[pb.BatchCreateJobsResult]]
@@ -58,7 +60,9 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
     @unary
     async def CreateJob(self, request: pb.CreateJobRequest, context: Context) -> pb.CreateJobResponse:
         with self._workers.creating(1):
-            [created] = await self._workers.write(self._commands.create_jobs, [request])
+            [created] = await self._workers.write(
+                self._commands.create_jobs, [request], access_to(_RPC + "CreateJob")
+            )
         if created.error is not None:
             raise created.error
         response = pb.CreateJobResponse()
@@ -72,51 +76,60 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
     async def BatchCreateJobs(
         self, request: pb.BatchCreateJobsRequest, context: Context
     ) -> pb.BatchCreateJobsResponse:
+        access = access_to(_RPC + "BatchCreateJobs")
         if not 1 <= len(request.requests) <= MAX_BATCH:
             raise InvalidArgument.single("requests", f"1 to {MAX_BATCH} jobs, got {len(request.requests)}")
         results = _VIEWS.get(request.view)
         if results is None:
             raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
-            created = await self._workers.write(self._commands.create_jobs, list(request.requests))
+            created = await self._workers.write(self._commands.create_jobs, list(request.requests), access)
         return pb.BatchCreateJobsResponse(results=results(created))
 
     @unary
     async def GetJob(self, request: pb.GetJobRequest, context: Context) -> pb.GetJobResponse:
-        job = await self._workers.read(self._commands.get_job, request.name)
+        job = await self._workers.read(self._commands.get_job, request.name, access_to(_RPC + "GetJob"))
         return pb.GetJobResponse(job=job_to_proto(job))
 
     @unary
     async def UpdateJob(self, request: pb.UpdateJobRequest, context: Context) -> pb.UpdateJobResponse:
-        job = await self._workers.write(self._commands.update_job, request.job, request.update_mask)
+        job = await self._workers.write(
+            self._commands.update_job, request.job, request.update_mask, access_to(_RPC + "UpdateJob")
+        )
         return pb.UpdateJobResponse(job=job_to_proto(job))
 
     @unary
     async def DeleteJob(self, request: pb.DeleteJobRequest, context: Context) -> pb.DeleteJobResponse:
-        job, cancelled = await self._workers.write(self._commands.delete_job, request.name, request.etag)
+        job, cancelled = await self._workers.write(
+            self._commands.delete_job, request.name, request.etag, access_to(_RPC + "DeleteJob")
+        )
         return pb.DeleteJobResponse(job=job_to_proto(job), cancelled_run_count=cancelled)
 
     @unary
     async def PauseJob(self, request: pb.PauseJobRequest, context: Context) -> pb.PauseJobResponse:
-        job = await self._workers.write(self._commands.pause_job, request.name)
+        job = await self._workers.write(self._commands.pause_job, request.name, access_to(_RPC + "PauseJob"))
         return pb.PauseJobResponse(job=job_to_proto(job))
 
     @unary
     async def ResumeJob(self, request: pb.ResumeJobRequest, context: Context) -> pb.ResumeJobResponse:
-        job = await self._workers.write(self._commands.resume_job, request.name)
+        job = await self._workers.write(
+            self._commands.resume_job, request.name, access_to(_RPC + "ResumeJob")
+        )
         return pb.ResumeJobResponse(job=job_to_proto(job))
 
     @unary
     async def RunJobNow(self, request: pb.RunJobNowRequest, context: Context) -> pb.RunJobNowResponse:
-        run = await self._workers.write(self._commands.run_job_now, request)
+        run = await self._workers.write(self._commands.run_job_now, request, access_to(_RPC + "RunJobNow"))
         return pb.RunJobNowResponse(run=run_to_proto(run))
 
     @unary
     async def CancelRun(self, request: pb.CancelRunRequest, context: Context) -> pb.CancelRunResponse:
-        run = await self._workers.write(self._commands.cancel_run, request.name, request.reason)
+        run = await self._workers.write(
+            self._commands.cancel_run, request.name, request.reason, access_to(_RPC + "CancelRun")
+        )
         return pb.CancelRunResponse(run=run_to_proto(run))
 
     @unary
     async def ReplayRun(self, request: pb.ReplayRunRequest, context: Context) -> pb.ReplayRunResponse:
-        run = await self._workers.write(self._commands.replay_run, request)
+        run = await self._workers.write(self._commands.replay_run, request, access_to(_RPC + "ReplayRun"))
         return pb.ReplayRunResponse(run=run_to_proto(run))

@@ -1,7 +1,8 @@
-"""Records as the API's resource messages (`jobmesh.v1.Job`, `Run`, `RunAttempt`, `LogLine`)."""
+"""Records as the API's resource messages (`jobmesh.v1.Job`, `Run`, `RunAttempt`, `LogLine`, `AuditEvent`)."""
 
 from __future__ import annotations
 
+from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.records import (
     AttemptRecord,
@@ -14,11 +15,14 @@ from jobmesh.core.records import (
     etag_of,
 )
 from jobmesh.core.timestamps import to_duration, to_timestamp
-from jobmesh.v1 import job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
 
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
 _RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
 _RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
+_AUDIT_ACTIONS = {
+    action: audit_pb2.AuditAction.Value(f"AUDIT_ACTION_{action.value}") for action in AuditAction
+}
 _LOG_STREAMS = {
     name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
 }
@@ -33,6 +37,7 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
     job.create_time.CopyFrom(to_timestamp(record.create_time))
     job.update_time.CopyFrom(to_timestamp(record.update_time))
     job.etag = etag_of(record.version)
+    job.namespace = record.namespace
     return job
 
 
@@ -62,6 +67,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         times_clamped=record.times_clamped,
         trigger=_RUN_TRIGGERS[record.trigger],
         replay_of=record.replay_of or "",
+        namespace=record.namespace,
     )
     _set_times(run, record)
     if record.exit_code is not None:
@@ -111,3 +117,16 @@ def log_to_proto(record: LogRecord) -> run_pb2.LogLine:
     )
     line.time.CopyFrom(to_timestamp(record.time))
     return line
+
+
+def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
+    event = audit_pb2.AuditEvent(
+        name=f"auditEvents/{record.event_id}",
+        actor=record.actor,
+        action=_AUDIT_ACTIONS[record.action],
+        resource=record.resource,
+        namespace=record.namespace,
+        request_id=record.request_id,
+    )
+    event.time.CopyFrom(to_timestamp(record.time))
+    return event

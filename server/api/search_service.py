@@ -10,9 +10,10 @@ import grpc
 from jobmesh.core.errors import ResourceExhausted
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.api.resources import job_to_proto, log_to_proto, run_to_proto
+from jobmesh.server.api.resources import audit_event_to_proto, job_to_proto, log_to_proto, run_to_proto
 from jobmesh.server.api.resume_tokens import decode_resume_token, encode_resume_token
 from jobmesh.server.api.status import server_streaming, unary
+from jobmesh.server.authorization import Access, access_to
 from jobmesh.server.feed import FellBehind, RunFeed
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.principals import current_principal
@@ -24,6 +25,7 @@ from jobmesh.v1 import run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as pb
 
 Context = grpc.aio.ServicerContext[Any, Any]
+_RPC = f"/{pb.DESCRIPTOR.services_by_name['SearchService'].full_name}/"
 # A WatchRuns message: small enough for any client's default limit (4 MiB).
 MESSAGE_RUNS = 500
 MESSAGE_BYTES = 1024 * 1024
@@ -39,33 +41,34 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
 
     @unary
     async def ListJobs(self, request: pb.ListJobsRequest, context: Context) -> pb.ListJobsResponse:
-        page = await self._workers.read(self._queries.list_jobs, request)
+        page = await self._workers.read(self._queries.list_jobs, request, access_to(_RPC + "ListJobs"))
         return pb.ListJobsResponse(
             jobs=[job_to_proto(job) for job in page.items], next_page_token=page.next_page_token
         )
 
     @unary
     async def ListRuns(self, request: pb.ListRunsRequest, context: Context) -> pb.ListRunsResponse:
-        page = await self._workers.read(self._queries.list_runs, request)
+        page = await self._workers.read(self._queries.list_runs, request, access_to(_RPC + "ListRuns"))
         return pb.ListRunsResponse(
             runs=[run_to_proto(run) for run in page.items], next_page_token=page.next_page_token
         )
 
     @unary
     async def GetRun(self, request: pb.GetRunRequest, context: Context) -> pb.GetRunResponse:
-        run = await self._workers.read(self._queries.get_run, request.name)
+        run = await self._workers.read(self._queries.get_run, request.name, access_to(_RPC + "GetRun"))
         return pb.GetRunResponse(run=run_to_proto(run))
 
     @server_streaming
     async def WatchRuns(
         self, request: pb.WatchRunsRequest, context: Context
     ) -> AsyncIterator[pb.WatchRunsResponse]:
-        job_id, comparisons = await self._workers.read(self._queries.runs_to_watch, request)
+        access = access_to(_RPC + "WatchRuns")
+        job_id, comparisons = await self._workers.read(self._queries.runs_to_watch, request, access)
         after = decode_resume_token(request.resume_token) if request.resume_token else None
         with self._slots.held(context.peer(), caller_of(current_principal())):
-            async with self._feed.watching(job_id, comparisons, after) as watcher:
+            async with self._feed.watching(job_id, comparisons, after, access.readable()) as watcher:
                 if after is None:
-                    yield await self._initial_page(request, watcher.cursor)
+                    yield await self._initial_page(request, watcher.cursor, access)
                 else:
                     yield pb.WatchRunsResponse(resume_token=encode_resume_token(watcher.cursor))
                 try:
@@ -79,7 +82,9 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
                         metadata={"resume_token": encode_resume_token(behind.cursor)},
                     ) from None
 
-    async def _initial_page(self, request: pb.WatchRunsRequest, cursor: FeedCursor) -> pb.WatchRunsResponse:
+    async def _initial_page(
+        self, request: pb.WatchRunsRequest, cursor: FeedCursor, access: Access
+    ) -> pb.WatchRunsResponse:
         """The runs that match now, newest first (read after the stream joined the feed: a change meanwhile
         comes again as a change)."""
         first = pb.ListRunsRequest(
@@ -88,7 +93,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             page_size=clamp_page_size(request.initial_page_size),
             order_by="update_time desc",
         )
-        page = await self._workers.read(self._queries.list_runs, first)
+        page = await self._workers.read(self._queries.list_runs, first, access)
         return pb.WatchRunsResponse(
             runs=[run_to_proto(run) for run in reversed(page.items)], resume_token=encode_resume_token(cursor)
         )
@@ -98,11 +103,12 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
         self, request: pb.TailRunLogsRequest, context: Context
     ) -> AsyncIterator[pb.TailRunLogsResponse]:
         after = request.after_sequence
+        access = access_to(_RPC + "TailRunLogs")
         with self._slots.held(context.peer(), caller_of(current_principal())):
             async with self._feed.log_waker() as woken:
                 while True:
                     woken.clear()  # before reading: what is written meanwhile wakes the next wait
-                    run = await self._workers.read(self._queries.get_run, request.name)
+                    run = await self._workers.read(self._queries.get_run, request.name, access)
                     lines = await self._workers.read(self._queries.list_logs, request.name, after)
                     if lines:
                         after = lines[-1].sequence
@@ -116,7 +122,19 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
     async def PreviewSchedule(
         self, request: pb.PreviewScheduleRequest, context: Context
     ) -> pb.PreviewScheduleResponse:
+        access_to(_RPC + "PreviewSchedule")  # a role in some namespace
         return await self._workers.read(preview_schedule, request, utcnow())
+
+    @unary
+    async def ListAuditEvents(
+        self, request: pb.ListAuditEventsRequest, context: Context
+    ) -> pb.ListAuditEventsResponse:
+        access = access_to(_RPC + "ListAuditEvents")
+        page = await self._workers.read(self._queries.list_audit_events, request, access)
+        return pb.ListAuditEventsResponse(
+            audit_events=[audit_event_to_proto(event) for event in page.items],
+            next_page_token=page.next_page_token,
+        )
 
 
 def _messages(changes: list[RunChange]) -> Iterator[pb.WatchRunsResponse]:

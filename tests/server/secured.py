@@ -1,6 +1,7 @@
 """A whole server (`start_server`) with authentication on, on an event loop in a thread of its own, and the
 credentials it accepts: an opaque-token file with an admin, a viewer without an executor grant, and an
-executor bound to `exec-1` serving the `default` queue; and a key that signs JWTs."""
+executor bound to `exec-1` serving the `default` queue (and others: see `secured_config`); and a key that
+signs JWTs."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def secured_config(directory: Path, **overrides: Any) -> tuple[ServerConfig, Tok
     tokens.add("viewer", roles={"*": "viewer"})
     tokens.add("exec-1", executor={"name": "exec-1", "queues": ["default"]})
     tokens.add("exec-2", executor={"name": "exec-2", "queues": ["default", "payments"]})
+    tokens.add("exec-3", executor={"name": "exec-3", "queues": ["default"], "namespaces": ["team-a"]})
     signer = ec_signer(directory)
     config = ServerConfig(
         listen="127.0.0.1:0",

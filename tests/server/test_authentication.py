@@ -181,10 +181,10 @@ SERVICES = (
 )
 METHODS = [method for service in SERVICES for method in service.methods]
 # Authenticated, an executor credential reaches the handler: an empty hello is refused there. It holds no
-# role, so every other RPC is refused it (marked until roles are checked per RPC, where the table is joined
-# with the roles and namespaces cases).
+# role, so every other RPC is refused it (server.authorization.access_to; the roles and namespaces cases are
+# tests/server/test_authorization.py).
 EXECUTOR_CODES = {"Connect": grpc.StatusCode.INVALID_ARGUMENT}
-ROLES_CHECKED = False
+ROLES_CHECKED = True
 
 
 def call_code(channel: grpc.Channel, method: MethodDescriptor, metadata: Any) -> grpc.StatusCode:

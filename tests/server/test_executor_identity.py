@@ -3,7 +3,7 @@ server with authentication on (SQLite and PostgreSQL), each now refused.
 
 - a fake executor: a credential without an executor grant, or another executor's name;
 - an executor-name takeover: a second connection under a live executor's name;
-- claiming the runs of a queue the credential does not serve;
+- claiming the runs of a queue, or of a namespace, the credential does not serve;
 - forged reports (log lines, a result) for an attempt the executor does not hold;
 - a result with a start time an hour in the past: clamped to the claim, and flagged on the run.
 """
@@ -102,11 +102,14 @@ def refused_with(stream: RawStream, code: grpc.StatusCode) -> grpc.RpcError:
     return caught.value
 
 
-def new_run(channel: grpc.Channel, secured: Secured, queue_name: str = "default") -> pb.AttemptRef:
+def new_run(
+    channel: grpc.Channel, secured: Secured, queue_name: str = "default", namespace: str = ""
+) -> pb.AttemptRef:
     job = job_pb2.Job(
         schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()),
         target=job_pb2.Target(handler=job_pb2.Target.Handler(name="nothing")),
         queue=queue_name,
+        namespace=namespace,
     )
     jobs = job_service_pb2_grpc.JobServiceStub(channel)
     created = jobs.CreateJob(
@@ -182,6 +185,17 @@ def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(
     assert claimed(stream, payments) == pb.CLAIM_OUTCOME_NOT_FOUND
     assert get_run(channel, secured, payments).state != run_pb2.RUN_STATE_RUNNING
     assert claimed(stream, new_run(channel, secured)) == pb.CLAIM_OUTCOME_GRANTED
+
+
+def test_a_run_of_a_namespace_the_credential_does_not_serve_is_not_granted(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    stream = streams("exec-3", "exec-3")  # its grant: the default queue, in namespace team-a alone
+    stream.next("welcome")
+    theirs = new_run(channel, secured, namespace="team-b")
+    assert claimed(stream, theirs) == pb.CLAIM_OUTCOME_NOT_FOUND
+    assert get_run(channel, secured, theirs).state != run_pb2.RUN_STATE_RUNNING
+    assert claimed(stream, new_run(channel, secured, namespace="team-a")) == pb.CLAIM_OUTCOME_GRANTED
 
 
 def test_reports_for_an_attempt_the_executor_does_not_hold_are_refused(

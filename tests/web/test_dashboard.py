@@ -275,3 +275,30 @@ def test_the_keyboard_reaches_the_content_first(page: Page) -> None:
     expect(page.locator("main")).to_be_focused()
     page.keyboard.press("Tab")  # the first control of the view
     expect(page.get_by_role("link", name="New job").last).to_be_focused()
+
+
+def test_the_job_page_shows_its_audit_trail(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("audited")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = "0 5 * * *"
+    dashboard.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=job, job_id=job_id, request_id=unique("req"))
+    )
+    page.goto(f"/#/jobs/{job_id}")
+    trail = page.get_by_role("table", name="Audit trail")
+    expect(trail.locator("tbody tr")).to_have_count(1)
+    expect(trail.locator('tr[data-action="CREATE"]')).to_contain_text("unauthenticated")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".view-head .badge")).to_have_text("PAUSED")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator(".view-head .badge")).to_have_text("ACTIVE")
+    page.get_by_role("button", name="Run now").click()
+    expect(trail.locator("tbody tr")).to_have_count(4)
+    # Newest first: the run made now links to its page.
+    expect(trail.locator("tbody tr td:nth-child(3)")).to_have_text(["run now", "resume", "pause", "create"])
+    expect(trail.locator('tr[data-action="RUN_NOW"] a')).to_have_attribute(
+        "href", re.compile(f"#/jobs/{job_id}/runs/")
+    )
+    expect(page.get_by_text("default", exact=True)).to_be_visible()  # the job's namespace
+    trail.scroll_into_view_if_needed()
+    screenshot(page, "job-audit-trail")

@@ -22,7 +22,7 @@ from jobmesh.adapters.store.sql import SqlStore
 from tests.adapters.store.backend import Backend, pg_schema
 from tests.support import require_service_url
 
-TABLES = ("jobs", "job_runs", "run_attempts", "run_logs", "leases", "executor_sessions")
+TABLES = ("jobs", "job_runs", "run_attempts", "run_logs", "leases", "executor_sessions", "audit_events")
 
 
 @pytest.fixture(scope="session")

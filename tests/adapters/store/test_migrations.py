@@ -140,6 +140,7 @@ def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
             names = connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars()
             assert sorted(names) == [
                 "alembic_version",
+                "audit_events",
                 "change_clock",
                 "executor_sessions",
                 "job_runs",

@@ -61,7 +61,7 @@ def test_partitions_are_created_for_the_coming_days(pg: Backend) -> None:
         "job_runs_p20300312": "FOR VALUES FROM ('2030-03-12 00:00:00+00') TO ('2030-03-13 00:00:00+00')",
     }
     indexes = pg.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'job_runs_p20300311'")
-    assert len(indexes) == 8  # the primary key and the seven indexes of job_runs
+    assert len(indexes) == 9  # the primary key and the eight indexes of job_runs
     pg.store.create_run(_day(DAY0 + timedelta(days=1), "r1"))
     assert _home(pg, "r1") == "job_runs_p20300311"
 

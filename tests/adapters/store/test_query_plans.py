@@ -20,40 +20,41 @@ from sqlalchemy import Connection, event, text
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.filters import DEFAULT_JOB_ORDER, DEFAULT_RUN_ORDER, Comparison, ListQuery
+from jobmesh.core.filters import DEFAULT_JOB_ORDER, DEFAULT_RUN_ORDER, Comparison, ListQuery, OrderKey
 from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.pipeline_store import Heartbeat
+from jobmesh.core.ports.store import Page
 from jobmesh.core.records import RunState
 from tests.adapters.store.builders import run
 
 pytestmark = pytest.mark.postgres
 
-JOBS, RUNS, PAST_DAYS, AHEAD_DAYS = 20_000, 200_000, 30, 7
+JOBS, RUNS, PAST_DAYS, AHEAD_DAYS, NAMESPACES = 20_000, 200_000, 30, 7, 20
 BIG = 1_000  # a sequential scan of a relation with more rows than this fails the test
 
 LOAD_JOBS = f"""
 INSERT INTO jobs (job_id, spec, display_name, labels, schedule_kind, priority, queue, state, next_run_time,
-                  create_time, update_time, version)
+                  create_time, update_time, version, namespace)
 SELECT 'job' || lpad(i::text, 6, '0'), '\\x0a00'::bytea, 'job ' || i,
        jsonb_build_object('team', 'team' || i % 40)
          || CASE WHEN i % 1000 = 7 THEN jsonb_build_object('tier', 'gold') ELSE '{{}}'::jsonb END,
        (ARRAY['IMMEDIATE', 'RUN_AT', 'CRON'])[1 + i % 3], 'NORMAL', 'default',
        CASE WHEN i % 20 = 0 THEN 'PAUSED' WHEN i % 50 = 1 THEN 'DELETED' ELSE 'ACTIVE' END,
        CASE WHEN i % 3 = 2 THEN now() + (i % 1440) * interval '1 minute' END,
-       now() - interval '90 days' + i * interval '6 minutes', now(), 1
+       now() - interval '90 days' + i * interval '6 minutes', now(), 1, 'ns' || i % {NAMESPACES}
 FROM generate_series(1, {JOBS}) AS i
 """
+
 
 # Runs spread evenly from 30 days ago to 7 days ahead: the past finished (4% failed), the last 30 minutes
 # running (some with a stale heartbeat) but for the last 3 minutes' QUEUED ones (some never claimed), the
 # future scheduled. A tenth belong to five busy jobs (about 110 runs a day each, like frequent cron jobs),
-# the rest to everyone else.
+# the rest to everyone else. A run lies in its job's namespace.
 LOAD_RUNS = f"""
 INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger, priority, queue,
                       executor, dispatch_time, start_time, last_heartbeat_time, heartbeat_deadline, end_time,
-                      progress, progress_message, create_time, update_time)
-SELECT 'job' || lpad((CASE WHEN i % 10 = 0 THEN 1 + i / 10 % 5 ELSE 1 + i % {JOBS} END)::text, 6, '0'),
-       'run' || lpad(i::text, 7, '0'), t, 1, t, state,
+                      progress, progress_message, create_time, update_time, namespace)
+SELECT 'job' || lpad(job::text, 6, '0'), 'run' || lpad(i::text, 7, '0'), t, 1, t, state,
        'SCHEDULE', 'NORMAL', 'default',
        CASE WHEN state NOT IN ('SCHEDULED', 'QUEUED') THEN 'executor-' || i % 16 END,
        CASE WHEN state <> 'SCHEDULED' THEN t END,
@@ -61,12 +62,13 @@ SELECT 'job' || lpad((CASE WHEN i % 10 = 0 THEN 1 + i / 10 % 5 ELSE 1 + i % {JOB
        CASE WHEN state = 'RUNNING' THEN now() - (i % 40) * interval '1 second' END,
        CASE WHEN state = 'RUNNING' THEN now() + (15 - i % 40) * interval '1 second' END,
        CASE WHEN state IN ('SUCCEEDED', 'FAILED') THEN t + interval '3 seconds' END,
-       0, '', t, t
+       0, '', t, t, 'ns' || job % {NAMESPACES}
 FROM (
-    SELECT i, t, CASE WHEN t > now() THEN 'SCHEDULED'
-                      WHEN t > now() - interval '3 minutes' THEN 'QUEUED'
-                      WHEN t > now() - interval '30 minutes' THEN 'RUNNING'
-                      WHEN i % 25 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END AS state
+    SELECT i, t, CASE WHEN i % 10 = 0 THEN 1 + i / 10 % 5 ELSE 1 + i % {JOBS} END AS job,
+           CASE WHEN t > now() THEN 'SCHEDULED'
+                WHEN t > now() - interval '3 minutes' THEN 'QUEUED'
+                WHEN t > now() - interval '30 minutes' THEN 'RUNNING'
+                WHEN i % 25 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END AS state
     FROM (SELECT i, now() - interval '{PAST_DAYS} days'
                     + i * (interval '{PAST_DAYS + AHEAD_DAYS} days' / {RUNS}) AS t
           FROM generate_series(1, {RUNS}) AS i) AS spread
@@ -81,9 +83,10 @@ YESTERDAY = "(date_trunc('day', now() AT TIME ZONE 'UTC') - interval '1 day') AT
 LOAD_BUSY_DAY = f"""
 INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger, priority, queue,
                       executor, dispatch_time, start_time, end_time, progress, progress_message,
-                      create_time, update_time)
+                      create_time, update_time, namespace)
 SELECT 'job' || lpad((1 + i % {JOBS})::text, 6, '0'), 'busy' || lpad(i::text, 7, '0'), t, 1, t, 'SUCCEEDED',
-       'SCHEDULE', 'NORMAL', 'default', 'executor-' || i % 16, t, t, t + interval '3 seconds', 0, '', t, t
+       'SCHEDULE', 'NORMAL', 'default', 'executor-' || i % 16, t, t, t + interval '3 seconds', 0, '', t, t,
+       'ns' || (1 + i % {JOBS}) % {NAMESPACES}
 FROM (SELECT i, {YESTERDAY} + i * (interval '1 day' / {BUSY_DAY_RUNS}) AS t
       FROM generate_series(0, {BUSY_DAY_RUNS - 1}) AS i) AS spread
 """
@@ -305,3 +308,25 @@ def test_the_occurrence_check_is_one_index_probe_in_one_partition(loaded: SqlSto
         _check(connection, plan, "ix_job_runs_job_schedule")
         days = {t.astimezone(UTC).date() for t in times}
         assert len(_partitions_read(plan)) == len(days), json.dumps(plan, indent=1)
+
+
+# Namespace scopes (migration 0006) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("namespaces", [frozenset({"ns3"}), frozenset({"ns3", "ns4", "ns5"})])
+def test_scoped_lists_page_by_their_namespace_indexes(loaded: SqlStore, namespaces: frozenset[str]) -> None:
+    calls: list[tuple[Callable[[ListQuery], object], tuple[OrderKey, ...], str]] = [
+        (partial(loaded.list_runs, None), DEFAULT_RUN_ORDER, "ix_job_runs_namespace_schedule"),
+        (partial(loaded.list_jobs, show_deleted=False), DEFAULT_JOB_ORDER, "ix_jobs_namespace_create_time"),
+    ]
+    for call, order, index in calls:
+        first = ListQuery((), order, 50, "", namespaces)
+        page = call(first)
+        assert isinstance(page, Page)
+        assert page.next_page_token
+        assert {item.namespace for item in page.items} <= namespaces
+        second = ListQuery((), order, 50, page.next_page_token, namespaces)
+        for query in (first, second):
+            [(statement, parameters)] = _captured(loaded, partial(call, query))
+            with loaded.engine.connect() as connection:
+                _check(connection, _plan(connection, statement, parameters), index)

@@ -1,6 +1,7 @@
 // A job: its schedule in words with the next 5 fire times in its time zone (PreviewSchedule), its target and
-// policies, its controls (run now, pause/resume, edit, delete) and its runs, live.
+// policies, its controls (run now, pause/resume, edit, delete), its runs, live, and its audit trail.
 import { useCallback, useRef, useState } from "react";
+import { AuditAction } from "@gen/jobmesh/v1/audit_pb.js";
 import { JobState, OverlapPolicy, Priority, type Job } from "@gen/jobmesh/v1/job_pb.js";
 import type { Run } from "@gen/jobmesh/v1/run_pb.js";
 import { jobService, searchService } from "../api";
@@ -64,6 +65,8 @@ function Details({ job }: { job: Job }) {
           <dd>{(OverlapPolicy[cron.overlapPolicy] ?? "SKIP").replace("UNSPECIFIED", "SKIP").toLowerCase().replaceAll("_", " ")}</dd>
         </>
       ) : null}
+      <dt>Namespace</dt>
+      <dd className="mono">{job.namespace || "default"}</dd>
       <dt>Queue, priority</dt>
       <dd>
         {job.queue || "default"}, {(Priority[job.priority] ?? "NORMAL").replace("UNSPECIFIED", "NORMAL").toLowerCase()}
@@ -121,11 +124,51 @@ function JobRuns({ name }: { name: string }) {
   );
 }
 
+/** Who changed the job and its runs, newest first (ListAuditEvents); `changes` counts this page's own actions,
+ * so the trail is read again after each. */
+function JobAudit({ name, etag, changes }: { name: string; etag: string; changes: number }) {
+  const trail = useLoad(
+    () => searchService.listAuditEvents({ filter: `job = "${name}"`, pageSize: 50 }),
+    [name, etag, changes],
+  );
+  const events = trail.value?.auditEvents ?? [];
+  return (
+    <div>
+      <h2>Audit trail</h2>
+      <ProblemBanner problem={trail.problem} />
+      <table className="list" aria-label="Audit trail">
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">What</th>
+            <th scope="col">Resource</th>
+            <th scope="col">Request id</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((event) => (
+            <tr key={event.name} data-action={AuditAction[event.action]}>
+              <td>{formatTime(event.time)}</td>
+              <td className="mono">{event.actor}</td>
+              <td>{(AuditAction[event.action] ?? "").toLowerCase().replaceAll("_", " ")}</td>
+              <td className="mono">{event.resource.startsWith(`${name}/`) ? <a href={linkTo(event.resource)}>{event.resource}</a> : event.resource}</td>
+              <td className="mono">{event.requestId}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {trail.value && events.length === 0 ? <p className="empty">No changes recorded.</p> : null}
+    </div>
+  );
+}
+
 export function JobPage({ name }: { name: string }) {
   const loaded = useLoad(() => jobService.getJob({ name }), [name]);
   const [problem, setProblem] = useState<Problem>();
   const [notice, setNotice] = useState<{ text: string; href?: string }>();
   const [deleting, setDeleting] = useState(false);
+  const [changes, setChanges] = useState(0);
   const job = loaded.value?.job;
   if (loaded.problem) return <ProblemBanner problem={loaded.problem} />;
   if (!job) return <p>Loading…</p>;
@@ -134,6 +177,7 @@ export function JobPage({ name }: { name: string }) {
     try {
       await action();
       setNotice({ text: done });
+      setChanges((n) => n + 1);
       loaded.reload();
     } catch (error) {
       setProblem(problemOf(error));
@@ -144,6 +188,7 @@ export function JobPage({ name }: { name: string }) {
     try {
       const { run } = await jobService.runJobNow({ name });
       setNotice({ text: "Started a run now:", href: run?.name });
+      setChanges((n) => n + 1);
     } catch (error) {
       setProblem(problemOf(error));
     }
@@ -206,6 +251,7 @@ export function JobPage({ name }: { name: string }) {
         </div>
       </div>
       <JobRuns name={name} />
+      <JobAudit name={name} etag={job.etag} changes={changes} />
       <ConfirmDialog
         open={deleting}
         title={`Delete ${name.replace("jobs/", "")}?`}

@@ -158,6 +158,7 @@ class Job(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Resource name, `jobs/{job}`. Chosen by the server unless `CreateJobRequest.job_id` is set."""
     display_name: _builtins.str
@@ -170,6 +171,10 @@ class Job(_message.Message):
     """Whether the job produces runs."""
     etag: _builtins.str
     """Opaque version for optimistic concurrency: send it back on update and delete."""
+    namespace: _builtins.str
+    """The namespace the job and its runs belong to: roles are granted per namespace. 1 to 63 characters of
+    `a-z`, `0-9` and `-`, starting with a letter. Empty means `default`. Set when the job is created.
+    """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Labels for filtering (`labels.team = "billing"`); keys and values at most 63 characters."""
@@ -226,10 +231,11 @@ class Job(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         etag: _builtins.str = ...,
+        namespace: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "next_run_time", b"next_run_time", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "display_name", b"display_name", "etag", b"etag", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "labels", b"labels", "name", b"name", "next_run_time", b"next_run_time", "priority", b"priority", "queue", b"queue", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "display_name", b"display_name", "etag", b"etag", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "labels", b"labels", "name", b"name", "namespace", b"namespace", "next_run_time", b"next_run_time", "priority", b"priority", "queue", b"queue", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from jobmesh.v1 import audit_pb2 as _audit_pb2
 from jobmesh.v1 import job_pb2 as _job_pb2
 from jobmesh.v1 import run_pb2 as _run_pb2
 import builtins as _builtins
@@ -385,3 +386,65 @@ class PreviewScheduleResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PreviewScheduleResponse: _TypeAlias = PreviewScheduleResponse  # noqa: Y015
+
+@_typing.final
+class ListAuditEventsRequest(_message.Message):
+    """Request for `ListAuditEvents`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    ORDER_BY_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """At most this many events; 0 means 50, more than 1,000 means 1,000."""
+    page_token: _builtins.str
+    """The `next_page_token` of the previous page."""
+    filter: _builtins.str
+    """See the service's comment, for example `job = "jobs/nightly" AND time >= "2026-12-01T00:00:00Z"`."""
+    order_by: _builtins.str
+    """`time` or `time desc`. Default `time desc`."""
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        filter: _builtins.str = ...,
+        order_by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAuditEventsRequest: _TypeAlias = ListAuditEventsRequest  # noqa: Y015
+
+@_typing.final
+class ListAuditEventsResponse(_message.Message):
+    """Response for `ListAuditEvents`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AUDIT_EVENTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Token for the next page; empty on the last one."""
+    @_builtins.property
+    def audit_events(self) -> _containers.RepeatedCompositeFieldContainer[_audit_pb2.AuditEvent]:
+        """The page of events."""
+
+    def __init__(
+        self,
+        *,
+        audit_events: _abc.Iterable[_audit_pb2.AuditEvent] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit_events", b"audit_events", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAuditEventsResponse: _TypeAlias = ListAuditEventsResponse  # noqa: Y015

@@ -33,12 +33,17 @@ class SearchServiceStub:
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     def __init__(self, channel):
@@ -77,6 +82,11 @@ class SearchServiceStub:
                 request_serializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.SerializeToString,
                 response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.FromString,
                 _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/jobmesh.v1.SearchService/ListAuditEvents',
+                request_serializer=jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServiceServicer:
@@ -87,12 +97,17 @@ class SearchServiceServicer:
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     def ListJobs(self, request, context):
@@ -147,6 +162,13 @@ class SearchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAuditEvents(self, request, context):
+        """Lists the audit trail: the changes made through `JobService`, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -180,6 +202,11 @@ def add_SearchServiceServicer_to_server(servicer, server):
                     request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.FromString,
                     response_serializer=jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.SerializeToString,
             ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'jobmesh.v1.SearchService', rpc_method_handlers)
@@ -196,12 +223,17 @@ class SearchService:
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     @staticmethod
@@ -356,6 +388,33 @@ class SearchService:
             '/jobmesh.v1.SearchService/PreviewSchedule',
             jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleRequest.SerializeToString,
             jobmesh_dot_v1_dot_search__service__pb2.PreviewScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.SearchService/ListAuditEvents',
+            jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_search__service__pb2.ListAuditEventsResponse.FromString,
             options,
             channel_credentials,
             insecure,

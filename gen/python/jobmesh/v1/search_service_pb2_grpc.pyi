@@ -34,12 +34,17 @@ class SearchServiceStub:
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     @_typing.overload
@@ -70,6 +75,8 @@ class SearchServiceStub:
     `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
     shows them for a job, or for a schedule being typed.
     """
+    ListAuditEvents: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.ListAuditEventsRequest, _search_service_pb2.ListAuditEventsResponse]
+    """Lists the audit trail: the changes made through `JobService`, newest first."""
 
 @_typing.type_check_only
 class SearchServiceAsyncStub(SearchServiceStub):
@@ -80,12 +87,17 @@ class SearchServiceAsyncStub(SearchServiceStub):
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -113,6 +125,8 @@ class SearchServiceAsyncStub(SearchServiceStub):
     `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
     shows them for a job, or for a schedule being typed.
     """
+    ListAuditEvents: _aio.UnaryUnaryMultiCallable[_search_service_pb2.ListAuditEventsRequest, _search_service_pb2.ListAuditEventsResponse]  # type: ignore[assignment]
+    """Lists the audit trail: the changes made through `JobService`, newest first."""
 
 class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
     """Reads: lists, lookups and live streams of jobs and runs.
@@ -122,12 +136,17 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
     RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
     and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
 
-    Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+    Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+    the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+
+    Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
     `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
     `next_run_time`.
-    Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+    Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
     `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
     `end_time`, `create_time`, `update_time`.
+    Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+    run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
     """
 
     @_abc_1.abstractmethod
@@ -189,5 +208,13 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
         shows them for a job, or for a schedule being typed.
         """
+
+    @_abc_1.abstractmethod
+    def ListAuditEvents(
+        self,
+        request: _search_service_pb2.ListAuditEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_search_service_pb2.ListAuditEventsResponse, _abc.Awaitable[_search_service_pb2.ListAuditEventsResponse]]:
+        """Lists the audit trail: the changes made through `JobService`, newest first."""
 
 def add_SearchServiceServicer_to_server(servicer: SearchServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -7,6 +7,8 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { AuditEvent } from "./audit_pb.js";
+import { file_jobmesh_v1_audit } from "./audit_pb.js";
 import type { Job, Schedule } from "./job_pb.js";
 import { file_jobmesh_v1_job } from "./job_pb.js";
 import type { LogLine, Run } from "./run_pb.js";
@@ -17,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/search_service.proto.
  */
 export const file_jobmesh_v1_search_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuImkKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBRIUCgxyZXN1bWVfdG9rZW4YBCABKAkiSAoRV2F0Y2hSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJQChJUYWlsUnVuTG9nc1JlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAxIOCgZmb2xsb3cYAyABKAgiOQoTVGFpbFJ1bkxvZ3NSZXNwb25zZRIiCgVsaW5lcxgBIAMoCzITLmpvYm1lc2gudjEuTG9nTGluZSKFAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIsCghzY2hlZHVsZRgBIAEoCzIULmpvYm1lc2gudjEuU2NoZWR1bGVCBOJBAQISDQoFY291bnQYAiABKAUSLgoKYWZ0ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoXUHJldmlld1NjaGVkdWxlUmVzcG9uc2USLgoKZmlyZV90aW1lcxgBIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdGltZV96b25lGAIgASgJMtgDCg1TZWFyY2hTZXJ2aWNlEkUKCExpc3RKb2JzEhsuam9ibWVzaC52MS5MaXN0Sm9ic1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RKb2JzUmVzcG9uc2USRQoITGlzdFJ1bnMSGy5qb2JtZXNoLnYxLkxpc3RSdW5zUmVxdWVzdBocLmpvYm1lc2gudjEuTGlzdFJ1bnNSZXNwb25zZRI/CgZHZXRSdW4SGS5qb2JtZXNoLnYxLkdldFJ1blJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldFJ1blJlc3BvbnNlEkoKCVdhdGNoUnVucxIcLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVzcG9uc2UwARJQCgtUYWlsUnVuTG9ncxIeLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXF1ZXN0Gh8uam9ibWVzaC52MS5UYWlsUnVuTG9nc1Jlc3BvbnNlMAESWgoPUHJldmlld1NjaGVkdWxlEiIuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiMuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZWIGcHJvdG8z", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJwCg9MaXN0UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoNR2V0UnVuUmVxdWVzdBISCgRuYW1lGAEgASgJQgTiQQECIi4KDkdldFJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLmpvYm1lc2gudjEuUnVuImkKEFdhdGNoUnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIZChFpbml0aWFsX3BhZ2Vfc2l6ZRgDIAEoBRIUCgxyZXN1bWVfdG9rZW4YBCABKAkiSAoRV2F0Y2hSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJQChJUYWlsUnVuTG9nc1JlcXVlc3QSEgoEbmFtZRgBIAEoCUIE4kEBAhIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAxIOCgZmb2xsb3cYAyABKAgiOQoTVGFpbFJ1bkxvZ3NSZXNwb25zZRIiCgVsaW5lcxgBIAMoCzITLmpvYm1lc2gudjEuTG9nTGluZSKFAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIsCghzY2hlZHVsZRgBIAEoCzIULmpvYm1lc2gudjEuU2NoZWR1bGVCBOJBAQISDQoFY291bnQYAiABKAUSLgoKYWZ0ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoXUHJldmlld1NjaGVkdWxlUmVzcG9uc2USLgoKZmlyZV90aW1lcxgBIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdGltZV96b25lGAIgASgJImEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDgoGZmlsdGVyGAMgASgJEhAKCG9yZGVyX2J5GAQgASgJImAKF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEiwKDGF1ZGl0X2V2ZW50cxgBIAMoCzIWLmpvYm1lc2gudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkytAQKDVNlYXJjaFNlcnZpY2USRQoITGlzdEpvYnMSGy5qb2JtZXNoLnYxLkxpc3RKb2JzUmVxdWVzdBocLmpvYm1lc2gudjEuTGlzdEpvYnNSZXNwb25zZRJFCghMaXN0UnVucxIbLmpvYm1lc2gudjEuTGlzdFJ1bnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0UnVuc1Jlc3BvbnNlEj8KBkdldFJ1bhIZLmpvYm1lc2gudjEuR2V0UnVuUmVxdWVzdBoaLmpvYm1lc2gudjEuR2V0UnVuUmVzcG9uc2USSgoJV2F0Y2hSdW5zEhwuam9ibWVzaC52MS5XYXRjaFJ1bnNSZXF1ZXN0Gh0uam9ibWVzaC52MS5XYXRjaFJ1bnNSZXNwb25zZTABElAKC1RhaWxSdW5Mb2dzEh4uam9ibWVzaC52MS5UYWlsUnVuTG9nc1JlcXVlc3QaHy5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVzcG9uc2UwARJaCg9QcmV2aWV3U2NoZWR1bGUSIi5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIy5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlEloKD0xpc3RBdWRpdEV2ZW50cxIiLmpvYm1lc2gudjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBojLmpvYm1lc2gudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_jobmesh_v1_audit, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `ListJobs`.
@@ -410,6 +412,76 @@ export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> 
   messageDesc(file_jobmesh_v1_search_service, 11);
 
 /**
+ * Request for `ListAuditEvents`.
+ *
+ * @generated from message jobmesh.v1.ListAuditEventsRequest
+ */
+export type ListAuditEventsRequest = Message<"jobmesh.v1.ListAuditEventsRequest"> & {
+  /**
+   * At most this many events; 0 means 50, more than 1,000 means 1,000.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * The `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * See the service's comment, for example `job = "jobs/nightly" AND time >= "2026-12-01T00:00:00Z"`.
+   *
+   * @generated from field: string filter = 3;
+   */
+  filter: string;
+
+  /**
+   * `time` or `time desc`. Default `time desc`.
+   *
+   * @generated from field: string order_by = 4;
+   */
+  orderBy: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 12);
+
+/**
+ * Response for `ListAuditEvents`.
+ *
+ * @generated from message jobmesh.v1.ListAuditEventsResponse
+ */
+export type ListAuditEventsResponse = Message<"jobmesh.v1.ListAuditEventsResponse"> & {
+  /**
+   * The page of events.
+   *
+   * @generated from field: repeated jobmesh.v1.AuditEvent audit_events = 1;
+   */
+  auditEvents: AuditEvent[];
+
+  /**
+   * Token for the next page; empty on the last one.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 13);
+
+/**
  * Reads: lists, lookups and live streams of jobs and runs.
  *
  * Filters are a subset of AIP-160: comparisons joined by `AND` (`OR` inside parentheses is not supported).
@@ -417,12 +489,17 @@ export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> 
  * RFC 3339 timestamps in quotes. An unknown field or operator is `INVALID_ARGUMENT`. For jobs' `display_name`
  * and `name`, `*` in an `=` or `!=` value matches any characters, ignoring case (`display_name = "*report*"`).
  *
- * Jobs: `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
+ * Every resource is in a namespace, and every list and stream is scoped to the namespaces where the caller holds
+ * the viewer role: a filter naming another namespace finds nothing. `namespace` filters further.
+ *
+ * Jobs: `namespace`, `state` (`ACTIVE`, `PAUSED`, `COMPLETED`, `DELETED`), `schedule` (`IMMEDIATE`, `RUN_AT`, `CRON`),
  * `priority`, `queue`, `display_name`, `labels.KEY`, `labels:KEY`, `create_time`, `update_time`,
  * `next_run_time`.
- * Runs: `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
+ * Runs: `namespace`, `state` (a `RunState` name without its prefix; also `DEAD_LETTERED`), `job` (`jobs/{job}`), `attempt`,
  * `trigger`, `executor`, `labels.KEY` (the job's labels), `schedule_time`, `due_time`, `start_time`,
  * `end_time`, `create_time`, `update_time`.
+ * Audit events: `namespace`, `actor`, `action` (an `AuditAction` name without its prefix), `resource` (a job or
+ * run name), `job` (`jobs/{job}`: the job and its runs), `request_id`, `time`.
  *
  * @generated from service jobmesh.v1.SearchService
  */
@@ -496,6 +573,16 @@ export const SearchService: GenService<{
     methodKind: "unary";
     input: typeof PreviewScheduleRequestSchema;
     output: typeof PreviewScheduleResponseSchema;
+  },
+  /**
+   * Lists the audit trail: the changes made through `JobService`, newest first.
+   *
+   * @generated from rpc jobmesh.v1.SearchService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: "unary";
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jobmesh_v1_search_service, 0);

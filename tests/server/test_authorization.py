@@ -1,0 +1,355 @@
+"""Authorization: every RPC of JobService and SearchService by {viewer, operator, admin, a role only in
+another namespace} gets the documented code (README, "Namespaces and roles"), on SQLite and PostgreSQL;
+lists and feeds never show another namespace's runs; request ids do not cross namespaces."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import field_mask_pb2
+from sqlalchemy import update
+
+from jobmesh.adapters.store.schema import job_runs
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.server.authorization import RPC_ROLES
+from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
+from tests.server.callers import NAMESPACE, OTHER_NAMESPACE, CallerServerThread, as_caller
+from tests.server.conftest import Api
+from tests.server.errors import error_info
+
+OK, DENIED, HIDDEN = grpc.StatusCode.OK, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND
+CALLERS = ("viewer", "operator", "admin", "other-namespace")
+Metadata = tuple[tuple[str, str], ...]
+
+
+@pytest.fixture(scope="module")
+def _grpc_server(store: SchedulerStore) -> CallerServerThread:
+    return CallerServerThread()
+
+
+def unique(prefix: str = "job") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def command_job(namespace: str = NAMESPACE, *, cron: bool = False) -> job_pb2.Job:
+    job = job_pb2.Job(
+        display_name="echo",
+        namespace=namespace,
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["echo", "hello"])),
+    )
+    if cron:
+        job.schedule.cron.expression = "0 0 1 1 *"
+    else:
+        job.schedule.immediate.SetInParent()
+    return job
+
+
+def new_job(api: Api, namespace: str = NAMESPACE) -> job_service_pb2.CreateJobResponse:
+    """A job (and its first run) made by a caller who may do anything."""
+    response: job_service_pb2.CreateJobResponse = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=command_job(namespace), job_id=unique())
+    )
+    return response
+
+
+def failed_run(api: Api) -> str:
+    run = new_job(api).run.name
+    engine = api.store.engine  # type: ignore[attr-defined]
+    with engine.begin() as connection:
+        connection.execute(
+            update(job_runs).where(job_runs.c.run_id == run.split("/")[-1]).values(state="FAILED")
+        )
+    return run
+
+
+# Each case: the RPC, and a call of it made with the caller's metadata (what it touches is made first).
+Call = Callable[[Api, Metadata], Any]
+
+
+def _create(api: Api, md: Metadata) -> Any:
+    return api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=command_job()), metadata=md)
+
+
+def _batch_create(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BatchCreateJobsRequest(
+        requests=[job_service_pb2.CreateJobRequest(job=command_job())]
+    )
+    [result] = api.jobs.BatchCreateJobs(request, metadata=md).results
+    if result.status.code:  # each item is checked: its status carries the code
+        raise _ItemError(_CODES[result.status.code])
+
+
+def _get_job(api: Api, md: Metadata) -> Any:
+    return api.jobs.GetJob(job_service_pb2.GetJobRequest(name=new_job(api).job.name), metadata=md)
+
+
+def _update(api: Api, md: Metadata) -> Any:
+    job = new_job(api).job
+    job.display_name = "renamed"
+    mask = field_mask_pb2.FieldMask(paths=["display_name"])
+    return api.jobs.UpdateJob(job_service_pb2.UpdateJobRequest(job=job, update_mask=mask), metadata=md)
+
+
+def _delete(api: Api, md: Metadata) -> Any:
+    return api.jobs.DeleteJob(job_service_pb2.DeleteJobRequest(name=new_job(api).job.name), metadata=md)
+
+
+def _cron_job(api: Api) -> str:
+    response = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=command_job(cron=True), job_id=unique())
+    )
+    return str(response.job.name)
+
+
+def _pause(api: Api, md: Metadata) -> Any:
+    return api.jobs.PauseJob(job_service_pb2.PauseJobRequest(name=_cron_job(api)), metadata=md)
+
+
+def _resume(api: Api, md: Metadata) -> Any:
+    name = _cron_job(api)
+    api.jobs.PauseJob(job_service_pb2.PauseJobRequest(name=name))
+    return api.jobs.ResumeJob(job_service_pb2.ResumeJobRequest(name=name), metadata=md)
+
+
+def _run_now(api: Api, md: Metadata) -> Any:
+    return api.jobs.RunJobNow(job_service_pb2.RunJobNowRequest(name=new_job(api).job.name), metadata=md)
+
+
+def _cancel(api: Api, md: Metadata) -> Any:
+    return api.jobs.CancelRun(job_service_pb2.CancelRunRequest(name=new_job(api).run.name), metadata=md)
+
+
+def _replay(api: Api, md: Metadata) -> Any:
+    return api.jobs.ReplayRun(job_service_pb2.ReplayRunRequest(name=failed_run(api)), metadata=md)
+
+
+def _list_jobs(api: Api, md: Metadata) -> Any:
+    return api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=md)
+
+
+def _list_runs(api: Api, md: Metadata) -> Any:
+    parent = new_job(api).job.name
+    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent=parent), metadata=md)
+
+
+def _list_all_runs(api: Api, md: Metadata) -> Any:
+    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent="jobs/-"), metadata=md)
+
+
+def _get_run(api: Api, md: Metadata) -> Any:
+    return api.search.GetRun(search_service_pb2.GetRunRequest(name=new_job(api).run.name), metadata=md)
+
+
+def _watch_runs(api: Api, md: Metadata) -> Any:
+    parent = new_job(api).job.name
+    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent=parent), metadata=md)
+    try:
+        return next(stream)
+    finally:
+        stream.cancel()
+
+
+def _watch_all_runs(api: Api, md: Metadata) -> Any:
+    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent="jobs/-"), metadata=md)
+    try:
+        return next(stream)
+    finally:
+        stream.cancel()
+
+
+def _tail_logs(api: Api, md: Metadata) -> Any:
+    name = new_job(api).run.name
+    return list(api.search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=name), metadata=md))
+
+
+def _preview(api: Api, md: Metadata) -> Any:
+    schedule = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="0 * * * *"))
+    return api.search.PreviewSchedule(
+        search_service_pb2.PreviewScheduleRequest(schedule=schedule), metadata=md
+    )
+
+
+def _list_audit(api: Api, md: Metadata) -> Any:
+    return api.search.ListAuditEvents(search_service_pb2.ListAuditEventsRequest(), metadata=md)
+
+
+@dataclass(frozen=True)
+class Case:
+    rpc: str  # the full method name, as in RPC_ROLES
+    call: Call
+    # The code for each of CALLERS, in order.
+    codes: tuple[grpc.StatusCode, grpc.StatusCode, grpc.StatusCode, grpc.StatusCode]
+
+
+_JOBS, _SEARCH = "/jobmesh.v1.JobService/", "/jobmesh.v1.SearchService/"
+CASES = [
+    Case(_JOBS + "CreateJob", _create, (DENIED, OK, OK, DENIED)),
+    Case(_JOBS + "BatchCreateJobs", _batch_create, (DENIED, OK, OK, DENIED)),
+    Case(_JOBS + "GetJob", _get_job, (OK, OK, OK, HIDDEN)),
+    Case(_JOBS + "UpdateJob", _update, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "DeleteJob", _delete, (DENIED, DENIED, OK, HIDDEN)),
+    Case(_JOBS + "PauseJob", _pause, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "ResumeJob", _resume, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "RunJobNow", _run_now, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "CancelRun", _cancel, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "ReplayRun", _replay, (DENIED, OK, OK, HIDDEN)),
+    # A list or a feed of every job answers everyone with what they may see (tested below).
+    Case(_SEARCH + "ListJobs", _list_jobs, (OK, OK, OK, OK)),
+    Case(_SEARCH + "ListRuns", _list_runs, (OK, OK, OK, HIDDEN)),
+    Case(_SEARCH + "ListRuns", _list_all_runs, (OK, OK, OK, OK)),
+    Case(_SEARCH + "GetRun", _get_run, (OK, OK, OK, HIDDEN)),
+    Case(_SEARCH + "WatchRuns", _watch_runs, (OK, OK, OK, HIDDEN)),
+    Case(_SEARCH + "WatchRuns", _watch_all_runs, (OK, OK, OK, OK)),
+    Case(_SEARCH + "TailRunLogs", _tail_logs, (OK, OK, OK, HIDDEN)),
+    Case(_SEARCH + "PreviewSchedule", _preview, (OK, OK, OK, OK)),
+    Case(_SEARCH + "ListAuditEvents", _list_audit, (OK, OK, OK, OK)),
+]
+
+
+class _ItemError(Exception):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _outcome(call: Call, api: Api, md: Metadata) -> tuple[grpc.StatusCode, str]:
+    """The call's code, and its ErrorInfo reason when it was refused."""
+    try:
+        call(api, md)
+    except grpc.RpcError as error:
+        code: grpc.StatusCode = error.code()
+        return code, error_info(error).reason if code is DENIED else ""
+    except _ItemError as error:
+        return error.code, "PERMISSION_DENIED" if error.code is DENIED else ""
+    return OK, ""
+
+
+def _cases() -> Iterator[Any]:
+    for case in CASES:
+        for caller, code in zip(CALLERS, case.codes, strict=True):
+            yield pytest.param(case, caller, code, id=f"{case.call.__name__.strip('_')}-{caller}")
+
+
+@pytest.mark.parametrize(("case", "caller", "code"), list(_cases()))
+def test_each_rpc_gets_the_documented_code(api: Api, case: Case, caller: str, code: grpc.StatusCode) -> None:
+    assert case.rpc in RPC_ROLES
+    assert _outcome(case.call, api, as_caller(caller)) == (
+        code,
+        "PERMISSION_DENIED" if code is DENIED else "",
+    )
+
+
+def test_every_rpc_has_a_role_and_a_case() -> None:
+    from jobmesh.v1 import job_service_pb2 as jobs
+    from jobmesh.v1 import search_service_pb2 as search
+
+    methods = {
+        f"/{service.full_name}/{method.name}"
+        for module, name in ((jobs, "JobService"), (search, "SearchService"))
+        for service in [module.DESCRIPTOR.services_by_name[name]]
+        for method in service.methods
+    }
+    assert set(RPC_ROLES) == methods
+    assert {case.rpc for case in CASES} == methods
+
+
+def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
+    mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
+    viewer = as_caller("viewer")
+    asked = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    assert list(api.search.ListRuns(asked, metadata=viewer).runs) == []
+    by_job = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    assert list(api.search.ListRuns(by_job, metadata=viewer).runs) == []
+    everything = api.search.ListRuns(
+        search_service_pb2.ListRunsRequest(parent="jobs/-", page_size=1000), metadata=viewer
+    )
+    assert {run.namespace for run in everything.runs} == {NAMESPACE}
+    assert mine.run.name in {run.name for run in everything.runs}
+    jobs = api.search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1000), metadata=viewer).jobs
+    assert {job.namespace for job in jobs} == {NAMESPACE}
+
+    watch = search_service_pb2.WatchRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    stream = api.search.WatchRuns(watch, metadata=viewer)
+    try:
+        first = next(stream)
+        assert list(first.runs) == []
+        # A change in the other namespace, then one in the caller's: only the caller's comes.
+        api.jobs.CancelRun(job_service_pb2.CancelRunRequest(name=theirs.run.name))
+        api.jobs.CancelRun(job_service_pb2.CancelRunRequest(name=mine.run.name))
+    finally:
+        stream.cancel()
+    everything_watch = api.search.WatchRuns(
+        search_service_pb2.WatchRunsRequest(parent="jobs/-", resume_token=first.resume_token), metadata=viewer
+    )
+    try:
+        seen: list[run_pb2.Run] = []
+        for message in islice(everything_watch, 10):
+            seen.extend(message.runs)
+            if mine.run.name in {run.name for run in seen}:
+                break
+        assert {run.namespace for run in seen} == {NAMESPACE}
+        assert theirs.run.name not in {run.name for run in seen}
+    finally:
+        everything_watch.cancel()
+
+
+def test_a_job_keeps_its_namespace(api: Api) -> None:
+    created = new_job(api)
+    assert created.job.namespace == NAMESPACE
+    assert created.run.namespace == NAMESPACE
+    plain = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=command_job(namespace=""), job_id=unique())
+    )
+    assert plain.job.namespace == "default"
+    assert plain.run.namespace == "default"
+    job = created.job
+    job.namespace = OTHER_NAMESPACE
+    with pytest.raises(grpc.RpcError) as moved:
+        api.jobs.UpdateJob(
+            job_service_pb2.UpdateJobRequest(job=job, update_mask=field_mask_pb2.FieldMask(paths=["*"]))
+        )
+    assert moved.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as bad:
+        api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=command_job(namespace="Not_Valid")))
+    assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_request_ids_do_not_cross_namespaces(api: Api) -> None:
+    request_id = unique("req")
+    mine = api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=command_job(), request_id=request_id))
+    theirs = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=command_job(OTHER_NAMESPACE), request_id=request_id),
+        metadata=as_caller("other-namespace"),
+    )
+    assert theirs.job.name != mine.job.name
+    assert theirs.job.namespace == OTHER_NAMESPACE
+    again = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job=command_job(), request_id=request_id),
+        metadata=as_caller("operator"),
+    )
+    assert again.job.name == mine.job.name
+
+
+def test_the_readme_documents_each_rpcs_role() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("<!-- roles:start -->", 1)[1].split("<!-- roles:end -->", 1)[0]
+    documented = {}
+    for line in table.strip().splitlines()[2:]:
+        rpc, role = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        documented[f"/jobmesh.v1.{rpc.strip('`').replace('.', '/')}"] = role.split()[0]
+    assert documented == {rpc: role.name.lower() for rpc, role in RPC_ROLES.items()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.call.__name__.strip("_"))
+def test_a_caller_without_any_role_is_refused_everything(api: Api, case: Case) -> None:
+    assert _outcome(case.call, api, as_caller("no-role")) == (DENIED, "PERMISSION_DENIED")
