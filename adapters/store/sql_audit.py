@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, RowMapping, select
 
 from jobmesh.adapters.store.schema import audit_events
+from jobmesh.adapters.store.sql_batch import insert_rows
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.filters import ListQuery
@@ -31,24 +32,30 @@ AUDIT_LISTING = Listing(
 )
 
 
+_AUDIT_COLUMNS = tuple((column.name, column.type) for column in audit_events.c)
+
+
 def record(connection: Connection, events: Sequence[AuditEvent | None]) -> None:
-    """Writes the events given (None: the change is not audited)."""
+    """Writes the events given (None: the change is not audited), in one statement per thousand: a batch of
+    creates has an event per job, and an INSERT per event was PostgreSQL's most frequent statement."""
     rows = [
-        {
-            "event_id": event.event_id,
-            "time": event.time,
-            "actor": event.actor,
-            "action": event.action.value,
-            "resource": event.resource,
-            "job_id": event.job_id,
-            "namespace": event.namespace,
-            "request_id": event.request_id,
-        }
-        for event in events
-        if event is not None
+        tuple(_values(event)[name] for name, _ in _AUDIT_COLUMNS) for event in events if event is not None
     ]
     if rows:
-        connection.execute(audit_events.insert(), rows)
+        insert_rows(connection, audit_events, _AUDIT_COLUMNS, rows, skip_taken=False)
+
+
+def _values(event: AuditEvent) -> dict[str, object]:
+    return {
+        "event_id": event.event_id,
+        "time": event.time,
+        "actor": event.actor,
+        "action": event.action.value,
+        "resource": event.resource,
+        "job_id": event.job_id,
+        "namespace": event.namespace,
+        "request_id": event.request_id,
+    }
 
 
 def list_events(connection: Connection, query: ListQuery) -> Page[AuditEvent]:
