@@ -34,13 +34,20 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
     if parsed.get_driver_name() == "psycopg":
         event.listen(engine, "connect", _binary_arrays)
-        event.listen(engine, "connect", _utc_session)
+        event.listen(engine, "connect", _session_settings)
     return engine
 
 
-def _utc_session(dbapi_connection: Any, _record: object) -> None:
-    """Times come back as aware UTC datetimes, which `schema.UtcDateTime` relies on to leave them as read."""
-    dbapi_connection.execute("SET TIME ZONE 'UTC'")
+def _session_settings(dbapi_connection: Any, _record: object) -> None:
+    """Every session of the store:
+    - in UTC: times come back as aware UTC datetimes, which `schema.UtcDateTime` leaves as read;
+    - joins by nested loop only. The hot path's statements join a batch (`sql_batch`: hundreds of keys) to
+      `job_runs`, which the primary key answers in microseconds a row. Left free, the planner hashes the batch
+      and scans the partition instead whenever its statistics are young (a day's partition fills faster than
+      autovacuum analyses it): 85 ms for a 500-run claim on a 28,000-run partition against 7.6 ms by the key.
+      Nothing here joins more than it looks up by index."""
+    for statement in ("SET TIME ZONE 'UTC'", "SET enable_hashjoin = off", "SET enable_mergejoin = off"):
+        dbapi_connection.execute(statement)
     dbapi_connection.commit()
 
 
