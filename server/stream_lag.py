@@ -1,7 +1,8 @@
-"""How long the messages of executors' streams (claims, results, logs) wait in this server before they are
-handled. It is the sign that the server does more than it can: a server whose creates take all its time
-leaves claims waiting, and the runs it has already accepted start late. Past a limit, creates are refused
-(`Workers.creating`) until the streams catch up.
+"""How long the claims of executors' streams take in this server, from their arrival to their answer: the
+wait for a thread and the store's time. It is the sign that the server, or the database behind it, does more
+than it can: a server whose creates take all its time leaves claims waiting, a database out of CPU answers
+them late, and either way the runs already accepted start late. Past a limit, creates are refused
+(`Workers.creating`) until the claims are answered in time again.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ class StreamLag:
         self._previous_peak = 0.0
 
     def arrived(self) -> int:
-        """A message came; its token is given to `started` (or `abandoned`)."""
+        """A message came; its token is given to `answered` (or `abandoned`)."""
         with self._lock:
             token = next(self._tokens)
             self._waiting[token] = time.monotonic()
             return token
 
-    def started(self, token: int) -> None:
+    def answered(self, token: int) -> None:
         now = time.monotonic()
         with self._lock:
             arrived = self._waiting.pop(token, None)

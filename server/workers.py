@@ -74,7 +74,8 @@ class Workers:
             )
         if (lag := self._stream_lag.current()) > self._max_stream_lag:
             self._refuse(
-                f"executors' messages wait {_ms(lag)} in the server, its limit is {_ms(self._max_stream_lag)}"
+                f"executors' messages wait {_ms(lag)} in the server for their answer, its limit is "
+                f"{_ms(self._max_stream_lag)}"
             )
         if (lag := self._loop_lag.current()) > self._max_loop_lag:
             self._refuse(f"the server runs {_ms(lag)} behind, its limit is {_ms(self._max_loop_lag)}")

@@ -172,9 +172,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
         async def answer(request: pb.ConnectRequest, threads: ThreadPoolExecutor, token: int | None) -> None:
             def work() -> list[pb.ConnectResponse]:
-                if token is not None:
-                    self._stream_lag.started(token)
                 responses = self._handle(stream, request)
+                if token is not None:  # answered: its wait, and the store's time, are behind it
+                    self._stream_lag.answered(token)
                 stream.held.track(responses)
                 return responses
 

@@ -128,7 +128,7 @@ def test_while_an_executors_message_waits_past_the_limit_creates_are_refused(
         assert "executors' messages wait" in (refused.details() or "")
         assert retry_delay(refused) == RETRY_AFTER
     finally:
-        lag.started(token)
+        lag.answered(token)
     eventually(lambda: _create_refused(api) is None, 10, "a create accepted again")  # the lag is behind it
 
 

@@ -18,7 +18,7 @@ def test_a_waiting_message_counts_until_it_starts_and_its_wait_is_then_forgotten
     time.sleep(0.05)
     waited = lag.current()
     assert waited >= timedelta(milliseconds=50)
-    lag.started(token)
+    lag.answered(token)
     assert lag.current() >= waited  # remembered: the server was behind just now
     time.sleep(3 * WINDOW.total_seconds())
     assert lag.current() == timedelta(0)
@@ -29,7 +29,7 @@ def test_an_abandoned_message_is_forgotten_at_once() -> None:
     token = lag.arrived()
     time.sleep(0.02)
     lag.abandoned(token)
-    lag.started(token)  # too late: nothing is recorded for it
+    lag.answered(token)  # too late: nothing is recorded for it
     assert lag.current() == timedelta(0)
 
 
@@ -38,7 +38,7 @@ def test_the_oldest_of_several_waiting_messages_is_the_lag() -> None:
     first = lag.arrived()
     time.sleep(0.05)
     second = lag.arrived()
-    lag.started(second)
+    lag.answered(second)
     assert lag.current() >= timedelta(milliseconds=50)
     lag.abandoned(first)
     time.sleep(3 * WINDOW.total_seconds())
