@@ -504,8 +504,8 @@ SETTINGS: tuple[Setting, ...] = (
         parse=positive_duration,
         commands=(DEV, SERVER),
         default="`1s`",
-        help="creates are refused `RESOURCE_EXHAUSTED` too while executors' messages (claims, results) wait"
-        " longer than this in the server",
+        help="creates are refused `RESOURCE_EXHAUSTED` too while executors' claims wait longer than this for"
+        " their answer in the server (the database's time included)",
         metavar="DURATION",
     ),
     Setting(

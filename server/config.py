@@ -34,7 +34,7 @@ class ServerConfig:
     # Jobs in creation at once; past it creates are refused RESOURCE_EXHAUSTED, to retry after `retry_after`.
     max_pending_creates: int = 5000
     retry_after: timedelta = timedelta(seconds=1)
-    # Creates are refused too while executors' messages (claims, results) wait longer than this in the server.
+    # Creates are refused too while executors' claims wait longer than this for their answer in the server.
     max_stream_lag: timedelta = timedelta(seconds=1)
     # ... and while the event loop runs later than this (the process is out of CPU: answers wait too).
     max_loop_lag: timedelta = timedelta(seconds=1)
