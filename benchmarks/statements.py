@@ -27,6 +27,12 @@ def _conninfo(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
+def commits(url: str) -> int:
+    """The database's commits so far."""
+    with psycopg.connect(_conninfo(url), autocommit=True) as connection:
+        return _commits(connection)
+
+
 def start(url: str) -> int | str:
     """Zeroes the statement counters; returns the database's commits so far, or why nothing is counted."""
     try:

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import grpc
-import psycopg
 
 from benchmarks.cpu import Group, snapshot
 from benchmarks.figures import percentile, print_figures
 from benchmarks.pipeline import throwaway_mesh, wait_serving
+from benchmarks.statements import commits
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,
@@ -93,16 +93,6 @@ class Streams:
     def close(self) -> None:
         for call in self.calls:
             call.cancel()
-
-
-def commits(url: str) -> int:
-    conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
-    with psycopg.connect(conninfo, autocommit=True) as connection:
-        row = connection.execute(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 async def idle_costs(server_pid: int, url: str, seconds: float) -> tuple[float, float]:

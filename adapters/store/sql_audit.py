@@ -38,11 +38,13 @@ _AUDIT_COLUMNS = tuple((column.name, column.type) for column in audit_events.c)
 def record(connection: Connection, events: Sequence[AuditEvent | None]) -> None:
     """Writes the events given (None: the change is not audited), in one statement per thousand: a batch of
     creates has an event per job, and an INSERT per event was PostgreSQL's most frequent statement."""
-    rows = [
-        tuple(_values(event)[name] for name, _ in _AUDIT_COLUMNS) for event in events if event is not None
-    ]
+    rows = [_row(_values(event)) for event in events if event is not None]
     if rows:
         insert_rows(connection, audit_events, _AUDIT_COLUMNS, rows, skip_taken=False)
+
+
+def _row(values: dict[str, object]) -> tuple[object, ...]:
+    return tuple(values[name] for name, _ in _AUDIT_COLUMNS)
 
 
 def _values(event: AuditEvent) -> dict[str, object]:
