@@ -1,86 +1,104 @@
-"""Callers for authorization tests: a test-only interceptor runs each call as the principal that its
-`x-test-caller` metadata names (a call without it runs as UNRESTRICTED, as on a server that checks no
-credential). Authentication's own cases (no token, bad token, an executor credential) join the same tables by
-adding a real credential source in front."""
+"""Callers with real credentials, for the authorization and audit tests: a whole server with authentication
+on (`tests.server.secured`), and an opaque token for each caller, listed in that server's token file.
+
+A call made without metadata is the test's own setup and runs as an admin of every namespace (`setup`); a
+call that passes metadata, even none, runs as exactly what it carries."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from types import MappingProxyType
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
 
-from jobmesh.server.api.malformed import MalformedRequests
-from jobmesh.server.app import SERVER_OPTIONS
-from jobmesh.server.principals import Principal, Role, acting_as
-from tests.server.conftest import AioServerThread
+from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.server.opaque_tokens import new_opaque_token
+from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
+from tests.server.conftest import Api
+from tests.server.secured import Secured, secured_server
+from tests.server.tokens import TokenFile, bearer
 
 NAMESPACE, OTHER_NAMESPACE = "team-a", "team-b"
-CALLER_KEY = "x-test-caller"
+Metadata = tuple[tuple[str, str], ...]
 
-
-def _principal(subject: str, roles: Mapping[str, Role]) -> Principal:
-    return Principal(subject=subject, roles=MappingProxyType(dict(roles)))
-
-
-CALLERS: Mapping[str, Principal] = {
-    "viewer": _principal("alice-viewer", {NAMESPACE: Role.VIEWER}),
-    "operator": _principal("bob-operator", {NAMESPACE: Role.OPERATOR}),
-    "admin": _principal("carol-admin", {NAMESPACE: Role.ADMIN}),
-    "other-namespace": _principal("dave-elsewhere", {OTHER_NAMESPACE: Role.ADMIN}),
-    "no-role": _principal("erin-nowhere", {}),
+# Each caller's grant; its token is made once per test run.
+CALLER_GRANTS: Mapping[str, Mapping[str, Any]] = {
+    "viewer": {"roles": {NAMESPACE: "viewer"}},
+    "operator": {"roles": {NAMESPACE: "operator"}},
+    "admin": {"roles": {NAMESPACE: "admin"}},
+    "other-namespace": {"roles": {OTHER_NAMESPACE: "admin"}},
+    "no-role": {},
+    "setup": {"roles": {"*": "admin"}},
 }
+_CALLER_TOKENS = {name: new_opaque_token() for name in CALLER_GRANTS}
 
 
-def as_caller(name: str) -> tuple[tuple[str, str], ...]:
-    """The call metadata that makes a call run as CALLERS[name]."""
-    return ((CALLER_KEY, name),)
+def as_caller(name: str) -> Metadata:
+    """The call metadata that makes a call run as CALLER_GRANTS[name]."""
+    return bearer(_CALLER_TOKENS[name])
 
 
-def _acting(principal: Principal, behaviour: Callable[..., Any]) -> Callable[..., Any]:
-    if inspect.isasyncgenfunction(behaviour):
-
-        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-            with acting_as(principal):
-                async for item in behaviour(request, context):
-                    yield item
-
-        return stream
-
-    async def unary(request: Any, context: Any) -> Any:
-        with acting_as(principal):
-            return await behaviour(request, context)
-
-    return unary
+def add_callers(tokens: TokenFile) -> None:
+    for name, grant in CALLER_GRANTS.items():
+        tokens.add(name, token=_CALLER_TOKENS[name], **grant)
 
 
-class ActAsCaller(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        handler = await continuation(handler_call_details)
-        metadata = dict(handler_call_details.invocation_metadata or ())
-        name = metadata.get(CALLER_KEY)
-        if handler is None or name is None or not hasattr(handler, "_replace"):
-            return handler
-        principal = CALLERS[str(name)]
-        if handler.unary_unary is not None:
-            replaced: grpc.RpcMethodHandler[Any, Any] = handler._replace(
-                unary_unary=_acting(principal, handler.unary_unary)
-            )
-            return replaced
-        if handler.unary_stream is not None:
-            replaced = handler._replace(unary_stream=_acting(principal, handler.unary_stream))
-            return replaced
-        return handler
+class _SetupCredential(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Sends the setup caller's token with every call made without metadata."""
+
+    def _with_setup(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        if details.metadata is not None:
+            return details
+        return _Details(
+            details.method,
+            details.timeout,
+            as_caller("setup"),
+            details.credentials,
+            details.wait_for_ready,
+            details.compression,
+        )
+
+    def intercept_unary_unary(
+        self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, request: Any
+    ) -> Any:
+        return continuation(self._with_setup(details), request)
+
+    def intercept_unary_stream(
+        self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, request: Any
+    ) -> Any:
+        return continuation(self._with_setup(details), request)
 
 
-class CallerServerThread(AioServerThread):
-    """The servicers' test server, with the callers' interceptor inside the real ones."""
+@dataclass(frozen=True)
+class _Details(grpc.ClientCallDetails):  # type: ignore[misc]
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: Any
+    wait_for_ready: bool | None
+    compression: Any
 
-    async def _create(self) -> grpc.aio.Server:
-        return grpc.aio.server(interceptors=[MalformedRequests(), ActAsCaller()], options=SERVER_OPTIONS)
+
+@dataclass
+class CallerApi(Api):
+    secured: Secured
+
+
+@contextlib.contextmanager
+def callers_api(store: SchedulerStore, directory: Path) -> Iterator[CallerApi]:
+    """The API of a server with authentication on, whose token file lists every caller of CALLER_GRANTS."""
+    with (
+        secured_server(store, directory, add_tokens=add_callers) as secured,
+        grpc.insecure_channel(secured.address) as plain,
+    ):
+        channel = grpc.intercept_channel(plain, _SetupCredential())
+        yield CallerApi(
+            job_service_pb2_grpc.JobServiceStub(channel),
+            search_service_pb2_grpc.SearchServiceStub(channel),
+            store,
+            secured.address,
+            secured,
+        )

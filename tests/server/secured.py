@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,18 @@ class Secured:
         return self.tokens.tokens[subject]
 
 
-def secured_config(directory: Path, **overrides: Any) -> tuple[ServerConfig, TokenFile, Signer]:
+def secured_config(
+    directory: Path, add_tokens: Callable[[TokenFile], None] | None = None, **overrides: Any
+) -> tuple[ServerConfig, TokenFile, Signer]:
+    """The config, its token file (with `add_tokens`' tokens too) and its JWT signer."""
     tokens = TokenFile(directory / "tokens.yaml")
     tokens.add("admin", roles={"*": "admin"})
     tokens.add("viewer", roles={"*": "viewer"})
     tokens.add("exec-1", executor={"name": "exec-1", "queues": ["default"]})
     tokens.add("exec-2", executor={"name": "exec-2", "queues": ["default", "payments"]})
     tokens.add("exec-3", executor={"name": "exec-3", "queues": ["default"], "namespaces": ["team-a"]})
+    if add_tokens is not None:
+        add_tokens(tokens)
     signer = ec_signer(directory)
     config = ServerConfig(
         listen="127.0.0.1:0",
@@ -55,8 +60,13 @@ def secured_config(directory: Path, **overrides: Any) -> tuple[ServerConfig, Tok
 
 
 @contextlib.contextmanager
-def secured_server(store: SchedulerStore, directory: Path, **overrides: Any) -> Iterator[Secured]:
-    config, tokens, signer = secured_config(directory, **overrides)
+def secured_server(
+    store: SchedulerStore,
+    directory: Path,
+    add_tokens: Callable[[TokenFile], None] | None = None,
+    **overrides: Any,
+) -> Iterator[Secured]:
+    config, tokens, signer = secured_config(directory, add_tokens, **overrides)
     names = f"memory://secured-{uuid.uuid4().hex[:8]}"
     queue, signals = open_queue(names), open_signals(names)
     loop = asyncio.new_event_loop()

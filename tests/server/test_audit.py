@@ -5,6 +5,7 @@ list's filter, order, paging and scope."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import grpc
@@ -15,7 +16,7 @@ from sqlalchemy import update
 from jobmesh.adapters.store.schema import job_runs
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, search_service_pb2
-from tests.server.callers import CALLERS, NAMESPACE, CallerServerThread, as_caller
+from tests.server.callers import NAMESPACE, CallerApi, as_caller, callers_api
 from tests.server.conftest import Api
 from tests.server.errors import call_error, field_violations
 
@@ -24,8 +25,9 @@ A = audit_pb2
 
 
 @pytest.fixture(scope="module")
-def _grpc_server(store: SchedulerStore) -> CallerServerThread:
-    return CallerServerThread()
+def api(store: SchedulerStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CallerApi]:
+    with callers_api(store, tmp_path_factory.mktemp("callers")) as api:
+        yield api
 
 
 def cron_job() -> job_pb2.Job:
@@ -95,15 +97,15 @@ def test_each_change_writes_one_event_and_a_failed_one_none(api: Api) -> None:
 
     trail = list(reversed(events(api, f'job = "{job.name}"')))
     assert [(e.action, e.resource, e.actor) for e in trail] == [
-        (A.AUDIT_ACTION_CREATE, job.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_UPDATE, job.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_PAUSE, job.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_RESUME, job.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_RUN_NOW, run.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_CANCEL, run.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_RUN_NOW, failed.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_REPLAY, replay.name, CALLERS["operator"].subject),
-        (A.AUDIT_ACTION_DELETE, job.name, CALLERS["admin"].subject),
+        (A.AUDIT_ACTION_CREATE, job.name, "operator"),
+        (A.AUDIT_ACTION_UPDATE, job.name, "operator"),
+        (A.AUDIT_ACTION_PAUSE, job.name, "operator"),
+        (A.AUDIT_ACTION_RESUME, job.name, "operator"),
+        (A.AUDIT_ACTION_RUN_NOW, run.name, "operator"),
+        (A.AUDIT_ACTION_CANCEL, run.name, "operator"),
+        (A.AUDIT_ACTION_RUN_NOW, failed.name, "operator"),
+        (A.AUDIT_ACTION_REPLAY, replay.name, "operator"),
+        (A.AUDIT_ACTION_DELETE, job.name, "admin"),
     ]
     assert {e.namespace for e in trail} == {NAMESPACE}
     assert [e.request_id for e in trail][:5] == [request_id, "", "", "", "now-1"]
@@ -130,7 +132,7 @@ def test_a_batch_audits_the_items_it_created(api: Api) -> None:
     codes = [grpc.StatusCode.OK, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED]
     assert [r.status.code for r in results] == [code.value[0] for code in codes]
     assert [e.resource for e in events(api, f'job = "jobs/{fresh}"')] == [f"jobs/{fresh}"]
-    assert [e.actor for e in events(api, f'job = "jobs/{taken}"')] == ["unauthenticated"]
+    assert [e.actor for e in events(api, f'job = "jobs/{taken}"')] == ["setup"]
     assert events(api, f'job = "jobs/x-{fresh}"') == []
 
 
@@ -143,7 +145,7 @@ def test_the_list_filters_pages_and_is_scoped(api: Api) -> None:
     pauses = events(api, f"{scope} AND action = PAUSE")
     assert len(pauses) == 4
     assert {e.action for e in pauses} == {A.AUDIT_ACTION_PAUSE}
-    assert len(events(api, f'{scope} AND actor = "{CALLERS["operator"].subject}"')) == 9
+    assert len(events(api, f'{scope} AND actor = "operator"')) == 9
     assert events(api, f'{scope} AND actor = "someone else"') == []
     assert len(events(api, f'resource = "{job.name}" AND namespace = "{NAMESPACE}"', page_size=1000)) >= 9
     middle = events(api, scope)[4].time.ToJsonString()

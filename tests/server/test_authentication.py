@@ -3,8 +3,7 @@ PostgreSQL: a call without a valid credential is UNAUTHENTICATED with one messag
 server's log only; health and reflection are served without one as configured; each caller has a request rate
 (RESOURCE_EXHAUSTED with a RetryInfo past it) and a number of live streams.
 
-The table at the end is every RPC by {no token, bad token, expired token, executor credential}, each with its
-documented code; the roles-and-namespaces cases join it where roles are checked."""
+The table of every RPC by every kind of credential is tests/server/test_authorization.py."""
 
 from __future__ import annotations
 
@@ -15,8 +14,6 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import message_factory
-from google.protobuf.descriptor import MethodDescriptor
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -26,7 +23,6 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.caller_rates import CALLER_RATE_LIMITED
 from jobmesh.server.stream_slots import TOO_MANY_STREAMS
 from jobmesh.v1 import (
-    executor_control_pb2,
     job_service_pb2,
     job_service_pb2_grpc,
     search_service_pb2,
@@ -170,67 +166,3 @@ def test_live_streams_are_limited_per_caller(store: SchedulerStore, tmp_path: Pa
         next(other)  # another caller has slots of its own
         first.cancel()
         other.cancel()
-
-
-# Every RPC by the credentials that are not a role: the documented code of each. -----------------------------
-
-SERVICES = (
-    job_service_pb2.DESCRIPTOR.services_by_name["JobService"],
-    search_service_pb2.DESCRIPTOR.services_by_name["SearchService"],
-    executor_control_pb2.DESCRIPTOR.services_by_name["ExecutorControl"],
-)
-METHODS = [method for service in SERVICES for method in service.methods]
-# Authenticated, an executor credential reaches the handler: an empty hello is refused there. It holds no
-# role, so every other RPC is refused it (server.authorization.access_to; the roles and namespaces cases are
-# tests/server/test_authorization.py).
-EXECUTOR_CODES = {"Connect": grpc.StatusCode.INVALID_ARGUMENT}
-ROLES_CHECKED = True
-
-
-def call_code(channel: grpc.Channel, method: MethodDescriptor, metadata: Any) -> grpc.StatusCode:
-    """The code an empty request to `method` ends with (OK for a stream's first message)."""
-    request_type = message_factory.GetMessageClass(method.input_type)
-    response_type = message_factory.GetMessageClass(method.output_type)
-    path = f"/{method.containing_service.full_name}/{method.name}"
-    kind = (
-        ("stream" if method.client_streaming else "unary")
-        + "_"
-        + ("stream" if method.server_streaming else "unary")
-    )
-    callable_ = getattr(channel, kind)(path, request_type.SerializeToString, response_type.FromString)
-    request = iter([request_type()]) if method.client_streaming else request_type()
-    try:
-        answer = callable_(request, metadata=metadata, timeout=10)
-        if method.server_streaming:
-            next(answer)
-            answer.cancel()
-    except grpc.RpcError as error:
-        return error.code()
-    return grpc.StatusCode.OK
-
-
-def credentials(secured: Secured) -> dict[str, Any]:
-    return {
-        "no token": (),
-        "bad token": bearer("jm_" + "0" * 43),
-        "expired token": bearer(secured.signer.token("ci", {"roles": {"*": "admin"}}, expires_in=-3600)),
-        "executor credential": bearer(secured.token("exec-1")),
-    }
-
-
-@pytest.mark.parametrize("method", METHODS, ids=lambda method: method.name)
-@pytest.mark.parametrize("credential", ["no token", "bad token", "expired token", "executor credential"])
-def test_every_rpc_answers_each_credential_with_its_documented_code(
-    channel: grpc.Channel,
-    secured: Secured,
-    method: MethodDescriptor,
-    credential: str,
-    request: pytest.FixtureRequest,
-) -> None:
-    expected = UNAUTHENTICATED
-    if credential == "executor credential":
-        expected = EXECUTOR_CODES.get(method.name, grpc.StatusCode.PERMISSION_DENIED)
-        if method.name not in EXECUTOR_CODES and not ROLES_CHECKED:
-            reason = "an executor credential holds no role: refused once roles are checked per RPC"
-            request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-    assert call_code(channel, method, credentials(secured)[credential]) == expected

@@ -1,6 +1,7 @@
-"""Authorization: every RPC of JobService and SearchService by {viewer, operator, admin, a role only in
-another namespace} gets the documented code (README, "Namespaces and roles"), on SQLite and PostgreSQL;
-lists and feeds never show another namespace's runs; request ids do not cross namespaces."""
+"""Access, on a server with authentication on and real tokens, on SQLite and PostgreSQL: every RPC by {no
+token, bad token, expired token, viewer, operator, admin, an admin of another namespace only, an executor's
+credential} gets the documented code (README, "Running it securely" and "Namespaces and roles"); lists and
+feeds never show another namespace's runs; request ids do not cross namespaces."""
 
 from __future__ import annotations
 
@@ -14,24 +15,55 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import field_mask_pb2
+from google.protobuf.descriptor import ServiceDescriptor
 from sqlalchemy import update
 
 from jobmesh.adapters.store.schema import job_runs
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.authorization import RPC_ROLES
-from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
-from tests.server.callers import NAMESPACE, OTHER_NAMESPACE, CallerServerThread, as_caller
+from jobmesh.v1 import (
+    executor_control_pb2,
+    executor_control_pb2_grpc,
+    job_pb2,
+    job_service_pb2,
+    run_pb2,
+    search_service_pb2,
+)
+from tests.server.callers import (
+    NAMESPACE,
+    OTHER_NAMESPACE,
+    CallerApi,
+    Metadata,
+    as_caller,
+    callers_api,
+)
 from tests.server.conftest import Api
 from tests.server.errors import error_info
+from tests.server.tokens import bearer
 
 OK, DENIED, HIDDEN = grpc.StatusCode.OK, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND
-CALLERS = ("viewer", "operator", "admin", "other-namespace")
-Metadata = tuple[tuple[str, str], ...]
+UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
+ROLE_CALLERS = ("viewer", "operator", "admin", "other-namespace")
+CREDENTIALS = ("no token", "bad token", "expired token", *ROLE_CALLERS, "executor")
 
 
 @pytest.fixture(scope="module")
-def _grpc_server(store: SchedulerStore) -> CallerServerThread:
-    return CallerServerThread()
+def api(store: SchedulerStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CallerApi]:
+    with callers_api(store, tmp_path_factory.mktemp("callers")) as api:
+        yield api
+
+
+def credential(api: CallerApi, name: str) -> Metadata:
+    """The metadata of the credential that CREDENTIALS names."""
+    if name in ROLE_CALLERS:
+        return as_caller(name)
+    signer = api.secured.signer
+    return {
+        "no token": (),
+        "bad token": bearer("jm_" + "0" * 43),
+        "expired token": bearer(signer.token("ci", {"roles": {"*": "admin"}}, expires_in=-3600)),
+        "executor": bearer(api.secured.token("exec-1")),
+    }[name]
 
 
 def unique(prefix: str = "job") -> str:
@@ -180,15 +212,43 @@ def _list_audit(api: Api, md: Metadata) -> Any:
     return api.search.ListAuditEvents(search_service_pb2.ListAuditEventsRequest(), metadata=md)
 
 
+def _connect(api: Api, md: Metadata) -> Any:
+    """An executor's hello as `exec-1` for the `default` queue, up to the server's welcome."""
+    hello = executor_control_pb2.ConnectRequest(
+        hello=executor_control_pb2.ExecutorHello(executor_id="exec-1", queues=["default"], hostname="test")
+    )
+    with grpc.insecure_channel(api.address) as channel:
+        stream = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(
+            iter([hello]), metadata=md, timeout=10
+        )
+        try:
+            return next(stream)
+        finally:
+            stream.cancel()
+
+
 @dataclass(frozen=True)
 class Case:
-    rpc: str  # the full method name, as in RPC_ROLES
+    rpc: str  # the full method name
     call: Call
-    # The code for each of CALLERS, in order.
-    codes: tuple[grpc.StatusCode, grpc.StatusCode, grpc.StatusCode, grpc.StatusCode]
+    # The code for each of ROLE_CALLERS, in order.
+    role_codes: tuple[grpc.StatusCode, grpc.StatusCode, grpc.StatusCode, grpc.StatusCode]
+    # An executor's credential holds no role: every RPC of the API refuses it before reading the request.
+    executor_code: grpc.StatusCode = DENIED
+
+    def codes(self) -> dict[str, grpc.StatusCode]:
+        """The code for each of CREDENTIALS: a credential that is missing or invalid never reaches a role."""
+        return dict(
+            zip(
+                CREDENTIALS,
+                (UNAUTHENTICATED,) * 3 + self.role_codes + (self.executor_code,),
+                strict=True,
+            )
+        )
 
 
 _JOBS, _SEARCH = "/jobmesh.v1.JobService/", "/jobmesh.v1.SearchService/"
+_EXECUTORS = "/jobmesh.v1.ExecutorControl/"
 CASES = [
     Case(_JOBS + "CreateJob", _create, (DENIED, OK, OK, DENIED)),
     Case(_JOBS + "BatchCreateJobs", _batch_create, (DENIED, OK, OK, DENIED)),
@@ -210,6 +270,8 @@ CASES = [
     Case(_SEARCH + "TailRunLogs", _tail_logs, (OK, OK, OK, HIDDEN)),
     Case(_SEARCH + "PreviewSchedule", _preview, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListAuditEvents", _list_audit, (OK, OK, OK, OK)),
+    # Only an executor's credential, bound to that executor's name and queues, may connect as it.
+    Case(_EXECUTORS + "Connect", _connect, (DENIED, DENIED, DENIED, DENIED), executor_code=OK),
 ]
 
 
@@ -236,31 +298,32 @@ def _outcome(call: Call, api: Api, md: Metadata) -> tuple[grpc.StatusCode, str]:
 
 def _cases() -> Iterator[Any]:
     for case in CASES:
-        for caller, code in zip(CALLERS, case.codes, strict=True):
-            yield pytest.param(case, caller, code, id=f"{case.call.__name__.strip('_')}-{caller}")
+        for name, code in case.codes().items():
+            yield pytest.param(case, name, code, id=f"{case.call.__name__.strip('_')}-{name}")
 
 
-@pytest.mark.parametrize(("case", "caller", "code"), list(_cases()))
-def test_each_rpc_gets_the_documented_code(api: Api, case: Case, caller: str, code: grpc.StatusCode) -> None:
-    assert case.rpc in RPC_ROLES
-    assert _outcome(case.call, api, as_caller(caller)) == (
+@pytest.mark.parametrize(("case", "name", "code"), list(_cases()))
+def test_each_rpc_gets_the_documented_code_for_each_credential(
+    api: CallerApi, case: Case, name: str, code: grpc.StatusCode
+) -> None:
+    assert _outcome(case.call, api, credential(api, name)) == (
         code,
         "PERMISSION_DENIED" if code is DENIED else "",
     )
 
 
-def test_every_rpc_has_a_role_and_a_case() -> None:
-    from jobmesh.v1 import job_service_pb2 as jobs
-    from jobmesh.v1 import search_service_pb2 as search
+def _methods(*services: ServiceDescriptor) -> set[str]:
+    return {f"/{service.full_name}/{method.name}" for service in services for method in service.methods}
 
-    methods = {
-        f"/{service.full_name}/{method.name}"
-        for module, name in ((jobs, "JobService"), (search, "SearchService"))
-        for service in [module.DESCRIPTOR.services_by_name[name]]
-        for method in service.methods
-    }
-    assert set(RPC_ROLES) == methods
-    assert {case.rpc for case in CASES} == methods
+
+def test_every_rpc_has_a_case_and_every_api_rpc_a_role() -> None:
+    api_methods = _methods(
+        job_service_pb2.DESCRIPTOR.services_by_name["JobService"],
+        search_service_pb2.DESCRIPTOR.services_by_name["SearchService"],
+    )
+    assert set(RPC_ROLES) == api_methods
+    executor_methods = _methods(executor_control_pb2.DESCRIPTOR.services_by_name["ExecutorControl"])
+    assert {case.rpc for case in CASES} == api_methods | executor_methods
 
 
 def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
@@ -351,5 +414,5 @@ def test_the_readme_documents_each_rpcs_role() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.call.__name__.strip("_"))
-def test_a_caller_without_any_role_is_refused_everything(api: Api, case: Case) -> None:
+def test_a_caller_without_any_role_is_refused_everything(api: CallerApi, case: Case) -> None:
     assert _outcome(case.call, api, as_caller("no-role")) == (DENIED, "PERMISSION_DENIED")

@@ -124,8 +124,9 @@ class TokenFile:
     path: Path
     tokens: dict[str, str] = field(default_factory=dict)
 
-    def add(self, subject: str, **grant: Any) -> str:
-        token = new_opaque_token()
+    def add(self, subject: str, token: str | None = None, **grant: Any) -> str:
+        """Lists `token` (a new one when None) for `subject` with `grant`."""
+        token = token or new_opaque_token()
         self.tokens[subject] = token
         entries = yaml.safe_load(self.path.read_text()) if self.path.exists() else {"tokens": []}
         entries["tokens"].append({"sha256": token_digest(token), "subject": subject, **grant})
