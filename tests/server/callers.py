@@ -46,7 +46,7 @@ def add_callers(tokens: TokenFile) -> None:
         tokens.add(name, token=_CALLER_TOKENS[name], **grant)
 
 
-class _SetupCredential(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+class _SetupCredential(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
     """Sends the setup caller's token with every call made without metadata."""
 
     def _with_setup(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
@@ -73,7 +73,7 @@ class _SetupCredential(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientI
 
 
 @dataclass(frozen=True)
-class _Details(grpc.ClientCallDetails):  # type: ignore[misc]
+class _Details(grpc.ClientCallDetails):
     method: str
     timeout: float | None
     metadata: Any
