@@ -1,6 +1,7 @@
-"""The README's "Running it securely" commands, run as written: certificates made with openssl, `jobmesh
-server` and `jobmesh executor` started on them (each `jobmesh` line is a process of its own), the API called
-with grpcurl over TLS, and a command job run on the certified executor."""
+"""The README's "Running it securely" commands, run as written: certificates made with openssl and tokens
+with `jobmesh token new`, `jobmesh server` (TLS and tokens) and `jobmesh executor` (its certificate) started
+on them, each a process of its own, the API called with grpcurl over TLS with a token, and a command job run
+on the certified executor. A command announced as refused must fail, with the code it names if any."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,26 +24,40 @@ README = REPO / "README.md"
 API, EXECUTORS, QUEUE = "127.0.0.1:50051", "127.0.0.1:50052", "secure"
 
 
-def secure_block() -> list[tuple[str, bool]]:
-    """The block's commands, each with whether its `# expect: refused` comment announces a failure."""
+@dataclass(frozen=True)
+class Command:
+    line: str
+    refused: bool  # a `# expect: refused [Code]` comment comes before it
+    code: str = ""  # that comment's grpcurl code name (`Unauthenticated`), if it names one
+
+
+def secure_block() -> list[Command]:
+    """The block's commands, in order."""
     text = README.read_text()
     block = text.split("<!-- secure-tls:start -->", 1)[1].split("<!-- secure-tls:end -->", 1)[0]
-    commands: list[tuple[str, bool]] = []
-    refused = False
+    commands: list[Command] = []
+    expected: re.Match[str] | None = None
     for line in block.splitlines():
-        if re.match(r"# expect: refused", line):
-            refused = True
+        if announced := re.match(r"# expect: refused ?(\w*)", line):
+            expected = announced
         elif line and not line.startswith(("#", "```")):
-            commands.append((line, refused))
-            refused = False
+            commands.append(Command(line, expected is not None, expected[1] if expected else ""))
+            expected = None
     return commands
 
 
-def test_the_block_covers_tls_and_mutual_tls() -> None:
-    text = " ".join(command for command, _ in secure_block())
-    for needed in ("--tls-cert", "--tls-client-ca", "--executor-listen", "--tls-client-cert", "-cacert"):
-        assert needed in text
-    assert sum(refused for _, refused in secure_block()) >= 3
+def test_the_block_covers_tls_mutual_tls_and_tokens() -> None:
+    text = " ".join(command.line for command in secure_block())
+    needed = ("--tls-cert", "--tls-client-ca", "--executor-listen", "--tls-client-cert", "-cacert")
+    for option in (*needed, "--authentication on", "--token-hashes", "Bearer", "jobmesh token new"):
+        assert option in text
+    codes = {command.code for command in secure_block() if command.refused}
+    assert {"Unauthenticated", "PermissionDenied"} <= codes
+    assert sum(command.refused for command in secure_block()) >= 5
+
+
+def long_running(line: str) -> bool:
+    return line.startswith(("jobmesh server", "jobmesh executor"))
 
 
 @pytest.fixture
@@ -85,12 +101,11 @@ def test_the_secure_walkthrough_runs_as_written(
         "PATH": f"{BIN}:{os.environ['PATH']}",
     }
     outputs = []
-    for command, refused in secure_block():
-        line = command.replace(API, api).replace(EXECUTORS, executors)
-        line = line.replace(f"--queues {QUEUE}", f"--queues {queue}").replace(
-            f'"queue": "{QUEUE}"', f'"queue": "{queue}"'
-        )
-        if line.startswith("jobmesh "):
+    for command in secure_block():
+        line = command.line.replace(API, api).replace(EXECUTORS, executors)
+        for written in (f"--queues {QUEUE}", f'"queue": "{QUEUE}"', f"executor-1={QUEUE}"):
+            line = line.replace(written, written.replace(QUEUE, queue))
+        if long_running(line):
             with (tmp_path / f"{line.split()[1]}.log").open("wb") as log:
                 started.append(
                     subprocess.Popen(
@@ -118,9 +133,9 @@ def test_the_secure_walkthrough_runs_as_written(
             )
 
         result = run()
-        assert (result.returncode != 0) is refused, (
-            f"{line}\nexit {result.returncode}\n{result.stdout}{result.stderr}"
-        )
+        said = f"{line}\nexit {result.returncode}\n{result.stdout}{result.stderr}"
+        assert (result.returncode != 0) is command.refused, said
+        assert f"Code: {command.code}" in result.stderr if command.code else True, said
         outputs.append(result.stdout)
     assert '"status": "SERVING"' in outputs[-2]  # the executor address, with the client certificate
     eventually(
