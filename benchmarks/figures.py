@@ -246,6 +246,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "duration": args.duration,
         "executors": args.executors,
         "server_workers": args.server_workers,
+        "secure": bool(getattr(args, "secure", False)),  # TLS and tokens on (pipeline --secure)
         "concurrency": args.concurrency,
         "scheduled_share": args.scheduled_share,
         "ahead": args.ahead,

@@ -16,12 +16,15 @@ import math
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from jobmesh.transport import tls
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
 
 MAX_BATCH = 1000
@@ -41,6 +44,14 @@ class Plan:
     senders: int
     index: int
     output: str
+    ca_bundle: str = ""  # TLS to the server, verified with this CA bundle; plaintext when empty
+    token: str = ""  # sent as a bearer token when given
+
+    def channel_tls(self) -> ChannelTls | None:
+        return ChannelTls(ca_bundle=Path(self.ca_bundle)) if self.ca_bundle else None
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
     @property
     def total(self) -> int:
@@ -89,9 +100,10 @@ class _Backoff:
 def run_sender(plan: Plan, control: Connection) -> None:
     """A sender process: says `ready`, gets t0 (epoch seconds), offers its share, writes its records, says
     `done`, and waits for `exit` (so that its CPU time can be read while it is alive)."""
-    channel = grpc.insecure_channel(
+    channel = tls.channel(
         plan.address,
-        options=[("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)],
+        plan.channel_tls(),
+        (("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)),
     )
     grpc.channel_ready_future(channel).result(timeout=60)
     stub = job_service_pb2_grpc.JobServiceStub(channel)
@@ -141,7 +153,7 @@ def _send(
     submit_ns = time.time_ns()
     timeout = max(t0_ns / 1e9 + plan.answer_within - submit_ns / 1e9, 1.0)
     future = stub.BatchCreateJobs.future(
-        job_service_pb2.BatchCreateJobsRequest(requests=requests), timeout=timeout
+        job_service_pb2.BatchCreateJobsRequest(requests=requests), timeout=timeout, metadata=plan.metadata()
     )
     call = _Call(batch, submit_ns, future)
 

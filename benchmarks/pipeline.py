@@ -64,7 +64,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks import cpu, statements
+from benchmarks import cpu, secure, statements
 from benchmarks.figures import (
     Measured,
     Starts,
@@ -77,6 +77,9 @@ from benchmarks.figures import (
 )
 from benchmarks.handlers import STARTS_VARIABLE
 from benchmarks.load import Plan, job_request, run_sender
+from benchmarks.secure import Security
+from jobmesh.transport import tls
+from jobmesh.transport.tls import ChannelTls
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[1]
@@ -153,6 +156,13 @@ class Mesh:
     address: str
     queue: str
     processes: list[Process] = field(default_factory=list)
+    security: Security | None = None  # TLS and tokens (`--secure`)
+
+    def client_tls(self) -> ChannelTls | None:
+        return self.security.client_tls() if self.security else None
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.security.metadata() if self.security else ()
 
     def spawn(self, name: str, args: list[str], extra: dict[str, str], profile_as: str = "") -> Process:
         if profile_as and profile_as in self.profile:
@@ -217,7 +227,7 @@ def free_port() -> int:
 
 def wait_serving(address: str, mesh: Mesh, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
+    with tls.channel(address, mesh.client_tls()) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             mesh.check_alive()
@@ -266,6 +276,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ahead", type=float, default=3.0, help="run_at: seconds after the offer (3)")
     parser.add_argument("--tick", type=float, default=0.05, help="seconds between a sender's batches (0.05)")
     parser.add_argument("--drain", type=float, default=30.0, help="seconds allowed for stragglers (30)")
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS and tokens on, as README 'Running it securely': the API over TLS with an operator's"
+        " token, executors over mutual TLS known by their certificates",
+    )
     parser.add_argument("--json", type=Path, help="write the raw numbers to this file")
     parser.add_argument("--work", type=Path, help="folder for logs and records (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -295,14 +311,14 @@ def warm_up(address: str, queue: str, starts: Starts, mesh: Mesh) -> set[str]:
     starts. Returns the warm-up runs' names (left out of the figures)."""
     names: set[str] = set()
     deadline = time.monotonic() + 120
-    with grpc.insecure_channel(address) as channel:
+    with tls.channel(address, mesh.client_tls()) as channel:
         stub = job_service_pb2_grpc.JobServiceStub(channel)
         while time.monotonic() < deadline:
             mesh.check_alive()
             request = job_service_pb2.BatchCreateJobsRequest(
                 requests=[job_request(queue, None) for _ in range(20)]
             )
-            response = stub.BatchCreateJobs(request, timeout=30)
+            response = stub.BatchCreateJobs(request, timeout=30, metadata=mesh.metadata())
             names.update(result.run.name for result in response.results if result.run.name)
             time.sleep(1.0)
             starts.read()
@@ -316,12 +332,16 @@ def start_mesh(
 ) -> None:
     workers = {"JOBMESH_SERVER_WORKERS": str(args.server_workers)}
     profiled = "server" if args.server_workers == 1 else ""  # the profiler sees one process
-    mesh.spawn("server", ["server", "--listen", address], workers, profiled)
+    security = mesh.security
+    server_flags = ["--listen", address, *(security.server_flags if security else ())]
+    mesh.spawn("server", ["server", *server_flags], workers, profiled)
     wait_serving(address, mesh)
     mesh.spawn("watcher", ["watcher"], {"JOBMESH_WATCHER_ID": f"{queue}-watcher"}, "watcher")
-    for index in range(args.executors):
-        flags = ["--server", address, "--queues", queue, "--concurrency", str(args.concurrency)]
-        extra = {STARTS_VARIABLE: str(starts[index]), "JOBMESH_EXECUTOR_ID": f"{queue}-{index + 1}"}
+    for index, executor_id in enumerate(executor_ids(queue, args.executors)):
+        dialled = security.executor_address if security else address
+        flags = ["--server", dialled, "--queues", queue, "--concurrency", str(args.concurrency)]
+        flags += security.executor_flags[executor_id] if security else ()
+        extra = {STARTS_VARIABLE: str(starts[index]), "JOBMESH_EXECUTOR_ID": executor_id}
         mesh.spawn(
             f"executor-{index + 1}",
             ["executor", *flags, "--handlers", "benchmarks.handlers:HANDLERS"],
@@ -330,18 +350,20 @@ def start_mesh(
         )
 
 
+def executor_ids(queue: str, count: int) -> list[str]:
+    return [f"{queue}-{index + 1}" for index in range(count)]
+
+
 Sender = tuple[multiprocessing.process.BaseProcess, Connection]
 
 
-def start_senders(
-    args: argparse.Namespace, address: str, queue: str, outputs: Sequence[Path]
-) -> list[Sender]:
+def start_senders(args: argparse.Namespace, mesh: Mesh, outputs: Sequence[Path]) -> list[Sender]:
     context = multiprocessing.get_context("spawn")
     senders: list[Sender] = []
     for index, output in enumerate(outputs):
         plan = Plan(
-            address=address,
-            queue=queue,
+            address=mesh.address,
+            queue=mesh.queue,
             duration=args.duration,
             rate=args.rate,
             scheduled_share=args.scheduled_share,
@@ -351,6 +373,8 @@ def start_senders(
             senders=len(outputs),
             index=index,
             output=str(output),
+            ca_bundle=str(mesh.security.ca_bundle) if mesh.security else "",
+            token=mesh.security.token if mesh.security else "",
         )
         ours, theirs = context.Pipe()
         process = context.Process(target=run_sender, args=(plan, theirs), name=f"sender-{index + 1}")
@@ -397,7 +421,7 @@ def measure(
     queue = mesh.queue
     loads = [mesh.work / f"load-{index + 1}.txt" for index in range(args.senders)]
     database = found.env["JOBMESH_DATABASE_URL"]
-    senders += start_senders(args, mesh.address, queue, loads)
+    senders += start_senders(args, mesh, loads)
     expect(senders, 120, "get ready")
     groups = cpu_groups(mesh, found, senders)
     t0 = math.ceil(time.time()) + 1.0
@@ -452,6 +476,10 @@ def run(args: argparse.Namespace, work: Path, found: Services) -> dict[str, Any]
     print(f"work folder {work}, queue {queue}", flush=True)
     address = f"127.0.0.1:{free_port()}"
     mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, args.profile, address, queue)
+    if args.secure:
+        executors = f"127.0.0.1:{free_port()}"
+        mesh.security = secure.prepare(work, queue, executor_ids(queue, args.executors), executors)
+        print(f"TLS and tokens on; executors over mutual TLS on {executors}", flush=True)
     start_paths = [work / f"starts-{index + 1}.txt" for index in range(args.executors)]
     senders: list[Sender] = []
     try:

@@ -157,7 +157,7 @@ def creates_alongside(args: argparse.Namespace, mesh: Mesh, queue: str) -> list[
         drain=30.0,
         tick=0.05,
     )
-    senders = start_senders(load, mesh.address, queue, [mesh.work / "load.txt"])
+    senders = start_senders(load, mesh, [mesh.work / "load.txt"])
     expect(senders, 120, "get ready")
     return senders
 
