@@ -51,6 +51,8 @@ LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
 CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
 STEP_ASIDE_AFTER = 0.5  # seconds with every slot busy before the executor steps aside from its queue
+# ... and seconds without a stream to the server (longer: a reconnection should not move the partitions)
+STEP_ASIDE_OUT_OF_CONTACT = 5.0
 
 
 def _secret_source(spec: str) -> SecretSource:
@@ -115,12 +117,9 @@ class Executor:
         signals = self._signals if self._signals is not None else open_signals(self.config.signals_url)
         # One thread for the consumer: adapters are not thread-safe, and a poll blocks.
         consumer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobmesh-consumer")
-        consumer: RunConsumer | None = None
         tasks: list[asyncio.Task[None]] = []
         try:
-            consumer = await self._in(consumer_thread, queue.consumer, self.config.group, self.config.queues)
-            log.info("executor %s taking runs from %s", self.executor_id, ", ".join(self.config.queues))
-            claims = asyncio.create_task(self._claim_loop(consumer, consumer_thread), name="jobmesh-claims")
+            claims = asyncio.create_task(self._take_runs(queue, consumer_thread), name="jobmesh-claims")
             tasks = [
                 asyncio.create_task(self.stream.run(), name="jobmesh-stream"),  # first: shut down last
                 claims,
@@ -133,20 +132,34 @@ class Executor:
                 asyncio.create_task(stop_attempts_out_of_contact(self.attempts), name="jobmesh-contact"),
             ]
             await self._until_drain(tasks)
-            # The claim loop ends its cycle (granted attempts start, deliveries are committed); a server that
-            # never answers a claim must not hold the drain up.
+            # The claim loop ends its cycle (granted attempts start, deliveries are committed, the group is
+            # left); a server that never answers a claim must not hold the drain up.
             if not await within(asyncio.shield(claims), self.config.connect_timeout.total_seconds()):
                 claims.cancel()
-            await self._in(consumer_thread, consumer.close)  # uncommitted deliveries go back to the group
-            consumer = None
+                await asyncio.gather(claims, return_exceptions=True)
             await self._finish_attempts()
             await self._deliver_results()
         finally:
-            await self._shutdown(tasks, consumer, consumer_thread)
+            await self._shutdown(tasks, consumer_thread)
             if self._signals is None:
                 signals.close()
             if self._queue is None:
                 queue.close()
+
+    async def _take_runs(self, queue: RunQueue, thread: ThreadPoolExecutor) -> None:
+        """Joins the queue's group once the server has welcomed this executor's stream, claims what it
+        delivers until the drain, then leaves (what it did not commit goes back to the group). An executor
+        that the server refuses, or cannot reach, never joins: it would hold partitions whose runs it cannot
+        claim."""
+        if not await self._until(self.stream.wait_ready()):
+            return
+        consumer = await self._in(thread, queue.consumer, self.config.group, self.config.queues)
+        log.info("executor %s taking runs from %s", self.executor_id, ", ".join(self.config.queues))
+        try:
+            await self._claim_loop(consumer, thread)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._in(thread, consumer.close))
 
     async def _until_drain(self, tasks: Sequence[asyncio.Task[None]]) -> None:
         drained = asyncio.create_task(self._draining.wait())
@@ -192,10 +205,7 @@ class Executor:
             )
 
     async def _shutdown(
-        self,
-        tasks: Sequence[asyncio.Task[None]],
-        consumer: RunConsumer | None,
-        consumer_thread: ThreadPoolExecutor,
+        self, tasks: Sequence[asyncio.Task[None]], consumer_thread: ThreadPoolExecutor
     ) -> None:
         self.stream.close()
         await self.attempts.abort()
@@ -205,10 +215,7 @@ class Executor:
             await within(asyncio.shield(tasks[0]), self.config.connect_timeout.total_seconds() + 1.0)
             tasks[0].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if consumer is not None:
-            with contextlib.suppress(Exception):
-                await self._in(consumer_thread, consumer.close)
-        consumer_thread.shutdown(wait=True)
+        consumer_thread.shutdown(wait=True)  # the consumer's close, if the claim loop was cut short
 
     async def _claim_loop(self, consumer: RunConsumer, thread: ThreadPoolExecutor) -> None:
         """Polls while earlier claims wait for their answers (a few batches at once: a claim's round trip
@@ -218,7 +225,7 @@ class Executor:
             while not self._draining.is_set():
                 await self._commit_claimed(consumer, thread, claims, wait=claims.full())
                 if not await self._until(self._wait_free(consumer, thread, claims)) or not await self._until(
-                    self.stream.wait_ready()
+                    self._wait_contact(consumer, thread, claims)
                 ):
                     break
                 room = self.attempts.free() - claims.deliveries()
@@ -255,6 +262,24 @@ class Executor:
         log.info("all %d slots busy: stepped aside from the queue until one frees", len(self.attempts))
         await self.attempts.wait_free()
         await self._queue_call(thread, consumer.rejoin, "rejoin")
+
+    async def _wait_contact(
+        self, consumer: RunConsumer, thread: ThreadPoolExecutor, claims: _ClaimsInFlight
+    ) -> None:
+        """Until the stream is up. Out of contact for a while (the server unreachable, or refusing this
+        executor), the executor steps aside from its queue's group until the stream is back: it can claim
+        nothing meanwhile, and its share of the queue would wait for it. Claims in flight are answered after
+        the reconnection (they wait for it), so with some the executor stays in the group."""
+        if await within(self.stream.wait_ready(), STEP_ASIDE_OUT_OF_CONTACT) or claims:
+            await self.stream.wait_ready()
+            return
+        if not await self._queue_call(thread, consumer.step_aside, "step aside"):
+            await self.stream.wait_ready()
+            return
+        log.warning("out of contact with the server: stepped aside from the queue until the stream is back")
+        await self.stream.wait_ready()
+        await self._queue_call(thread, consumer.rejoin, "rejoin")
+        log.info("in contact again: rejoined the queue")
 
     async def _queue_call(self, thread: ThreadPoolExecutor, call: Callable[[], None], what: str) -> bool:
         try:

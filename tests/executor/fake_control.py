@@ -44,6 +44,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.fenced: set[AttemptRef] = set()
         self.ack_results = True
         self.answer_heartbeats = True  # as the real server does; off: a server that cannot record them
+        self.refuse_with: grpc.StatusCode | None = None  # set: every hello is answered with this code
         # Claim answers held back until this many batches wait, then sent newest first (the real server
         # handles a stream's claims at once, and answers them in any order); 0: each at once.
         self.hold_claims = 0
@@ -116,6 +117,9 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "hello first")
             return
         self.hellos.append(first.hello)
+        if self.refuse_with is not None:
+            await context.abort(self.refuse_with, "refused by the test")
+            return
         stream = _Stream(first.hello.executor_id)
         interval = duration_pb2.Duration()
         interval.FromNanoseconds(int(self.heartbeat_interval * 1e9))

@@ -129,10 +129,12 @@ async def running_executor(
     handlers: Mapping[str, Handler] | None = None,
     *,
     bus: SignalBus | None = None,
+    queue: RunQueue | None = None,
+    connected: bool = True,
     **settings: object,
 ) -> AsyncIterator[Rig]:
-    """An Executor on fresh in-process queue and bus names (or on `bus`), connected to `fake`; drained and
-    awaited after."""
+    """An Executor on fresh in-process queue and bus names (or on `bus`, or on `queue`), connected to `fake`
+    (or, with `connected` False, as soon as it runs); drained and awaited after."""
     import asyncio
 
     name = f"executor-test-{uuid.uuid4().hex[:10]}"
@@ -150,13 +152,12 @@ async def running_executor(
     }
     values.update(settings)
     config = ExecutorConfig(**values)  # type: ignore[arg-type]
-    queue = open_queue(config.queue_url)
     bus = bus or open_signals(config.signals_url)
-    executor = Executor(config, handlers, signals=bus)
+    executor = Executor(config, handlers, queue=queue, signals=bus)  # None: its own, from the URL
     task = asyncio.create_task(executor.run())
     try:
-        await fake.wait_until(lambda: executor.stream.connected or task.done())
-        yield Rig(fake, executor, queue, bus)
+        await fake.wait_until(lambda: executor.stream.connected or task.done() or not connected)
+        yield Rig(fake, executor, queue or open_queue(config.queue_url), bus)
     finally:
         executor.drain(grace=timedelta(0))
         await asyncio.wait_for(task, 15)
