@@ -37,7 +37,7 @@ from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
 from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import Sessions
+from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.server.tls import ExecutorCertificateRequired, server_credentials
@@ -197,7 +197,12 @@ def build_services(
     )
     server_id = new_server_id()
     renewals = SessionRenewals(
-        store, sessions, utcnow, server_id=server_id, interval=config.session_renewal_interval
+        store,
+        sessions,
+        utcnow,
+        server_id=server_id,
+        interval=config.session_renewal_interval,
+        stale_after=quiet_limit_of(config.heartbeat_interval),
     )
     renewals.start()
     stream_lag = StreamLag()

@@ -7,6 +7,13 @@ after a renewal that began after it arrived has committed: the executor counts a
 it sent the batch, never longer than the database knows (docs/design.md, "At least once"). So heartbeats
 cost no write per attempt, and their answers wait for nothing but this thread's statement (at most ten a
 second).
+
+A session is also an executor name's hold across server processes: a connection takes it (`take`), and a
+renewal keeps it, unless another server's stream renewed it within the quiet limit; a stream that ends
+releases it (`release`). Only streams heard from
+within that limit are renewed, so the name of one that dropped unnoticed is free for another server a quiet
+limit later; a live stream whose name another server holds (taken meanwhile, say while the database was
+unreachable) is ended at the next renewal.
 """
 
 from __future__ import annotations
@@ -42,8 +49,10 @@ class SessionRenewals:
         *,
         server_id: str,
         interval: timedelta,
+        stale_after: timedelta,
     ) -> None:
         self._store = store
+        self._stale_after = stale_after
         self._sessions = sessions
         self._clock = clock
         self._server_id = server_id
@@ -75,9 +84,11 @@ class SessionRenewals:
         batches wait for the next)."""
         with self._lock:
             waiting, self._waiting = self._waiting, []
-        executors = {*self._sessions.executor_ids(), *(item.executor_id for item in waiting)}
+        executors = {*self._sessions.live_executor_ids(), *(item.executor_id for item in waiting)}
         try:
-            self._store.renew_sessions(sorted(executors), self._server_id, self._clock())
+            held = self._store.renew_sessions(
+                sorted(executors), self._server_id, self._clock(), stale_after=self._stale_after
+            )
         except JobmeshError as error:
             if not self._failing:
                 log.warning("executor sessions not renewed (heartbeats wait for their answers): %s", error)
@@ -88,9 +99,38 @@ class SessionRenewals:
         if self._failing:
             log.info("executor sessions renewed again")
         self._failing = False
+        if lost := executors - held:
+            log.warning(
+                "executors %s are connected to another server too: their streams here end",
+                sorted(lost),
+                extra={"executors": sorted(lost)},
+            )
+            self._sessions.end(lost)
         for item in waiting:
-            item.queue.put(item.answer)
+            if item.executor_id in held:
+                item.queue.put(item.answer)
         return True
+
+    def take(self, executor_id: str) -> bool:
+        """Takes the session of a new stream of `executor_id`: False while another server's live stream
+        holds it. With the database unreachable the stream is let in (scheduling goes on degraded), and the
+        next renewal that succeeds settles who holds the name."""
+        try:
+            held = self._store.renew_sessions(
+                [executor_id], self._server_id, self._clock(), stale_after=self._stale_after
+            )
+        except JobmeshError as error:
+            log.warning("executor %s let in unchecked by other servers: %s", executor_id, error)
+            return True
+        return executor_id in held
+
+    def release(self, executor_id: str) -> None:
+        """This server's stream of `executor_id` ended: its name is free for any server at once (else it
+        would be a quiet limit later)."""
+        try:
+            self._store.release_session(executor_id, self._server_id)
+        except JobmeshError as error:
+            log.info("session of executor %s not released (free a quiet limit later): %s", executor_id, error)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -6,7 +6,8 @@ One stream per executor name: a second connection under the name of a live strea
 `ALREADY_EXISTS` (reason `EXECUTOR_NAME_IN_USE`). A stream counts as live while its executor has sent anything
 within the quiet limit (three heartbeat intervals: an executor heartbeats every interval, idle or not). After
 that it is taken for a connection that dropped without the server noticing, and a new connection under its
-name ends it and takes its place: a reconnecting executor is locked out for at most that long.
+name ends it and takes its place: a reconnecting executor is locked out for at most that long. Across server
+processes (workers, replicas) the name is held in the database the same way (`server/session_renewals.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.cancels import cancel_notice_of
@@ -26,8 +28,20 @@ from jobmesh.v1 import executor_control_pb2 as pb
 
 FEED_CANCEL_REASON = "cancelled"
 EXECUTOR_NAME_IN_USE = "EXECUTOR_NAME_IN_USE"
-# Seconds without a message after which a stream no longer holds its executor's name (see above).
-DEFAULT_QUIET_LIMIT = 9.0
+# Heartbeat intervals without a message after which a stream no longer holds its executor's name (see above).
+QUIET_INTERVALS = 3
+DEFAULT_QUIET_LIMIT = 9.0  # seconds: QUIET_INTERVALS of the default heartbeat interval
+
+
+def quiet_limit_of(heartbeat_interval: timedelta) -> timedelta:
+    return QUIET_INTERVALS * heartbeat_interval
+
+
+def name_in_use(executor_id: str) -> AlreadyExists:
+    return AlreadyExists(
+        f"an executor named {executor_id!r} is connected: one stream per executor name",
+        metadata={"executor": executor_id, "reason": EXECUTOR_NAME_IN_USE},
+    )
 
 
 def cancel_message(attempts: Sequence[AttemptRef], reason: str) -> pb.ConnectResponse:
@@ -69,6 +83,7 @@ class Sessions:
         self._signals = signals
         self._lock = threading.Lock()
         self._queues: dict[str, SessionQueue] = {}
+        self._quiet_limits: dict[str, float] = {}
         self._subscription: Subscription | None = None
 
     def start(self) -> None:
@@ -87,22 +102,40 @@ class Sessions:
         with self._lock:
             held = self._queues.get(executor_id)
             if held is not None and held.quiet_for() < quiet_limit:
-                raise AlreadyExists(
-                    f"an executor named {executor_id!r} is connected: one stream per executor name",
-                    metadata={"executor": executor_id, "reason": EXECUTOR_NAME_IN_USE},
-                )
+                raise name_in_use(executor_id)
             self._queues[executor_id] = queue
+            self._quiet_limits[executor_id] = quiet_limit
         if held is not None:
             held.end()
 
-    def unregister(self, executor_id: str, queue: SessionQueue) -> None:
+    def unregister(self, executor_id: str, queue: SessionQueue) -> bool:
+        """False when `queue` no longer held the name (a newer connection took it)."""
         with self._lock:
-            if self._queues.get(executor_id) is queue:
-                del self._queues[executor_id]
+            if self._queues.get(executor_id) is not queue:
+                return False
+            del self._queues[executor_id]
+            del self._quiet_limits[executor_id]
+            return True
 
     def executor_ids(self) -> list[str]:
         with self._lock:
             return list(self._queues)
+
+    def live_executor_ids(self) -> list[str]:
+        """The executors whose streams were heard from within their quiet limit."""
+        with self._lock:
+            return [
+                executor_id
+                for executor_id, queue in self._queues.items()
+                if queue.quiet_for() < self._quiet_limits[executor_id]
+            ]
+
+    def end(self, executor_ids: Iterable[str]) -> None:
+        """Ends these executors' streams (their own cleanup unregisters them)."""
+        with self._lock:
+            queues = [self._queues[name] for name in executor_ids if name in self._queues]
+        for queue in queues:
+            queue.end()
 
     def _deliver(self, notice: CancelNotice) -> None:
         self.push(notice)

@@ -294,12 +294,23 @@ class SqlStore:
             sql_leases.release_lease(connection, name, holder)
 
     @translate_errors
-    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
-        if executor_ids:
-            self._run_write(
-                lambda connection: sql_leases.renew_sessions(connection, executor_ids, server_id, now),
-                notice=None,
-            )
+    def renew_sessions(
+        self, executor_ids: Sequence[str], server_id: str, now: datetime, *, stale_after: timedelta
+    ) -> frozenset[str]:
+        if not executor_ids:
+            return frozenset()
+        return self._run_write(
+            lambda connection: sql_leases.renew_sessions(
+                connection, executor_ids, server_id, now, stale_after
+            ),
+            notice=None,
+        )
+
+    @translate_errors
+    def release_session(self, executor_id: str, server_id: str) -> None:
+        self._run_write(
+            lambda connection: sql_leases.release_session(connection, executor_id, server_id), notice=None
+        )
 
     @translate_errors
     def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -1,5 +1,6 @@
 """Leases (watcher leadership, shards): one row per lease, taken by a single conditional upsert. And executor
-sessions: when each executor's stream was last known live, renewed by the server that holds it.
+sessions: when each executor's stream was last known live, renewed by the server that holds it, and taken
+the same way, so that one executor name has one live stream across every server process.
 
 `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE <expired or ours>` decides atomically on both dialects.
 On PostgreSQL two callers racing for a free name meet on the primary key: the loser's insert turns into the
@@ -14,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Text, delete, func, or_, select
+from sqlalchemy import Connection, Text, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from jobmesh.adapters.store.schema import UtcDateTime, executor_sessions, leases
 from jobmesh.adapters.store.sql_batch import batch_table, chunks
+
+RELEASED = ""  # the server id of a session whose stream ended cleanly
 
 
 def try_lease(connection: Connection, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
@@ -40,12 +43,20 @@ def release_lease(connection: Connection, name: str, holder: str) -> None:
 
 
 def renew_sessions(
-    connection: Connection, executor_ids: Sequence[str], server_id: str, now: datetime
-) -> None:
-    """One upsert per chunk; a renewal never moves back (a stream that moved to another server meanwhile)."""
+    connection: Connection,
+    executor_ids: Sequence[str],
+    server_id: str,
+    now: datetime,
+    stale_after: timedelta,
+) -> frozenset[str]:
+    """One conditional upsert per chunk, the lease pattern above: a session is renewed (never moved back)
+    where it is `server_id`'s, new, or not renewed for `stale_after`; one that another server renewed more
+    recently stays that server's, unless it released it. Returns the executors whose sessions `server_id`
+    holds now."""
     postgres = connection.dialect.name == "postgresql"
     dialect_insert = postgresql.insert if postgres else sqlite.insert
     latest = func.greatest if postgres else func.max
+    held: set[str] = set()
     for chunk in chunks(sorted(set(executor_ids))):
         rows = [(executor_id, server_id, now) for executor_id in chunk]
         batch = batch_table(
@@ -60,15 +71,29 @@ def renew_sessions(
                 batch.c.executor_id.is_not(None)
             ),
         )
-        connection.execute(
-            insert.on_conflict_do_update(
-                index_elements=[executor_sessions.c.executor_id],
-                set_={
-                    "server_id": insert.excluded.server_id,
-                    "renewed_at": latest(executor_sessions.c.renewed_at, insert.excluded.renewed_at),
-                },
-            )
-        )
+        statement = insert.on_conflict_do_update(
+            index_elements=[executor_sessions.c.executor_id],
+            set_={
+                "server_id": insert.excluded.server_id,
+                "renewed_at": latest(executor_sessions.c.renewed_at, insert.excluded.renewed_at),
+            },
+            where=or_(
+                executor_sessions.c.server_id == insert.excluded.server_id,
+                executor_sessions.c.server_id == RELEASED,
+                executor_sessions.c.renewed_at <= now - stale_after,
+            ),
+        ).returning(executor_sessions.c.executor_id)
+        held.update(connection.execute(statement).scalars())
+    return frozenset(held)
+
+
+def release_session(connection: Connection, executor_id: str, server_id: str) -> None:
+    """The session is free for any server at once; its renewal time stays, for the sweeper."""
+    connection.execute(
+        update(executor_sessions)
+        .where(executor_sessions.c.executor_id == executor_id, executor_sessions.c.server_id == server_id)
+        .values(server_id=RELEASED)
+    )
 
 
 def session_renewals(connection: Connection, executor_ids: Sequence[str]) -> Mapping[str, datetime]:

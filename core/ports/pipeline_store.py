@@ -138,9 +138,17 @@ class PipelineStore(Protocol):
 
     # Executor sessions ------------------------------------------------------------------------------------
 
-    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
+    def renew_sessions(
+        self, executor_ids: Sequence[str], server_id: str, now: datetime, *, stale_after: timedelta
+    ) -> frozenset[str]:
         """Records that `server_id` holds live streams of these executors at `now` (never moving a renewal
-        back). The sweeper keeps alive the attempts of an executor renewed within their heartbeat timeout."""
+        back), and returns those whose sessions it holds: a session that another server renewed within
+        `stale_after` stays that server's, one older is taken over. The sweeper keeps alive the attempts of
+        an executor renewed within their heartbeat timeout."""
+        ...
+
+    def release_session(self, executor_id: str, server_id: str) -> None:
+        """`server_id`'s stream of this executor ended: any server may take its session at once."""
         ...
 
     def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:

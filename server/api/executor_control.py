@@ -39,7 +39,7 @@ from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
 from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import SessionQueue, Sessions
+from jobmesh.server.sessions import SessionQueue, Sessions, name_in_use, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import executor_control_pb2_grpc
@@ -58,8 +58,6 @@ HEARTBEATS_PER_STREAM = 8
 ORDERED = frozenset({"logs", "progress", "results"})
 STREAM_THREADS = 8
 HEARTBEAT_THREADS = 2
-# A stream silent for this many heartbeat intervals no longer holds its executor's name (server/sessions.py).
-QUIET_INTERVALS = 3
 
 
 class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
@@ -102,8 +100,11 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         queue = SessionQueue(asyncio.get_running_loop())
         try:
             grant = _granted(current_principal(), hello)
-            quiet_limit = QUIET_INTERVALS * self._heartbeat_interval.total_seconds()
+            quiet_limit = quiet_limit_of(self._heartbeat_interval).total_seconds()
             self._sessions.register(hello.executor_id, queue, quiet_limit=quiet_limit)
+            if not await self._in_thread(lambda: self._renewals.take(hello.executor_id)):
+                self._sessions.unregister(hello.executor_id, queue)
+                raise name_in_use(hello.executor_id)
         except JobmeshError as error:
             log.warning(
                 "executor %s refused: %s",
@@ -135,7 +136,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             log.exception("stream of executor %s failed", hello.executor_id)
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
         finally:
-            self._sessions.unregister(hello.executor_id, queue)
+            if self._sessions.unregister(hello.executor_id, queue):
+                with contextlib.suppress(RuntimeError):  # the server is closing: its sessions lapse instead
+                    self._threads.submit(self._renewals.release, hello.executor_id)
             log.info("executor %s disconnected", hello.executor_id)
 
     def _welcome(self) -> pb.ConnectResponse:
@@ -155,7 +158,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                     reader.result()  # re-raise what ended the reader, if anything
                     return
                 if (response := message.result()) is None:
-                    log.warning("a newer connection took over the name of this quiet stream: ended")
+                    log.warning("this stream's executor name was taken by a newer connection: ended")
                     return
                 await context.write(response)
         finally:

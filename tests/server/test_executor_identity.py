@@ -176,6 +176,56 @@ def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
         silent.close()
 
 
+def test_one_stream_per_executor_name_across_server_processes(store: SchedulerStore, tmp_path: Path) -> None:
+    """Two servers on one database, as server workers or replicas are: a name live on one is refused on the
+    other; a stream that ends frees it at once, one that goes quiet a quiet limit later; and a stream whose
+    name the other server took meanwhile is ended once it speaks again."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    fast = {
+        "heartbeat_interval": timedelta(milliseconds=100),
+        "session_renewal_interval": timedelta(milliseconds=100),
+    }
+    with (
+        secured_server(store, tmp_path / "a", **fast) as a,
+        secured_server(store, tmp_path / "b", **fast) as b,
+        grpc.insecure_channel(a.address) as on_a,
+        grpc.insecure_channel(b.address) as on_b,
+    ):
+
+        def connect(channel: grpc.Channel, server: Secured) -> RawStream:
+            return RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+
+        first = connect(on_a, a)
+        first.next("welcome")
+        error = refused_with(connect(on_b, b), grpc.StatusCode.ALREADY_EXISTS)
+        assert error_info(error).metadata["reason"] == EXECUTOR_NAME_IN_USE
+        first.close()
+        moved = eventually(
+            lambda: _welcomed(connect(on_b, b)), 5, "the name to be free once the stream ended"
+        )
+        quiet_since = time.monotonic()
+        # `moved` sends nothing: a quiet limit (300 ms) later, server a may take the name.
+        back = eventually(lambda: _welcomed(connect(on_a, a)), 5, "a quiet stream to give its name up")
+        assert time.monotonic() - quiet_since >= 0.3
+        moved.send(heartbeats=pb.HeartbeatBatch())  # the quiet stream on b speaks again: b ends it
+        with pytest.raises((grpc.RpcError, AssertionError)):
+            moved.next("acks")
+        back.close()
+
+
+def _welcomed(stream: RawStream) -> RawStream | None:
+    """The stream once welcomed; None (closed) while the name is in use."""
+    try:
+        stream.next("welcome")
+    except grpc.RpcError as error:
+        stream.close()
+        if error.code() is not grpc.StatusCode.ALREADY_EXISTS:
+            raise
+        return None
+    return stream
+
+
 def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(
     streams: Any, channel: grpc.Channel, secured: Secured
 ) -> None:

@@ -41,10 +41,12 @@ class FlakyStore:
         self.writes = threading.Event()
         self.writes.set()
 
-    def renew_sessions(self, executor_ids: Sequence[str], server_id: str, now: datetime) -> None:
+    def renew_sessions(
+        self, executor_ids: Sequence[str], server_id: str, now: datetime, *, stale_after: timedelta
+    ) -> frozenset[str]:
         if self.sessions_down:
             raise StoreUnavailable("injected by the test")
-        self._store.renew_sessions(executor_ids, server_id, now)
+        return self._store.renew_sessions(executor_ids, server_id, now, stale_after=stale_after)
 
     def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
         assert self.writes.wait(30), "the test never let the writes through"

@@ -76,11 +76,14 @@ def state_of(store: SqlStore, ref: AttemptRef) -> tuple[RunState, int]:
     return run.state, run.attempt
 
 
+QUIET = timedelta(seconds=9)  # a session another server renewed within this stays that server's
+
+
 def test_an_attempt_whose_session_was_renewed_within_its_timeout_is_kept_and_its_deadline_moves(
     store: SqlStore, bus: SignalBus
 ) -> None:
     ref = running(store, "renewed")
-    store.renew_sessions([EXECUTOR], "server-a", SWEPT - timedelta(seconds=10))
+    store.renew_sessions([EXECUTOR], "server-a", SWEPT - timedelta(seconds=10), stale_after=QUIET)
     assert sweeper(store, bus).sweep_lost() == []
     assert state_of(store, ref) == (RunState.RUNNING, 1)
     assert store.lost_attempts(SWEPT, limit=10) == []  # out of the sweep until the renewal's timeout passes
@@ -89,7 +92,7 @@ def test_an_attempt_whose_session_was_renewed_within_its_timeout_is_kept_and_its
 
 def test_an_attempt_whose_session_lapsed_is_lost_and_retried(store: SqlStore, bus: SignalBus) -> None:
     ref = running(store, "lapsed")
-    store.renew_sessions([EXECUTOR], "server-a", SWEPT - TIMEOUT - timedelta(seconds=1))
+    store.renew_sessions([EXECUTOR], "server-a", SWEPT - TIMEOUT - timedelta(seconds=1), stale_after=QUIET)
     [retry] = sweeper(store, bus).sweep_lost()
     assert retry.run.attempt == 2
     run = store.get_run(ref.job_id, ref.run_id)
@@ -100,7 +103,7 @@ def test_a_heartbeat_on_the_bus_keeps_an_attempt_whose_session_lapsed(
     store: SqlStore, bus: SignalBus
 ) -> None:
     ref = running(store, "on-the-bus")
-    store.renew_sessions([EXECUTOR], "server-a", CLAIMED)
+    store.renew_sessions([EXECUTOR], "server-a", CLAIMED, stale_after=QUIET)
     bus.put_heartbeats(EXECUTOR, [ref], SWEPT - timedelta(seconds=2), ttl=timedelta(minutes=1))
     assert sweeper(store, bus).sweep_lost() == []
     assert state_of(store, ref) == (RunState.RUNNING, 1)
@@ -108,6 +111,6 @@ def test_a_heartbeat_on_the_bus_keeps_an_attempt_whose_session_lapsed(
 
 def test_another_executors_session_keeps_nothing(store: SqlStore, bus: SignalBus) -> None:
     ref = running(store, "others")
-    store.renew_sessions(["executor-2"], "server-a", SWEPT)
+    store.renew_sessions(["executor-2"], "server-a", SWEPT, stale_after=QUIET)
     assert len(sweeper(store, bus).sweep_lost()) == 1
     assert state_of(store, ref) == (RunState.SCHEDULED, 2)

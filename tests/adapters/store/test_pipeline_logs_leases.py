@@ -98,17 +98,53 @@ def test_racing_candidates_never_both_hold_a_lease(store: SqlStore) -> None:
 # Executor sessions ---------------------------------------------------------------------------------------
 
 
+QUIET = timedelta(seconds=9)
+
+
 def test_sessions_are_renewed_together_and_never_moved_back(store: SqlStore) -> None:
     assert store.session_renewals(["e1", "e2"]) == {}
-    store.renew_sessions(["e1", "e2", "e1"], "server-a", at(10))
+    assert store.renew_sessions(["e1", "e2", "e1"], "server-a", at(10), stale_after=QUIET) == {"e1", "e2"}
     assert store.session_renewals(["e1", "e2", "e3"]) == {"e1": at(10), "e2": at(10)}
-    store.renew_sessions(["e1"], "server-b", at(20))  # the stream moved to another server
-    store.renew_sessions(["e1", "e2"], "server-a", at(15))  # a late renewal of the old server's
-    assert store.session_renewals(["e1", "e2"]) == {"e1": at(20), "e2": at(15)}
-    store.renew_sessions([], "server-a", at(30))  # nothing to renew: no statement
+    assert store.renew_sessions(["e1", "e2"], "server-a", at(9), stale_after=QUIET) == {"e1", "e2"}
+    assert store.session_renewals(["e1", "e2"]) == {"e1": at(10), "e2": at(10)}  # a late renewal
+    assert store.renew_sessions([], "server-a", at(30), stale_after=QUIET) == frozenset()  # no statement
     many = [f"executor-{index}" for index in range(2500)]  # more than one chunk
-    store.renew_sessions(many, "server-a", at(40))
+    assert store.renew_sessions(many, "server-a", at(40), stale_after=QUIET) == set(many)
     assert set(store.session_renewals(many).values()) == {at(40)}
+
+
+def test_a_session_another_server_renewed_within_the_quiet_limit_stays_its_own(store: SqlStore) -> None:
+    store.renew_sessions(["e1", "e2"], "server-a", at(10), stale_after=QUIET)
+    # Server b, 5 s later: e1 is server a's and live, e3 is new.
+    assert store.renew_sessions(["e1", "e3"], "server-b", at(15), stale_after=QUIET) == {"e3"}
+    assert store.session_renewals(["e1", "e3"]) == {"e1": at(10), "e3": at(15)}
+    assert store.renew_sessions(["e1"], "server-a", at(16), stale_after=QUIET) == {"e1"}
+    # Server a stops renewing e1 (its stream went quiet): a quiet limit later, server b takes it over.
+    assert store.renew_sessions(["e1"], "server-b", at(24), stale_after=QUIET) == frozenset()
+    assert store.renew_sessions(["e1"], "server-b", at(25), stale_after=QUIET) == {"e1"}
+    assert store.renew_sessions(["e1"], "server-a", at(26), stale_after=QUIET) == frozenset()
+    assert store.session_renewals(["e1"]) == {"e1": at(25)}
+
+
+def test_a_released_session_is_free_for_any_server_at_once(store: SqlStore) -> None:
+    store.renew_sessions(["e1"], "server-a", at(60), stale_after=QUIET)
+    store.release_session("e1", "server-b")  # not b's to release: nothing changes
+    assert store.renew_sessions(["e1"], "server-b", at(61), stale_after=QUIET) == frozenset()
+    store.release_session("e1", "server-a")
+    assert store.session_renewals(["e1"]) == {"e1": at(60)}  # the sweeper still sees the renewal
+    assert store.renew_sessions(["e1"], "server-b", at(61), stale_after=QUIET) == {"e1"}
+    assert store.renew_sessions(["e1"], "server-a", at(62), stale_after=QUIET) == frozenset()
+
+
+def test_racing_servers_take_a_free_session_once(store: SqlStore) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        held = list(
+            pool.map(
+                lambda server: store.renew_sessions(["e1"], f"server-{server}", at(50), stale_after=QUIET),
+                range(8),
+            )
+        )
+    assert sorted(len(names) for names in held) == [0] * 7 + [1]
 
 
 # The run's heartbeat columns ---------------------------------------------------------------------------
