@@ -55,7 +55,7 @@ def test_a_refused_executor_never_joins_its_group_and_joins_once_accepted(code: 
     async def test(fake: FakeControl) -> None:
         fake.refuse_with = code
         queue = RecordingQueue(open_queue(f"memory://refused-{code.name.lower()}"))
-        async with running_executor(fake, queue=queue, connected=False) as rig:  # type: ignore[arg-type]
+        async with running_executor(fake, queue=queue, connected=False) as rig:
             await fake.wait_until(lambda: len(fake.hellos) >= 3)  # refused, and trying again
             run = dispatched(command("echo", "accepted"))
             rig.publish(run)
@@ -77,7 +77,7 @@ def test_out_of_contact_for_a_while_the_executor_steps_aside_until_its_stream_is
 
     async def test(fake: FakeControl) -> None:
         queue = RecordingQueue(open_queue("memory://out-of-contact"))
-        async with running_executor(fake, queue=queue) as rig:  # type: ignore[arg-type]
+        async with running_executor(fake, queue=queue) as rig:
             await fake.wait_until(lambda: queue.calls == ["joined"])
             await fake.stop()
             fake.refuse_with = grpc.StatusCode.PERMISSION_DENIED  # a revoked credential, say
@@ -100,7 +100,7 @@ def test_out_of_contact_for_a_while_the_executor_steps_aside_until_its_stream_is
 def test_a_short_reconnection_keeps_the_executor_in_its_group() -> None:
     async def test(fake: FakeControl) -> None:
         queue = RecordingQueue(open_queue("memory://short-reconnection"))
-        async with running_executor(fake, queue=queue) as rig:  # type: ignore[arg-type]
+        async with running_executor(fake, queue=queue) as rig:
             await fake.wait_until(lambda: queue.calls == ["joined"])
             await fake.stop()
             await fake.wait_until(lambda: not rig.executor.stream.connected)

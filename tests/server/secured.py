@@ -36,7 +36,7 @@ class Secured:
 
 
 def secured_config(
-    directory: Path, add_tokens: Callable[[TokenFile], None] | None = None, **overrides: Any
+    directory: Path, *, add_tokens: Callable[[TokenFile], None] | None = None, **overrides: Any
 ) -> tuple[ServerConfig, TokenFile, Signer]:
     """The config, its token file (with `add_tokens`' tokens too) and its JWT signer."""
     tokens = TokenFile(directory / "tokens.yaml")
@@ -63,10 +63,11 @@ def secured_config(
 def secured_server(
     store: SchedulerStore,
     directory: Path,
+    *,
     add_tokens: Callable[[TokenFile], None] | None = None,
     **overrides: Any,
 ) -> Iterator[Secured]:
-    config, tokens, signer = secured_config(directory, add_tokens, **overrides)
+    config, tokens, signer = secured_config(directory, add_tokens=add_tokens, **overrides)
     names = f"memory://secured-{uuid.uuid4().hex[:8]}"
     queue, signals = open_queue(names), open_signals(names)
     loop = asyncio.new_event_loop()
