@@ -182,7 +182,7 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
     name the other server took meanwhile is ended once it speaks again."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    fast = {
+    fast: dict[str, Any] = {
         "heartbeat_interval": timedelta(milliseconds=100),
         "session_renewal_interval": timedelta(milliseconds=100),
     }
