@@ -1,6 +1,24 @@
 """The executor: worker processes that take runs from the queue, claim them over their stream to the server,
 run them (commands, webhooks, registered Python handlers) and report heartbeats, logs, progress and results.
 
-`Executor` in `jobmesh.executor.runtime` runs one (`jobmesh executor` starts it as a process);
-`HandlerRegistry` and `HandlerContext` in `jobmesh.executor.handlers` serve Python handlers.
+This package's names are also the public API of an executor embedded in a user's program, serving that
+program's own Python functions as `handler` targets (`jobmesh.client` re-exports them):
+
+    handlers = HandlerRegistry()
+
+    @handlers.handler("reports.build")
+    def build(context: HandlerContext) -> None:
+        context.log(f"building {context.payload.decode()}")
+
+    config = ExecutorConfig(server="scheduler:50051", queue_url="kafka://kafka:9092", queues=("reports",))
+    await Executor(config, handlers).run()   # until executor.drain()
+
+`jobmesh executor --handlers MODULE:ATTR` runs the same `Executor` as a process of its own.
 """
+
+from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
+from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.runtime import Executor
+
+__all__ = ["ExecutionPolicy", "Executor", "ExecutorConfig", "Handler", "HandlerContext", "HandlerRegistry"]
