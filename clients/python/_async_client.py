@@ -220,8 +220,8 @@ class AsyncClient:
             on_update(answer.run)
             if is_terminal(answer.run):
                 return answer.run
-            async for changes in stream:
-                for run in changes.runs:
+            while (changes := await stream.read()) is not grpc.aio.EOF:
+                for run in changes.runs:  # type: ignore[union-attr]
                     if run.name != name:
                         continue
                     on_update(run)

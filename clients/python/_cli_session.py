@@ -62,7 +62,9 @@ Shell completion: eval "$(_JOBMESH_COMPLETE=bash_source jobmesh)" (zsh_source, f
 def _told(error: JobmeshError) -> int:
     """Tells a failed call on stderr (its field violations and reason too); its exit code."""
     lines = [f"jobmesh: {error}"]
-    lines += [f"  {v.field}: {v.description}" for v in error.field_violations]
+    lines += [
+        f"  {v.field}: {v.description}" for v in error.field_violations if v.description not in lines[0]
+    ]
     if error.reason and error.reason != error.code.name:
         lines.append(f"  reason: {error.reason}")
     click.echo("\n".join(lines), err=True)
@@ -139,6 +141,8 @@ _OPTIONS = (
     ),
     click.option(
         "--tls-cert",
+        "--tls-client-cert",
+        "tls_cert",
         envvar="JOBMESH_TLS_CLIENT_CERT",
         show_envvar=True,
         type=_FILE,
@@ -146,6 +150,8 @@ _OPTIONS = (
     ),
     click.option(
         "--tls-key",
+        "--tls-client-key",
+        "tls_key",
         envvar="JOBMESH_TLS_CLIENT_KEY",
         show_envvar=True,
         type=_FILE,
