@@ -40,6 +40,8 @@ from jobmesh.client._errors import (
 from jobmesh.client._requests import TERMINAL_STATES, CreatedJob, JobFields, UpdateFields, is_terminal
 from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
 from jobmesh.transport.tls import ChannelTls
+from jobmesh.v1.job_pb2 import JobState
+from jobmesh.v1.run_pb2 import RunState
 
 if TYPE_CHECKING:
     from jobmesh.executor import ExecutionPolicy, Executor, ExecutorConfig, HandlerContext, HandlerRegistry
@@ -65,11 +67,13 @@ __all__ = [
     "HandlerRegistry",
     "InvalidArgument",
     "JobFields",
+    "JobState",
     "JobmeshError",
     "NotFound",
     "PermissionDenied",
     "ResourceExhausted",
     "RetryConfig",
+    "RunState",
     "Unauthenticated",
     "Unavailable",
     "UpdateFields",

@@ -220,8 +220,9 @@ class AsyncClient:
             on_update(answer.run)
             if is_terminal(answer.run):
                 return answer.run
-            while (changes := await stream.read()) is not grpc.aio.EOF:
-                for run in changes.runs:  # type: ignore[union-attr]
+            # read(), not `async for`: the first message was read so, and the two may not be mixed
+            while isinstance(changes := await stream.read(), search.WatchRunsResponse):
+                for run in changes.runs:
                     if run.name != name:
                         continue
                     on_update(run)

@@ -74,7 +74,10 @@ def _labels(pairs: Sequence[str]) -> dict[str, str]:
 
 def _print(session: Session, items: Iterable[Any], columns: Any, *, single: bool = False) -> None:
     rows = list(items)
-    if session.json:
+    if session.output == "name":
+        for row in rows:
+            click.echo(row.name)
+    elif session.json:
         if single:
             click.echo(dumps(rows[0]))
         else:
@@ -204,7 +207,7 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
             **fields,
         )
     _print(session, [created.job], job_columns(), single=True)
-    if created.run is not None and not session.json:
+    if created.run is not None and session.output == "table":
         click.echo(f"run: {created.run.name}")
 
 
@@ -381,6 +384,12 @@ def run_logs(session: Session, run: str, follow: bool, after: int) -> None:
                 session.status.show(f"following {run}: {count} lines")
 
 
+def _change(session: Session, run: run_pb2.Run) -> str:
+    if session.output == "name":
+        return run.name
+    return dumps(run) if session.json else run_line(run)
+
+
 @runs.command("watch", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
 @click.option("--job", default="jobs/-", show_default=True, help="one job's runs (default: every job's)")
 @click.option("--filter", "filter_", default="", metavar="EXPR", help="for example 'state = RUNNING'")
@@ -394,7 +403,7 @@ def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | No
             for changes in client.watch_runs(job, filter=filter_, timeout=timeout):
                 session.status.clear()
                 for changed in changes.runs:
-                    click.echo(dumps(changed) if session.json else run_line(changed))
+                    click.echo(_change(session, changed))
                 seen += len(changes.runs)
                 session.status.show(f"watching {job}: {seen} changes")
         except DeadlineExceeded:

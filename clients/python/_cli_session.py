@@ -169,10 +169,10 @@ _OPTIONS = (
         "-o",
         envvar="JOBMESH_OUTPUT",
         show_envvar=True,
-        type=click.Choice(["table", "json"]),
+        type=click.Choice(["table", "json", "name"]),
         default="table",
         show_default=True,
-        help="a table, or JSON (one object per line for logs and watch)",
+        help="a table; JSON (one object per line for logs and watch); or only the resources' names",
     ),
 )
 

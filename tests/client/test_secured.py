@@ -95,9 +95,11 @@ def test_a_viewer_reads_but_may_not_create(secured: Secured) -> None:
 
 def test_the_certificates_name_must_match(secured: Secured) -> None:
     unnamed = ChannelTls(ca_bundle=secured.ca)  # 127.0.0.1 is not the name in the certificate
-    with Client(secured.address, tls=unnamed, token=secured.admin, retry=ONCE) as client:
-        with pytest.raises(Unavailable):
-            client.get_job("anything")
+    with (
+        Client(secured.address, tls=unnamed, token=secured.admin, retry=ONCE) as client,
+        pytest.raises(Unavailable),
+    ):
+        client.get_job("anything")
     with Client(secured.address, token=secured.admin, retry=ONCE) as plaintext, pytest.raises(Unavailable):
         plaintext.get_job("anything")
 
