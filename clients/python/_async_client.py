@@ -12,7 +12,7 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
-from jobmesh.client._errors import JobmeshError, error_from_rpc
+from jobmesh.client._errors import Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
@@ -25,7 +25,7 @@ from jobmesh.client._requests import (
     seconds,
     update_job_request,
 )
-from jobmesh.client._retry import RETRYABLE, retry_wait
+from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as search
@@ -202,9 +202,12 @@ class AsyncClient:
                 return await self._watch_until_terminal(name, on_update or _ignore)
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
-                if error.code not in RETRYABLE:
-                    raise error from None
-            await asyncio.sleep(retry_wait(self.config.retry, error, retry_number) or 1.0)
+            except Unavailable as ended:
+                error = ended
+            wait = retry_wait(self.config.retry, error, retry_number)
+            if wait is None:
+                raise error from None
+            await asyncio.sleep(wait)
             retry_number += 1
 
     async def _watch_until_terminal(self, name: str, on_update: Callable[[run_pb2.Run], None]) -> run_pb2.Run:
@@ -228,7 +231,7 @@ class AsyncClient:
                     on_update(run)
                     if is_terminal(run):
                         return run
-            raise JobmeshError(grpc.StatusCode.UNAVAILABLE, "the run stream ended")
+            raise Unavailable(grpc.StatusCode.UNAVAILABLE, "the run stream ended")
         finally:
             stream.cancel()
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
-from jobmesh.client._errors import DeadlineExceeded, JobmeshError, error_from_rpc
+from jobmesh.client._errors import DeadlineExceeded, Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
@@ -24,7 +24,7 @@ from jobmesh.client._requests import (
     seconds,
     update_job_request,
 )
-from jobmesh.client._retry import RETRYABLE, retry_wait
+from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as search
@@ -201,11 +201,13 @@ class Client:
                 return self._watch_until_terminal(name, remaining, on_update or _ignore)
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
-                if isinstance(error, DeadlineExceeded) and limit is not None:
-                    raise TimeoutError(f"{name} did not end within {timeout}") from None
-                if error.code not in RETRYABLE:
-                    raise error from None
-                wait = retry_wait(self.config.retry, error, retry_number) or 1.0
+            except Unavailable as ended:
+                error = ended
+            if isinstance(error, DeadlineExceeded) and limit is not None:
+                raise TimeoutError(f"{name} did not end within {timeout}") from None
+            wait = retry_wait(self.config.retry, error, retry_number)
+            if wait is None:
+                raise error from None
             time.sleep(wait if limit is None else min(wait, max(limit - time.monotonic(), 0.0)))
             retry_number += 1
 
@@ -217,7 +219,9 @@ class Client:
         try:
             next(stream)  # subscribed: a change after the read below comes on the stream
             answer = self._search.GetRun(
-                search.GetRunRequest(name=name), timeout=timeout, metadata=self.config.metadata()
+                search.GetRunRequest(name=name),
+                timeout=self.config.deadline.total_seconds() if timeout is None else timeout,
+                metadata=self.config.metadata(),
             )
             on_update(answer.run)
             if is_terminal(answer.run):
@@ -229,7 +233,7 @@ class Client:
                     on_update(run)
                     if is_terminal(run):
                         return run
-            raise JobmeshError(grpc.StatusCode.UNAVAILABLE, "the run stream ended")
+            raise Unavailable(grpc.StatusCode.UNAVAILABLE, "the run stream ended")
         finally:
             stream.cancel()
 

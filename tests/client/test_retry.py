@@ -19,7 +19,8 @@ from grpc_status import rpc_status
 from jobmesh.client import Client, ResourceExhausted, RetryConfig, Unavailable, command, immediately
 from jobmesh.client._errors import JobmeshError
 from jobmesh.client._retry import retry_wait
-from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
+from jobmesh.v1 import search_service_pb2 as search
 
 FAST = RetryConfig(initial_interval=timedelta(milliseconds=10), max_interval=timedelta(milliseconds=50))
 
@@ -61,11 +62,32 @@ class Scripted(job_service_pb2_grpc.JobServiceServicer):
         return job_service_pb2.DeleteJobResponse(job=job_pb2.Job(name=request.name))
 
 
+class Watched(search_service_pb2_grpc.SearchServiceServicer):
+    """A run that has ended; its watch stream is refused as scripted before it opens."""
+
+    def __init__(self, script: list[grpc.Status]) -> None:
+        self.script = script
+        self.watches = 0
+
+    def WatchRuns(self, request: Any, context: grpc.ServicerContext) -> Iterator[search.WatchRunsResponse]:
+        self.watches += 1
+        if self.script:
+            context.abort_with_status(self.script.pop(0))
+        yield search.WatchRunsResponse(resume_token="1")
+
+    def GetRun(self, request: Any, context: grpc.ServicerContext) -> search.GetRunResponse:
+        return search.GetRunResponse(run=run_pb2.Run(name=request.name, state=run_pb2.RUN_STATE_SUCCEEDED))
+
+
+WATCHED = Watched([])  # type: ignore[abstract]
+
+
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[tuple[Scripted, str]]:
     servicer = Scripted()  # type: ignore[abstract]  # the stubs' other methods answer UNIMPLEMENTED
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     job_service_pb2_grpc.add_JobServiceServicer_to_server(servicer, server)
+    search_service_pb2_grpc.add_SearchServiceServicer_to_server(WATCHED, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
@@ -136,6 +158,24 @@ def test_an_unreachable_server_is_unavailable_after_the_retries() -> None:
         pytest.raises(Unavailable),
     ):
         client.get_job("anything")
+
+
+def test_a_wait_reconnects_its_watch_while_the_server_refuses_it(scripted: tuple[Scripted, str]) -> None:
+    WATCHED.script[:] = [refusal(code_pb2.UNAVAILABLE), refusal(code_pb2.RESOURCE_EXHAUSTED)]
+    WATCHED.watches = 0
+    with Client(scripted[1], retry=FAST) as client:
+        run = client.wait_for_run("jobs/a/runs/b", timedelta(seconds=10))
+    assert (run.name, run.state) == ("jobs/a/runs/b", run_pb2.RUN_STATE_SUCCEEDED)
+    assert WATCHED.watches == 3
+
+
+def test_a_wait_gives_up_when_its_retries_are_spent(scripted: tuple[Scripted, str]) -> None:
+    WATCHED.script[:] = [refusal(code_pb2.UNAVAILABLE)] * 3
+    WATCHED.watches = 0
+    retry = RetryConfig(max_attempts=2, initial_interval=timedelta(milliseconds=5))
+    with Client(scripted[1], retry=retry) as client, pytest.raises(Unavailable):
+        client.wait_for_run("jobs/a/runs/b")
+    assert WATCHED.watches == 2
 
 
 def error(code: grpc.StatusCode, retry_delay: timedelta | None = None) -> JobmeshError:
