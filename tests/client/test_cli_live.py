@@ -158,6 +158,8 @@ MISSING = [
     ("jobs", "resume", "missing-job"),
     ("jobs", "delete", "missing-job"),
     ("jobs", "run-now", "missing-job"),
+    ("runs", "list", "--job", "missing-job"),
+    ("runs", "watch", "--job", "missing-job", "--timeout", "5s"),
     ("runs", "get", "jobs/missing-job/runs/r1"),
     ("runs", "get", "jobs/missing-job/runs/r1", "--wait"),
     ("runs", "cancel", "jobs/missing-job/runs/r1"),
