@@ -4,8 +4,10 @@ invalid argument."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import signal
 import subprocess
 from typing import Any
@@ -272,3 +274,44 @@ def test_ctrl_c_ends_a_watch_with_130(server: str) -> None:
         finally:
             if watch.poll() is None:
                 watch.kill()
+
+
+def test_a_wait_shows_its_progress_on_a_terminal(server: str) -> None:
+    job = create(server, "--", "sleep", "30")
+    run = first_run(server, job["name"])
+    env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [
+                str(BIN / "jobmesh"),
+                "runs",
+                "get",
+                run["name"],
+                "--wait",
+                "--timeout",
+                "3s",
+                "--server",
+                server,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env=env,
+            cwd=REPO,
+            timeout=60,
+            check=False,
+        )
+        os.close(terminal)
+        terminal = -1
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's last writer is gone
+            while chunk := os.read(controller, 4096):
+                shown += chunk
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    cli(server, "runs", "cancel", run["name"])
+    assert done.returncode == EXIT_UNAVAILABLE  # its --timeout passed
+    assert f"waiting for {run['name']}: RUNNING (attempt 1)".encode() in shown
+    assert b"\r\x1b[Kjobmesh: DEADLINE_EXCEEDED" in shown  # the status line erased before the error
