@@ -12,17 +12,18 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
-from jobmesh.client._errors import Unavailable, error_from_rpc
+from jobmesh.client._errors import JobmeshError, Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
     create_job_request,
+    deadline,
     is_terminal,
     job_name,
     new_request_id,
     parent_of_run,
-    seconds,
+    remaining,
     update_job_request,
 )
 from jobmesh.client._retry import retry_wait
@@ -243,16 +244,25 @@ class AsyncClient:
         after_sequence: int = 0,
         timeout: timedelta | None = None,
     ) -> AsyncIterator[run_pb2.LogLine]:
-        request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after_sequence)
-        stream = self._search.TailRunLogs(request, timeout=seconds(timeout), metadata=self.config.metadata())
-        try:
-            async for batch in stream:
-                for line in batch.lines:
-                    yield line
-        except grpc.RpcError as failed:
-            raise error_from_rpc(failed) from None
-        finally:
-            stream.cancel()
+        """As `Client.tail_run_logs`: resumed after the last line when the server cuts the stream."""
+        limit, after, retry_number = deadline(timeout), after_sequence, 0
+        while True:
+            request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
+            call = self._search.TailRunLogs(
+                request, timeout=remaining(limit), metadata=self.config.metadata()
+            )
+            try:
+                async for batch in call:
+                    retry_number = 0
+                    for line in batch.lines:
+                        after = line.sequence
+                        yield line
+                return
+            except grpc.RpcError as failed:
+                error = error_from_rpc(failed)
+            finally:
+                call.cancel()
+            retry_number = await self._pause_or_raise(error, retry_number)
 
     async def watch_runs(
         self,
@@ -263,20 +273,34 @@ class AsyncClient:
         resume_token: str = "",
         timeout: timedelta | None = None,
     ) -> AsyncIterator[search.WatchRunsResponse]:
-        request = search.WatchRunsRequest(
-            parent=job_name(parent),
-            filter=filter,
-            initial_page_size=initial_page_size,
-            resume_token=resume_token,
-        )
-        stream = self._search.WatchRuns(request, timeout=seconds(timeout), metadata=self.config.metadata())
-        try:
-            async for changes in stream:
-                yield changes
-        except grpc.RpcError as failed:
-            raise error_from_rpc(failed) from None
-        finally:
-            stream.cancel()
+        """As `Client.watch_runs`: resumed from the last `resume_token` when the server cuts the stream."""
+        limit, token, retry_number = deadline(timeout), resume_token, 0
+        while True:
+            request = search.WatchRunsRequest(
+                parent=job_name(parent),
+                filter=filter,
+                initial_page_size=initial_page_size,
+                resume_token=token,
+            )
+            call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
+            try:
+                async for changes in call:
+                    retry_number, token = 0, changes.resume_token
+                    yield changes
+                return
+            except grpc.RpcError as failed:
+                error = error_from_rpc(failed)
+                token = error.metadata.get("resume_token", token)
+            finally:
+                call.cancel()
+            retry_number = await self._pause_or_raise(error, retry_number)
+
+    async def _pause_or_raise(self, error: JobmeshError, retry_number: int) -> int:
+        wait = retry_wait(self.config.retry, error, retry_number)
+        if wait is None:
+            raise error
+        await asyncio.sleep(wait)
+        return retry_number + 1
 
 
 def _ignore(_: run_pb2.Run) -> None:

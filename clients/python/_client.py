@@ -11,17 +11,18 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
-from jobmesh.client._errors import DeadlineExceeded, Unavailable, error_from_rpc
+from jobmesh.client._errors import DeadlineExceeded, JobmeshError, Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
     create_job_request,
+    deadline,
     is_terminal,
     job_name,
     new_request_id,
     parent_of_run,
-    seconds,
+    remaining,
     update_job_request,
 )
 from jobmesh.client._retry import retry_wait
@@ -193,12 +194,10 @@ class Client:
         """The run once it is terminal (succeeded, failed, cancelled, timed out or dead-lettered), followed
         over `WatchRuns` rather than polled; `on_update` sees each state it passes through. TimeoutError
         when `timeout` passes first."""
-        limit = None if timeout is None else time.monotonic() + timeout.total_seconds()
-        retry_number = 0
+        limit, retry_number = deadline(timeout), 0
         while True:
-            remaining = None if limit is None else max(limit - time.monotonic(), 0.0)
             try:
-                return self._watch_until_terminal(name, remaining, on_update or _ignore)
+                return self._watch_until_terminal(name, remaining(limit), on_update or _ignore)
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
             except Unavailable as ended:
@@ -208,7 +207,8 @@ class Client:
             wait = retry_wait(self.config.retry, error, retry_number)
             if wait is None:
                 raise error from None
-            time.sleep(wait if limit is None else min(wait, max(limit - time.monotonic(), 0.0)))
+            left = remaining(limit)
+            time.sleep(wait if left is None else min(wait, left))
             retry_number += 1
 
     def _watch_until_terminal(
@@ -245,10 +245,27 @@ class Client:
         after_sequence: int = 0,
         timeout: timedelta | None = None,
     ) -> Iterator[run_pb2.LogLine]:
-        """The run's log lines; with `follow`, new ones as they come until the run ends."""
-        request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after_sequence)
-        stream = self._search.TailRunLogs(request, timeout=seconds(timeout), metadata=self.config.metadata())
-        return _lines(stream)
+        """The run's log lines; with `follow`, new ones as they come until the run ends. A stream the
+        server cuts (`UNAVAILABLE`, `RESOURCE_EXHAUSTED`) is opened again after the last line received, as
+        the retry policy allows. `timeout` bounds the whole tail (DeadlineExceeded)."""
+        limit, after, retry_number = deadline(timeout), after_sequence, 0
+        while True:
+            request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
+            call = self._search.TailRunLogs(
+                request, timeout=remaining(limit), metadata=self.config.metadata()
+            )
+            try:
+                for batch in call:
+                    retry_number = 0
+                    for line in batch.lines:
+                        after = line.sequence
+                        yield line
+                return
+            except grpc.RpcError as failed:
+                error = error_from_rpc(failed)
+            finally:
+                call.cancel()
+            retry_number = self._pause_or_raise(error, retry_number)
 
     def watch_runs(
         self,
@@ -260,15 +277,37 @@ class Client:
         timeout: timedelta | None = None,
     ) -> Iterator[search.WatchRunsResponse]:
         """The matching runs now (the first message), then each change as it is committed, for as long as
-        the iterator is read. Each message's `resume_token` starts a later stream just after it."""
-        request = search.WatchRunsRequest(
-            parent=job_name(parent),
-            filter=filter,
-            initial_page_size=initial_page_size,
-            resume_token=resume_token,
-        )
-        call = self._search.WatchRuns(request, timeout=seconds(timeout), metadata=self.config.metadata())
-        return _stream(call)
+        the iterator is read. Each message's `resume_token` starts a later stream just after it; a stream
+        the server cuts (`UNAVAILABLE`, or `RESOURCE_EXHAUSTED` when it fell behind) resumes so, as the
+        retry policy allows. `timeout` bounds the whole watch (DeadlineExceeded)."""
+        limit, token, retry_number = deadline(timeout), resume_token, 0
+        while True:
+            request = search.WatchRunsRequest(
+                parent=job_name(parent),
+                filter=filter,
+                initial_page_size=initial_page_size,
+                resume_token=token,
+            )
+            call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
+            try:
+                for changes in call:
+                    retry_number, token = 0, changes.resume_token
+                    yield changes
+                return
+            except grpc.RpcError as failed:
+                error = error_from_rpc(failed)
+                token = error.metadata.get("resume_token", token)
+            finally:
+                call.cancel()
+            retry_number = self._pause_or_raise(error, retry_number)
+
+    def _pause_or_raise(self, error: JobmeshError, retry_number: int) -> int:
+        """Sleeps before a stream is opened again, or raises `error` when it is not retried."""
+        wait = retry_wait(self.config.retry, error, retry_number)
+        if wait is None:
+            raise error
+        time.sleep(wait)
+        return retry_number + 1
 
 
 def _pages(page: Callable[[str], tuple[list[T], str]]) -> Iterator[T]:
@@ -278,25 +317,6 @@ def _pages(page: Callable[[str], tuple[list[T], str]]) -> Iterator[T]:
         yield from items
         if not token:
             return
-
-
-def _stream(call: Iterator[T]) -> Iterator[T]:
-    """A server stream whose failure is a typed error, cancelled when the iterator is dropped."""
-    try:
-        yield from call
-    except grpc.RpcError as failed:
-        raise error_from_rpc(failed) from None
-    finally:
-        call.cancel()  # type: ignore[attr-defined]
-
-
-def _lines(call: Iterator[search.TailRunLogsResponse]) -> Iterator[run_pb2.LogLine]:
-    batches = _stream(call)
-    try:
-        for batch in batches:
-            yield from batch.lines
-    finally:
-        batches.close()  # type: ignore[attr-defined]
 
 
 def _ignore(_: run_pb2.Run) -> None:

@@ -3,6 +3,7 @@ the small values they answer with."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,11 +21,12 @@ __all__ = [
     "JobFields",
     "UpdateFields",
     "create_job_request",
+    "deadline",
     "is_terminal",
     "job_name",
     "new_request_id",
     "parent_of_run",
-    "seconds",
+    "remaining",
     "update_job_request",
 ]
 
@@ -83,9 +85,14 @@ def parent_of_run(name: str) -> str:
     return parent
 
 
-def seconds(span: timedelta | None) -> float | None:
-    """A call's timeout in gRPC's terms: None, a stream that lasts as long as it is read."""
-    return None if span is None else span.total_seconds()
+def deadline(timeout: timedelta | None) -> float | None:
+    """The monotonic time a stream (reconnections included) must end by; None for no end."""
+    return None if timeout is None else time.monotonic() + timeout.total_seconds()
+
+
+def remaining(limit: float | None) -> float | None:
+    """What is left until `limit`, as a call's gRPC timeout (None: as long as it is read)."""
+    return None if limit is None else max(limit - time.monotonic(), 0.0)
 
 
 def new_request_id() -> str:

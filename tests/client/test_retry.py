@@ -4,6 +4,7 @@ never, and attempts stop at the policy's limit. And the backoff's own shape."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -16,7 +17,15 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from jobmesh.client import Client, ResourceExhausted, RetryConfig, Unavailable, command, immediately
+from jobmesh.client import (
+    AsyncClient,
+    Client,
+    ResourceExhausted,
+    RetryConfig,
+    Unavailable,
+    command,
+    immediately,
+)
 from jobmesh.client._errors import JobmeshError
 from jobmesh.client._retry import retry_wait
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
@@ -215,3 +224,58 @@ def test_the_backoff_grows_is_capped_and_jittered() -> None:
 def test_a_bad_retry_config_is_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"must|need"):
         RetryConfig(**settings)
+
+
+class Cut(search_service_pb2_grpc.SearchServiceServicer):
+    """Streams that the server cuts midway: each tail after its first line, the first watch after its first
+    message (as a stream that fell behind, with the token to resume from)."""
+
+    def __init__(self) -> None:
+        self.tails: list[int] = []
+        self.watches: list[str] = []
+
+    def TailRunLogs(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> Iterator[search.TailRunLogsResponse]:
+        self.tails.append(request.after_sequence)
+        for sequence in range(request.after_sequence + 1, 4):
+            yield search.TailRunLogsResponse(
+                lines=[run_pb2.LogLine(sequence=sequence, text=f"line {sequence}")]
+            )
+            if len(self.tails) % 2:  # every first stream of a tail
+                context.abort_with_status(refusal(code_pb2.UNAVAILABLE))
+
+    def WatchRuns(self, request: Any, context: grpc.ServicerContext) -> Iterator[search.WatchRunsResponse]:
+        self.watches.append(request.resume_token)
+        if len(self.watches) == 1:
+            yield search.WatchRunsResponse(runs=[run_pb2.Run(name="jobs/a/runs/1")], resume_token="t1")
+            info = error_details_pb2.ErrorInfo(reason="STREAM_FELL_BEHIND", metadata={"resume_token": "t2"})
+            status = status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message="fell behind")
+            status.details.add().Pack(info)
+            context.abort_with_status(rpc_status.to_status(status))
+        yield search.WatchRunsResponse(runs=[run_pb2.Run(name="jobs/a/runs/2")], resume_token="t3")
+
+
+def test_cut_streams_resume_where_they_were() -> None:
+    cut = Cut()  # type: ignore[abstract]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    search_service_pb2_grpc.add_SearchServiceServicer_to_server(cut, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with Client(f"127.0.0.1:{port}", retry=FAST) as client:
+            lines = [line.text for line in client.tail_run_logs("jobs/a/runs/1", follow=True)]
+            watched = [run.name for changes in client.watch_runs("a") for run in changes.runs]
+
+            async def tail_async() -> list[str]:
+                async with AsyncClient(f"127.0.0.1:{port}", retry=FAST) as aio:
+                    return [line.text async for line in aio.tail_run_logs("jobs/a/runs/1")]
+
+            async_lines = asyncio.run(tail_async())
+    finally:
+        server.stop(None)
+    assert lines == ["line 1", "line 2", "line 3"]
+    assert cut.tails == [0, 1, 0, 1]  # each second stream starts after the line received
+    assert watched == ["jobs/a/runs/1", "jobs/a/runs/2"]
+    assert cut.watches == ["", "t2"]  # resumed from the error's token, not the last message's
+    assert async_lines == ["line 1", "line 2", "line 3"]
