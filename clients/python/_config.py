@@ -19,7 +19,8 @@ class RetryConfig:
     from `initial_interval`, times `multiplier` each time up to `max_interval`, each delay spread by up to
     `jitter` of itself. A `RetryInfo` from the server replaces the backoff: the retry waits at least that
     long. `max_attempts` counts the first call; 1 turns retries off. Only calls that are safe to repeat are
-    retried: reads, the verbs that set a state, and creates (which carry a `request_id`)."""
+    retried: reads, the verbs that set a state, and creates, run-nows and replays (which carry a
+    `request_id`); never a delete. Streams cut by the server are opened again under the same policy."""
 
     max_attempts: int = 5
     initial_interval: timedelta = timedelta(milliseconds=100)
