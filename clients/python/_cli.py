@@ -12,7 +12,7 @@ from typing import Any
 import click
 import grpc
 
-from jobmesh.client._cli_session import EXIT_CODES_HELP, EXIT_FAILED_RUN, Session, connected
+from jobmesh.client._cli_session import EXIT_CODES_HELP, EXIT_FAILED_RUN, Session, complete_jobs, connected
 from jobmesh.client._errors import DeadlineExceeded
 from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
@@ -212,7 +212,7 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
 
 
 @jobs.command("get", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @connected
 def get_job(session: Session, job: str) -> None:
     """Shows a job."""
@@ -244,7 +244,7 @@ def list_jobs(session: Session, filter_: str, order_by: str, limit: int, show_de
 
 
 @jobs.command("update", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @click.option("--etag", default="", help="only if the job is still at this version (see `jobs get -o json`)")
 @_spec_options
 @connected
@@ -268,7 +268,7 @@ def update_job(session: Session, job: str, etag: str, **values: Any) -> None:
 
 def _job_verb(name: str, help_text: str, call: str) -> None:
     @jobs.command(name, context_settings=_CONTEXT, epilog=EXIT_CODES_HELP, help=help_text)
-    @click.argument("job")
+    @click.argument("job", shell_complete=complete_jobs)
     @connected
     def verb(session: Session, job: str) -> None:
         with session.client() as client:
@@ -280,7 +280,7 @@ _job_verb("resume", "Resumes a paused job.", "resume_job")
 
 
 @jobs.command("delete", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @click.option("--etag", default="", help="only if the job is still at this version")
 @connected
 def delete_job(session: Session, job: str, etag: str) -> None:
@@ -290,7 +290,7 @@ def delete_job(session: Session, job: str, etag: str) -> None:
 
 
 @jobs.command("run-now", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @connected
 def run_job_now(session: Session, job: str) -> None:
     """Starts a run of a job now, outside its schedule."""
@@ -307,7 +307,13 @@ def runs() -> None:
 
 
 @runs.command("list", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.option("--job", default="jobs/-", show_default=True, help="one job's runs (default: every job's)")
+@click.option(
+    "--job",
+    default="jobs/-",
+    show_default=True,
+    shell_complete=complete_jobs,
+    help="one job's runs (default: every job's)",
+)
 @click.option("--filter", "filter_", default="", metavar="EXPR", help="for example 'state = FAILED'")
 @click.option("--order-by", default="", help="for example `start_time desc`")
 @click.option(
@@ -391,7 +397,13 @@ def _change(session: Session, run: run_pb2.Run) -> str:
 
 
 @runs.command("watch", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.option("--job", default="jobs/-", show_default=True, help="one job's runs (default: every job's)")
+@click.option(
+    "--job",
+    default="jobs/-",
+    show_default=True,
+    shell_complete=complete_jobs,
+    help="one job's runs (default: every job's)",
+)
 @click.option("--filter", "filter_", default="", metavar="EXPR", help="for example 'state = RUNNING'")
 @click.option("--timeout", type=Duration(), help="stop watching after this long (exit 0)")
 @connected

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from jobmesh.client._client import Client
-from jobmesh.client._config import DEFAULT_TARGET, ClientConfig
+from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
 from jobmesh.client._errors import (
     Conflict,
     DeadlineExceeded,
@@ -28,7 +30,7 @@ from jobmesh.client._errors import (
 from jobmesh.client._output import Status
 from jobmesh.transport.tls import ChannelTls, TlsFileError
 
-__all__ = ["EXIT_CODES_HELP", "EXIT_FAILED_RUN", "Session", "connected"]
+__all__ = ["EXIT_CODES_HELP", "EXIT_FAILED_RUN", "Session", "complete_jobs", "connected"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +58,8 @@ Exit codes:
   7    `runs get --wait`: the run ended, but not SUCCEEDED
   130  interrupted (Ctrl-C)
 
-Shell completion: eval "$(_JOBMESH_COMPLETE=bash_source jobmesh)" (zsh_source, fish_source)."""
+Shell completion: eval "$(_JOBMESH_COMPLETE=bash_source jobmesh)" (zsh_source, fish_source);
+job names come from the server the command names."""
 
 
 def _told(error: JobmeshError) -> int:
@@ -217,3 +220,36 @@ def connected(function: F) -> F:
     for option in reversed(_OPTIONS):
         command = option(command)
     return command  # type: ignore[return-value]
+
+
+_COMPLETION_LIMIT = 50
+
+
+def complete_jobs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """The jobs whose names start with what is typed, from the server (and with the token and TLS) that the
+    command's options so far name; nothing when that server does not answer within a second."""
+    values = ctx.params
+    prefix = incomplete.removeprefix("jobs/")
+    if '"' in prefix or "\\" in prefix:
+        return []
+    try:
+        tls = _tls(
+            bool(values.get("tls")),
+            values.get("tls_ca"),
+            values.get("tls_cert"),
+            values.get("tls_key"),
+            values.get("tls_server_name"),
+        )
+        config = ClientConfig(
+            values.get("server") or DEFAULT_TARGET,
+            tls,
+            _token(values.get("token"), values.get("token_file")),
+            timedelta(seconds=1),
+            RetryConfig(max_attempts=1),
+        )
+        with Client.from_config(config) as client:
+            found = client.list_jobs(filter=f'name = "jobs/{prefix}*"', page_size=_COMPLETION_LIMIT)
+            names = [job.name for job in itertools.islice(found, _COMPLETION_LIMIT)]
+    except (JobmeshError, ValueError, OSError, click.ClickException):
+        return []
+    return names if incomplete.startswith("jobs/") else [name.removeprefix("jobs/") for name in names]

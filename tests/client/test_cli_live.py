@@ -244,6 +244,26 @@ def test_shell_completion_is_clicks_own() -> None:
     assert "_jobmesh_completion" in source.stdout
 
 
+def test_job_names_complete_from_the_server(server: str) -> None:
+    create(server, "--id", "cli-complete-one", "--at", "2030-01-01T00:00:00Z", "--", "true")
+
+    def completions(*words: str) -> list[str]:
+        env = {
+            "_JOBMESH_COMPLETE": "bash_complete",
+            "COMP_WORDS": " ".join(words),
+            "COMP_CWORD": str(len(words) - 1),
+        }
+        done = CliRunner().invoke(jobmesh, [], env=env, prog_name="jobmesh")
+        return done.stdout.split()
+
+    assert completions("jobmesh", "jobs", "get", "--server", server, "cli-complete") == [
+        "plain,cli-complete-one"
+    ]
+    full = completions("jobmesh", "runs", "list", "--server", server, "--job", "jobs/cli-complete")
+    assert full == ["plain,jobs/cli-complete-one"]
+    assert completions("jobmesh", "jobs", "pause", "--server", "127.0.0.1:1", "cli-complete") == []
+
+
 def test_help_documents_the_exit_codes_and_the_variables() -> None:
     for group in ("jobs", "runs"):
         text = CliRunner().invoke(jobmesh, [group, "--help"]).stdout
