@@ -94,7 +94,13 @@ def _limited(items: Iterator[Any], limit: int) -> Iterator[Any]:
 
 _SPEC_OPTIONS = (
     click.option("--display-name", help="free text shown on the dashboard"),
-    click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="a label; repeatable"),
+    click.option(
+        "--label",
+        "labels",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="a label; repeatable (an update replaces them all)",
+    ),
     click.option("--queue", help="the executor queue that takes the runs (default: default)"),
     click.option("--priority", type=click.Choice(sorted(_PRIORITIES)), help="the lane its runs travel on"),
     click.option("--at", "run_at", type=Moment(), help="run once at this time (RFC 3339, with its offset)"),
@@ -106,7 +112,11 @@ _SPEC_OPTIONS = (
         "--handler", "handler_name", metavar="NAME", help="target: a handler registered in an executor"
     ),
     click.option("--payload", default="", help="the handler's payload (text)"),
-    click.option("--max-attempts", type=click.IntRange(min=1), help="attempts in all, retries included"),
+    click.option(
+        "--max-attempts",
+        type=click.IntRange(min=1),
+        help="attempts in all, retries included (an update replaces the retry policy)",
+    ),
     click.option("--execution-timeout", type=Duration(), help="an attempt running longer ends TIMED_OUT"),
     click.argument("argv", nargs=-1, metavar="[-- PROGRAM ARGS...]"),
 )
