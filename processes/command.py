@@ -1,9 +1,11 @@
-"""The `jobmesh` command: each process of the mesh, started from its settings (see `processes.settings`).
+"""The `jobmesh` command: each process of the mesh, started from its settings (see `processes.settings`), and
+the API's commands (`jobmesh jobs`, `jobmesh runs`) from the Python SDK's CLI (`jobmesh.client._cli`).
 
 - `jobmesh dev`: the whole mesh in one process on the embedded adapters (SQLite, in-process queue and
   signals).
 - `jobmesh server`, `jobmesh watcher`, `jobmesh executor`: each process alone, on the adapters its URLs name.
 - `jobmesh migrate`: brings a database's schema up to date.
+- `jobmesh jobs …`, `jobmesh runs …`: calls to a server, on the SDK (their options and exit codes are theirs).
 
 Every option can also come from its `JOBMESH_*` variable (`--help` names it). A bad value stops the command
 before anything starts: exit code 2, and a message that names the option and the variable.
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
+from jobmesh.client._cli import jobs, runs
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.processes import assembly, settings
 from jobmesh.processes.exposure import Exposure, refuse_insecure_public
@@ -92,8 +95,13 @@ def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
 
 @click.group(context_settings=_CONTEXT)
 def jobmesh() -> None:
-    """A distributed job scheduler: the processes of the mesh."""
+    """A distributed job scheduler: the processes of the mesh (dev, server, watcher, executor, migrate,
+    token), and the API from a shell (jobs, runs)."""
     assembly.configure_logging()
+
+
+jobmesh.add_command(jobs)
+jobmesh.add_command(runs)
 
 
 @jobmesh.command(context_settings=_CONTEXT)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import grpc
 
+from jobmesh.transport.tls import ChannelTls
+from jobmesh.transport.tls import channel as channel_to
 from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from tests.acceptance.mesh import (
     FLOOD,
@@ -38,8 +40,11 @@ Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.Searc
 
 
 @contextmanager
-def dev(tmp_path: Path, address: str, *flags: str) -> Iterator[tuple[subprocess.Popen[bytes], Stubs]]:
-    """`jobmesh dev` on a store in tmp_path, with nothing of the environment's services."""
+def dev(
+    tmp_path: Path, address: str, *flags: str, tls: ChannelTls | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], Stubs]]:
+    """`jobmesh dev` on a store in tmp_path, with nothing of the environment's services; `tls` when its
+    flags make it serve TLS."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
     env["JOBMESH_DASHBOARD"] = "off"  # no Envoy on :8080 here: tests/web runs the dashboard on a free port
     store = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
@@ -54,10 +59,10 @@ def dev(tmp_path: Path, address: str, *flags: str) -> Iterator[tuple[subprocess.
         )
     try:
         try:
-            wait_serving(address, timeout=60)
+            wait_serving(address, timeout=60, tls=tls)
         except grpc.RpcError:
             raise AssertionError((tmp_path / "dev.log").read_text()) from None
-        with grpc.insecure_channel(address) as channel:
+        with channel_to(address, tls) as channel:
             yield (
                 process,
                 (

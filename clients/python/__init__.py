@@ -1,0 +1,99 @@
+"""The Python SDK of jobmesh: a `Client` (blocking) and an `AsyncClient` (asyncio) of the public API
+(`jobmesh.v1`'s `JobService` and `SearchService`), with typed helpers, retries, deadlines, TLS and tokens,
+typed errors, and the embeddable `Executor` that serves a program's own Python handlers.
+
+    from datetime import timedelta
+    from jobmesh.client import Client, command, immediately
+
+    with Client("127.0.0.1:50051") as client:
+        created = client.create_job(immediately(), command(["echo", "hello"]))
+        run = client.wait_for_run(created.run.name, timedelta(seconds=30))
+
+The executor's names (`Executor`, `ExecutorConfig`, `HandlerRegistry`, `HandlerContext`, `ExecutionPolicy`)
+are the mesh's own executor (`jobmesh.executor`), loaded on first use: a program that only calls the API
+never imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from jobmesh.client._async_client import AsyncClient
+from jobmesh.client._client import Client
+from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
+from jobmesh.client._errors import (
+    AlreadyExists,
+    Cancelled,
+    Conflict,
+    DeadlineExceeded,
+    FailedPrecondition,
+    FieldViolation,
+    InvalidArgument,
+    JobmeshError,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+)
+from jobmesh.client._requests import TERMINAL_STATES, CreatedJob, JobFields, UpdateFields, is_terminal
+from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
+from jobmesh.transport.tls import ChannelTls
+from jobmesh.v1.job_pb2 import JobState
+from jobmesh.v1.run_pb2 import RunState
+
+if TYPE_CHECKING:
+    from jobmesh.executor import ExecutionPolicy, Executor, ExecutorConfig, HandlerContext, HandlerRegistry
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "TERMINAL_STATES",
+    "AlreadyExists",
+    "AsyncClient",
+    "Cancelled",
+    "ChannelTls",
+    "Client",
+    "ClientConfig",
+    "Conflict",
+    "CreatedJob",
+    "DeadlineExceeded",
+    "ExecutionPolicy",
+    "Executor",
+    "ExecutorConfig",
+    "FailedPrecondition",
+    "FieldViolation",
+    "HandlerContext",
+    "HandlerRegistry",
+    "InvalidArgument",
+    "JobFields",
+    "JobState",
+    "JobmeshError",
+    "NotFound",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "RetryConfig",
+    "RunState",
+    "Unauthenticated",
+    "Unavailable",
+    "UpdateFields",
+    "at",
+    "command",
+    "cron",
+    "handler",
+    "http",
+    "immediately",
+    "is_terminal",
+    "retry_policy",
+]
+
+_EXECUTOR_NAMES = frozenset(
+    {"ExecutionPolicy", "Executor", "ExecutorConfig", "HandlerContext", "HandlerRegistry"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The executor's public names, imported when first asked for (it brings the queue adapters along)."""
+    if name in _EXECUTOR_NAMES:
+        return getattr(importlib.import_module("jobmesh.executor"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

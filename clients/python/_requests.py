@@ -1,0 +1,143 @@
+"""The requests the clients send, built from Python values once for both clients (sync and asyncio), and
+the small values they answer with."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypedDict, Unpack
+
+from google.protobuf import field_mask_pb2
+
+from jobmesh.client._specs import duration
+from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
+
+__all__ = [
+    "TERMINAL_STATES",
+    "CreatedJob",
+    "JobFields",
+    "UpdateFields",
+    "create_job_request",
+    "deadline",
+    "is_terminal",
+    "job_name",
+    "new_request_id",
+    "parent_of_run",
+    "remaining",
+    "update_job_request",
+]
+
+TERMINAL_STATES = frozenset(
+    {
+        run_pb2.RUN_STATE_SUCCEEDED,
+        run_pb2.RUN_STATE_FAILED,
+        run_pb2.RUN_STATE_CANCELLED,
+        run_pb2.RUN_STATE_TIMED_OUT,
+        run_pb2.RUN_STATE_DEAD_LETTERED,
+    }
+)
+
+
+class JobFields(TypedDict, total=False):
+    """The optional fields of a job, as keyword arguments."""
+
+    display_name: str
+    labels: Mapping[str, str]
+    queue: str
+    priority: job_pb2.Priority.ValueType
+    retry_policy: job_pb2.RetryPolicy
+    execution_timeout: timedelta
+    heartbeat_timeout: timedelta
+
+
+class UpdateFields(JobFields, total=False):
+    """What an update may change: a job's fields, its schedule and its target."""
+
+    schedule: job_pb2.Schedule
+    target: job_pb2.Target
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedJob:
+    """A created job, and the run created with it when one was due at once (None otherwise)."""
+
+    job: job_pb2.Job
+    run: run_pb2.Run | None
+
+
+def is_terminal(run: run_pb2.Run) -> bool:
+    return run.state in TERMINAL_STATES
+
+
+def job_name(name: str) -> str:
+    """`jobs/{job}`, from that or from the bare job id."""
+    return name if name.startswith("jobs/") else f"jobs/{name}"
+
+
+def parent_of_run(name: str) -> str:
+    """`jobs/{job}` of `jobs/{job}/runs/{run}`."""
+    parent, runs, run = name.rpartition("/runs/")
+    if not runs or not parent.startswith("jobs/") or not run:
+        raise ValueError(f"{name!r} is not a run name (jobs/JOB/runs/RUN)")
+    return parent
+
+
+def deadline(timeout: timedelta | None) -> float | None:
+    """The monotonic time a stream (reconnections included) must end by; None for no end."""
+    return None if timeout is None else time.monotonic() + timeout.total_seconds()
+
+
+def remaining(limit: float | None) -> float | None:
+    """What is left until `limit`, as a call's gRPC timeout (None: as long as it is read)."""
+    return None if limit is None else max(limit - time.monotonic(), 0.0)
+
+
+def new_request_id() -> str:
+    """One per logical create: its retries carry the same id, so the server makes the job once."""
+    return uuid.uuid4().hex
+
+
+def _set_fields(job: job_pb2.Job, fields: Mapping[str, Any]) -> list[str]:
+    """Copies `fields` into `job`; the field paths set, for an update mask."""
+    paths = []
+    for key, value in fields.items():
+        if value is None:
+            continue
+        paths.append(key)
+        if key == "labels":
+            job.labels.clear()
+            job.labels.update(dict(value))
+        elif isinstance(value, timedelta):
+            getattr(job, key).CopyFrom(duration(value))
+        elif key in ("schedule", "target", "retry_policy"):
+            getattr(job, key).CopyFrom(value)
+        else:
+            setattr(job, key, value)
+    return paths
+
+
+def create_job_request(
+    schedule: job_pb2.Schedule,
+    target: job_pb2.Target,
+    *,
+    job_id: str = "",
+    namespace: str = "",
+    request_id: str | None = None,
+    **fields: Unpack[JobFields],
+) -> job_service_pb2.CreateJobRequest:
+    job = job_pb2.Job(schedule=schedule, target=target, namespace=namespace)
+    _set_fields(job, fields)
+    return job_service_pb2.CreateJobRequest(job=job, job_id=job_id, request_id=request_id or new_request_id())
+
+
+def update_job_request(
+    name: str, *, etag: str = "", **fields: Unpack[UpdateFields]
+) -> job_service_pb2.UpdateJobRequest:
+    job = job_pb2.Job(name=job_name(name), etag=etag)
+    paths = _set_fields(job, fields)
+    if not paths:
+        raise ValueError("nothing to update: name at least one field")
+    return job_service_pb2.UpdateJobRequest(job=job, update_mask=field_mask_pb2.FieldMask(paths=paths))
