@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
+# The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
+CODEGEN := .jobmesh/tools/.installed
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # Every test that needs no service (nor a browser): the markers name those that do.
 UNIT := not postgres and not kafka and not redis and not browser
@@ -25,7 +27,7 @@ unit: install
 
 # The package is installed in editable mode (strict: a tree of links under build/), again on every run so
 # that new modules are found; setuptools' notice about that tree is not for newcomers.
-install: $(STAMP) node_modules/.installed $(WEB_BUILD)
+install: $(STAMP) node_modules/.installed $(CODEGEN) $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
@@ -40,6 +42,10 @@ $(STAMP): requirements.lock pyproject.toml
 node_modules/.installed: package.json package-lock.json $(WEB)/package.json
 	@echo "installing npm packages from package-lock.json"
 	@npm ci --no-fund --no-audit --loglevel=error --silent
+	@touch $@
+
+$(CODEGEN): tools/install_codegen.sh
+	@bash tools/install_codegen.sh
 	@touch $@
 
 # The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).
