@@ -39,7 +39,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 
-node_modules/.installed: package.json package-lock.json $(WEB)/package.json
+node_modules/.installed: package.json package-lock.json $(WEB)/package.json clients/ts/package.json gen/ts/package.json
 	@echo "installing npm packages from package-lock.json"
 	@npm ci --no-fund --no-audit --loglevel=error --silent
 	@touch $@

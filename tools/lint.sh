@@ -17,8 +17,9 @@ if ! report=$($bin/lint-imports --no-cache 2>&1); then
 	exit 1
 fi
 echo "$report" | grep -E "^Contracts: "
-echo "lint: tsc (clients/web, strict)"
+echo "lint: tsc (clients/web and clients/ts, strict)"
 npm run --silent typecheck --workspace clients/web
+npm run --silent typecheck --workspace clients/ts
 echo "lint: buf"
 npx --no-install buf lint
 bash tools/check_breaking.sh
