@@ -9,6 +9,8 @@ WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
 # The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
 CODEGEN := .jobmesh/tools/.installed
+# What the Go and Java examples build with, fetched once: their tests then build offline.
+EXAMPLES := .jobmesh/tools/.examples-fetched
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # Every test that needs no service (nor a browser): the markers name those that do.
 UNIT := not postgres and not kafka and not redis and not browser
@@ -27,7 +29,7 @@ unit: install
 
 # The package is installed in editable mode (strict: a tree of links under build/), again on every run so
 # that new modules are found; setuptools' notice about that tree is not for newcomers.
-install: $(STAMP) node_modules/.installed $(CODEGEN) $(WEB_BUILD)
+install: $(STAMP) node_modules/.installed $(CODEGEN) $(EXAMPLES) $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
@@ -47,6 +49,13 @@ node_modules/.installed: package.json package-lock.json $(WEB)/package.json clie
 $(CODEGEN): tools/install_codegen.sh
 	@bash tools/install_codegen.sh
 	@touch $@
+
+$(EXAMPLES): go.mod go.sum clients/java/pom.xml
+	@echo "fetching the Go modules (go.sum) and Maven artifacts (clients/java/pom.xml) of the examples"
+	@GOTOOLCHAIN=local go mod download
+	@set -o pipefail; mvn --quiet --batch-mode --strict-checksums -Dstyle.color=never -f clients/java/pom.xml dependency:go-offline \
+		2>&1 | sed 's/\x1b\[[0-9;]*m//g'
+	@mkdir -p $(@D) && touch $@
 
 # The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).
 $(WEB_BUILD): node_modules/.installed $(WEB_SOURCES)
