@@ -9,11 +9,14 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import pytest
 
 from tests.acceptance.processes import REPO, free_port
+from tests.acceptance.test_dev import dev
+from tests.acceptance.test_dev_authenticated import new_token
 from tests.support import missing
 from tests.web.conftest import Dashboard
 
@@ -95,6 +98,44 @@ def test_the_typescript_example_goes_through_envoy_over_grpc_web(
     done = _run(ts_example, {"JOBMESH_SERVER": dashboard.url})  # the address from the environment, too
     assert done.returncode == 0, done.stdout + done.stderr
     _assert_went_through(done.stdout, "TypeScript")
+
+
+@dataclass(frozen=True)
+class AuthenticatedDev:
+    address: str
+    token: str
+
+
+@pytest.fixture(scope="module")
+def authenticated_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthenticatedDev]:
+    folder = tmp_path_factory.mktemp("authenticated")
+    hashes = folder / "tokens.yaml"
+    token = new_token(hashes, "--subject", "examples", "--role", "*=admin", "--executor", "dev-executor")
+    (folder / "dev.token").write_text(token)
+    flags = [
+        "--authentication",
+        "on",
+        "--token-hashes",
+        str(hashes),
+        "--token-file",
+        str(folder / "dev.token"),
+    ]
+    address = f"127.0.0.1:{free_port()}"
+    with dev(folder, address, *flags, "--executor-id", "dev-executor"):
+        yield AuthenticatedDev(address, token)
+
+
+@pytest.mark.parametrize(("language", "greeting"), [("go", "Go"), ("ts", "TypeScript"), ("java", "Java")])
+def test_an_example_sends_the_token_from_the_environment(
+    request: pytest.FixtureRequest, authenticated_dev: AuthenticatedDev, language: str, greeting: str
+) -> None:
+    command = [*_example(request, language), authenticated_dev.address]
+    without = _run(command, {"JOBMESH_TOKEN": ""})
+    assert without.returncode == 1, without.stdout + without.stderr
+    assert "unauthenticated" in without.stderr.lower()
+    done = _run(command, {"JOBMESH_TOKEN": authenticated_dev.token})
+    assert done.returncode == 0, done.stdout + done.stderr
+    _assert_went_through(done.stdout, greeting)
 
 
 @pytest.mark.parametrize("language", ["go", "ts", "java"])
