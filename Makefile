@@ -85,4 +85,4 @@ services-down:
 	bash tools/services/services.sh down .jobmesh/services
 
 clean:
-	rm -rf $(VENV) node_modules $(WEB)/node_modules $(WEB)/dist build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules $(WEB)/node_modules $(WEB)/dist clients/ts/dist clients/java/target build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis
