@@ -5,6 +5,7 @@ also through the dashboard's Envoy, over gRPC-Web. Each is built as its README s
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -37,7 +38,11 @@ def _run(command: Sequence[str], env: dict[str, str] | None = None) -> subproces
 
 
 def _build(command: Sequence[str], env: dict[str, str] | None = None) -> None:
-    done = _run(command, env)
+    """Runs a build, one at a time across pytest-xdist's workers (`make unit`): they share its output."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with (BUILD / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = _run(command, env)
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
 
 
