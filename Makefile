@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
+# The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
+CODEGEN := .jobmesh/tools/.installed
+# What the Go and Java examples build with, fetched once: their tests then build offline.
+EXAMPLES := .jobmesh/tools/.examples-fetched
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # Every test that needs no service (nor a browser): the markers name those that do.
 UNIT := not postgres and not kafka and not redis and not browser
@@ -25,7 +29,7 @@ unit: install
 
 # The package is installed in editable mode (strict: a tree of links under build/), again on every run so
 # that new modules are found; setuptools' notice about that tree is not for newcomers.
-install: $(STAMP) node_modules/.installed $(WEB_BUILD)
+install: $(STAMP) node_modules/.installed $(CODEGEN) $(EXAMPLES) $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
@@ -37,10 +41,21 @@ $(STAMP): requirements.lock pyproject.toml
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 
-node_modules/.installed: package.json package-lock.json $(WEB)/package.json
+node_modules/.installed: package.json package-lock.json $(WEB)/package.json clients/ts/package.json gen/ts/package.json
 	@echo "installing npm packages from package-lock.json"
 	@npm ci --no-fund --no-audit --loglevel=error --silent
 	@touch $@
+
+$(CODEGEN): tools/install_codegen.sh
+	@bash tools/install_codegen.sh
+	@touch $@
+
+$(EXAMPLES): go.mod go.sum clients/java/pom.xml
+	@echo "fetching the Go modules (go.sum) and Maven artifacts (clients/java/pom.xml) of the examples"
+	@GOTOOLCHAIN=local go mod download
+	@set -o pipefail; mvn --quiet --batch-mode --strict-checksums -Dstyle.color=never -f clients/java/pom.xml dependency:go-offline \
+		2>&1 | sed 's/\x1b\[[0-9;]*m//g'
+	@mkdir -p $(@D) && touch $@
 
 # The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).
 $(WEB_BUILD): node_modules/.installed $(WEB_SOURCES)
@@ -70,4 +85,4 @@ services-down:
 	bash tools/services/services.sh down .jobmesh/services
 
 clean:
-	rm -rf $(VENV) node_modules $(WEB)/node_modules $(WEB)/dist build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules $(WEB)/node_modules $(WEB)/dist clients/ts/dist clients/java/target build .jobmesh .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Static checks: ruff (lint and format), mypy, the import rules, tsc on the dashboard, buf lint and breaking,
-# and gen/ freshness.
+# Static checks: ruff (lint and format), mypy, the import rules, tsc on the dashboard and the TypeScript
+# example, gofmt on the Go example, buf lint and breaking, and gen/ freshness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=.venv/bin
@@ -10,15 +10,22 @@ $bin/ruff check .
 $bin/ruff format --check .
 echo "lint: mypy"
 $bin/mypy
-$bin/mypy tests benchmarks tools/protoc_gen_grpc_python.py
+$bin/mypy tests benchmarks tools/protoc_gen_grpc_python.py tools/protoc_gen_public.py tools/protoc_gen_npm_package.py
 echo "lint: import rules (docs/design.md, \"Dependency rules\")"
 if ! report=$($bin/lint-imports --no-cache 2>&1); then
 	echo "$report" | sed -n '/Broken contracts/,$p' >&2
 	exit 1
 fi
 echo "$report" | grep -E "^Contracts: "
-echo "lint: tsc (clients/web, strict)"
+echo "lint: tsc (clients/web and clients/ts, strict)"
 npm run --silent typecheck --workspace clients/web
+npm run --silent typecheck --workspace clients/ts
+echo "lint: gofmt (clients/go)"
+unformatted=$(gofmt -l clients/go)
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted: $unformatted" >&2
+	exit 1
+fi
 echo "lint: buf"
 npx --no-install buf lint
 bash tools/check_breaking.sh

@@ -14,7 +14,8 @@ def _copy_contract(target: Path) -> Path:
         shutil.copytree(REPO / folder, target / folder, symlinks=True)
     for name in ("buf.yaml", "buf.gen.yaml", "package.json"):
         shutil.copy(REPO / name, target / name)
-    for tooling in (".venv", "node_modules"):
+    (target / ".jobmesh").mkdir()
+    for tooling in (".venv", "node_modules", ".jobmesh/tools"):
         (target / tooling).symlink_to(REPO / tooling)
     return target
 
