@@ -24,7 +24,7 @@ def require_service_url(variable: str) -> str:
     value = os.environ.get(variable, "").strip()
     if value:
         return value
-    missing(f"{variable} is not set: start the services with `make services` or run `make test`")
+    missing(f"{variable} is not set: start the services with `make services-up` or run `make test`")
 
 
 def missing(message: str) -> NoReturn:

@@ -1,7 +1,8 @@
 """The README's "Running it securely" commands, run as written: certificates made with openssl and tokens
 with `jobmesh token new`, `jobmesh server` (TLS and tokens) and `jobmesh executor` (its certificate) started
 on them, each a process of its own, the API called with grpcurl over TLS with a token, and a command job run
-on the certified executor. A command announced as refused must fail, with the code it names if any."""
+on the certified executor. The mesh reaches PostgreSQL, Kafka and Redis over TLS too. A command announced as
+refused must fail, with the code it names if any."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from jobmesh.transport.tls import ChannelTls
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
@@ -62,11 +64,14 @@ def long_running(line: str) -> bool:
 
 @pytest.fixture
 def services_env(database: str) -> dict[str, str]:
-    kafka = require_service_url("JOBMESH_KAFKA_BOOTSTRAP")
+    """The services over TLS, verified with their CA (tools/services/services.sh): every hop encrypted."""
+    ca = require_service_url("JOBMESH_SERVICES_CA")
+    kafka = require_service_url("JOBMESH_KAFKA_TLS_BOOTSTRAP")
+    tls_database = make_url(database).update_query_dict({"sslmode": "verify-full", "sslrootcert": ca})
     return {
-        "JOBMESH_DATABASE_URL": database,
-        "JOBMESH_QUEUE_URL": f"kafka://{kafka}?session_timeout_ms=2000",
-        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
+        "JOBMESH_DATABASE_URL": tls_database.render_as_string(hide_password=False),
+        "JOBMESH_QUEUE_URL": f"kafka://{kafka}?security_protocol=SSL&ssl_ca_location={ca}&session_timeout_ms=2000",
+        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_TLS_URL"),
     }
 
 

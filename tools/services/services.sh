@@ -24,7 +24,7 @@ KAFKA_LOG4J=$SCRIPT_DIR/kafka/log4j2.properties
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_PACKAGE=postgresql-15
-DEFAULT_PORTS=(55432 56379 59092 59093) # postgres redis kafka-broker kafka-controller
+DEFAULT_PORTS=(55432 56379 59092 59093 56380 59094) # postgres redis kafka-broker kafka-controller, TLS: redis kafka
 READY_TIMEOUT=${JOBMESH_SERVICES_TIMEOUT:-90}
 
 log() { printf 'services: %s\n' "$*"; }
@@ -239,7 +239,17 @@ full_page_writes = off
 max_connections = 200
 # statements per run, counted by benchmarks/statements.py (the extension is created only there)
 shared_preload_libraries = 'pg_stat_statements'
+ssl = on
+ssl_cert_file = 'server.pem'
+ssl_key_file = 'server.key'
 EOF
+	install -m 600 "$STATE/tls/server.key" "$dir/data/server.key"
+	install -m 644 "$STATE/tls/server.pem" "$dir/data/server.pem"
+	((EUID == 0)) && chown postgres: "$dir/data/server.key" "$dir/data/server.pem"
+	# the tls_only role is refused without TLS: a test that reaches it has TLS
+	printf 'hostnossl all tls_only 127.0.0.1/32 reject\n%s\n' "$(cat "$dir/data/pg_hba.conf")" >"$dir/data/pg_hba.new"
+	mv "$dir/data/pg_hba.new" "$dir/data/pg_hba.conf"
+	((EUID == 0)) && chown postgres: "$dir/data/pg_hba.conf"
 	as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "-p $port -h 127.0.0.1" -w -t "$READY_TIMEOUT" \
 		start >"$dir/pg_ctl.log" 2>&1 || {
 		show_log "$dir/pg_ctl.log" "$dir/postgres.log"
@@ -255,11 +265,39 @@ EOF
 		}
 		sleep 0.1
 	done
-	"$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres jobmesh || {
+	"$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres jobmesh &&
+		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE ROLE tls_only LOGIN" &&
+		"$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres -O tls_only jobmesh_tls || {
 		show_log "$dir/postgres.log"
 		die "createdb jobmesh failed"
 	}
 	log "postgres up on 127.0.0.1:$port in $(since "$t0")"
+}
+
+# ---------------------------------------------------------------- TLS
+
+# A CA made for this run and one server certificate (127.0.0.1 and localhost) that every service also serves
+# TLS with: PostgreSQL on its port (the `tls_only` role may connect with TLS alone), Redis and Kafka on ports of
+# their own. The tests of the TLS hops use them (JOBMESH_*_TLS_* in the env file).
+make_tls() {
+	local dir=$STATE/tls
+	mkdir -p "$dir"
+	(
+		cd "$dir" &&
+			openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+				-subj "/CN=jobmesh services CA" -keyout ca.key -out ca.pem &&
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+				-keyout server.key -out server.csr &&
+			printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext &&
+			openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+				-extfile server.ext -out server.pem &&
+			cat server.key server.pem >server-keystore.pem # Kafka's PEM keystore: the key, then the chain
+	) >"$dir/openssl.log" 2>&1 || {
+		show_log "$dir/openssl.log"
+		die "could not make the services' TLS certificates (openssl)"
+	}
+	chmod 644 "$dir"/*.pem
+	chmod 755 "$dir"
 }
 
 # ---------------------------------------------------------------- Redis
@@ -277,10 +315,12 @@ redis_ping() { # PORT
 }
 
 start_redis() {
-	local port=$1 dir=$STATE/redis t0=$EPOCHREALTIME pid= deadline
+	local port=$1 tls_port=$2 dir=$STATE/redis t0=$EPOCHREALTIME pid= deadline
 	ensure_redis_installed
 	mkdir -p "$dir"
 	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize yes \
+		--tls-port "$tls_port" --tls-cert-file "$STATE/tls/server.pem" --tls-key-file "$STATE/tls/server.key" \
+		--tls-ca-cert-file "$STATE/tls/ca.pem" --tls-auth-clients no \
 		--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" >"$dir/start.log" 2>&1 || {
 		show_log "$dir/start.log" "$dir/redis.log"
 		die "redis-server did not start on 127.0.0.1:$port"
@@ -297,7 +337,7 @@ start_redis() {
 		fi
 		sleep 0.05
 	done
-	log "redis up on 127.0.0.1:$port in $(since "$t0")"
+	log "redis up on 127.0.0.1:$port (TLS :$tls_port) in $(since "$t0")"
 }
 
 # ---------------------------------------------------------------- Kafka
@@ -368,7 +408,7 @@ EOF
 }
 
 start_kafka() {
-	local port=$1 cport=$2 dir=$STATE/kafka t0=$EPOCHREALTIME libs cluster_id pid rc=0
+	local port=$1 cport=$2 ssl_port=$3 dir=$STATE/kafka t0=$EPOCHREALTIME libs cluster_id pid rc=0
 	local -a java_cmd
 	ensure_java_installed
 	libs=$(kafka_libs)
@@ -378,11 +418,14 @@ start_kafka() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SSL://127.0.0.1:$ssl_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SSL://127.0.0.1:$ssl_port
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=$STATE/tls/server-keystore.pem
+ssl.client.auth=none
 log.dirs=$dir/data
 num.network.threads=2
 num.io.threads=4
@@ -435,7 +478,7 @@ EOF
 		die "kafka on 127.0.0.1:$port not ready after ${READY_TIMEOUT}s"
 		;;
 	esac
-	log "kafka $KAFKA_VERSION up on 127.0.0.1:$port (controller :$cport) in $(since "$t0")"
+	log "kafka $KAFKA_VERSION up on 127.0.0.1:$port (controller :$cport, TLS :$ssl_port) in $(since "$t0")"
 }
 
 # ---------------------------------------------------------------- commands
@@ -456,7 +499,7 @@ on_up_exit() {
 }
 
 cmd_up() {
-	local t0=$EPOCHREALTIME db_url redis_url kafka_bootstrap need=() ports i
+	local t0=$EPOCHREALTIME db_url redis_url kafka_bootstrap need=() ports i tls variable
 	set_state "${1:-}"
 	# a previous run that crashed: stop what it left, start clean
 	if [[ -e $STATE/pids || -e $STATE/env || -d $STATE/postgres || -d $STATE/redis || -d $STATE/kafka ]]; then
@@ -477,37 +520,46 @@ cmd_up() {
 	redis_url=${JOBMESH_REDIS_URL:-}
 	kafka_bootstrap=${JOBMESH_KAFKA_BOOTSTRAP:-}
 	[[ -n $db_url ]] || need+=("${DEFAULT_PORTS[0]}")
-	[[ -n $redis_url ]] || need+=("${DEFAULT_PORTS[1]}")
-	[[ -n $kafka_bootstrap ]] || need+=("${DEFAULT_PORTS[2]}" "${DEFAULT_PORTS[3]}")
+	[[ -n $redis_url ]] || need+=("${DEFAULT_PORTS[1]}" "${DEFAULT_PORTS[4]}")
+	[[ -n $kafka_bootstrap ]] || need+=("${DEFAULT_PORTS[2]}" "${DEFAULT_PORTS[3]}" "${DEFAULT_PORTS[5]}")
 	ports=()
 	((${#need[@]} == 0)) || read -r -a ports <<<"$(pick_ports "${need[@]}")"
+	((${#need[@]} == 0)) || make_tls
 	i=0
+	tls=()
 
 	if [[ -n $db_url ]]; then
 		log "postgres: using JOBMESH_DATABASE_URL as given"
 	else
 		start_postgres "${ports[i]}"
 		db_url=postgresql+psycopg://postgres@127.0.0.1:${ports[i]}/jobmesh
+		tls+=("JOBMESH_DATABASE_TLS_URL=postgresql+psycopg://tls_only@127.0.0.1:${ports[i]}/jobmesh_tls?sslmode=verify-full&sslrootcert=$STATE/tls/ca.pem")
 		i=$((i + 1))
 	fi
 	if [[ -n $redis_url ]]; then
 		log "redis: using JOBMESH_REDIS_URL as given"
 	else
-		start_redis "${ports[i]}"
+		start_redis "${ports[i]}" "${ports[i + 1]}"
 		redis_url=redis://127.0.0.1:${ports[i]}/0
-		i=$((i + 1))
+		tls+=("JOBMESH_REDIS_TLS_URL=rediss://127.0.0.1:${ports[i + 1]}/0?ssl_ca_certs=$STATE/tls/ca.pem")
+		i=$((i + 2))
 	fi
 	if [[ -n $kafka_bootstrap ]]; then
 		log "kafka: using JOBMESH_KAFKA_BOOTSTRAP as given"
 	else
-		start_kafka "${ports[i]}" "${ports[i + 1]}"
+		start_kafka "${ports[i]}" "${ports[i + 1]}" "${ports[i + 2]}"
 		kafka_bootstrap=127.0.0.1:${ports[i]}
+		tls+=("JOBMESH_KAFKA_TLS_BOOTSTRAP=127.0.0.1:${ports[i + 2]}")
 	fi
 
 	{
 		printf 'export JOBMESH_DATABASE_URL=%q\n' "$db_url"
 		printf 'export JOBMESH_REDIS_URL=%q\n' "$redis_url"
 		printf 'export JOBMESH_KAFKA_BOOTSTRAP=%q\n' "$kafka_bootstrap"
+		((${#need[@]} == 0)) || printf 'export JOBMESH_SERVICES_CA=%q\n' "$STATE/tls/ca.pem"
+		for variable in "${tls[@]}"; do
+			printf 'export %s=%q\n' "${variable%%=*}" "${variable#*=}"
+		done
 	} >"$STATE/env.tmp"
 	mv "$STATE/env.tmp" "$STATE/env"
 	trap - EXIT
