@@ -23,17 +23,19 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
+from google.api import resource_pb2 as google_dot_api_dot_resource__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14jobmesh/v1/run.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\t\n\x03Run\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12\x1e\n\x07\x61ttempt\x18\x02 \x01(\x05\x42\x04\xe2\x41\x01\x03R\x07\x61ttempt\x12\x45\n\rschedule_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0cscheduleTime\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32\x14.jobmesh.v1.RunStateB\x04\xe2\x41\x01\x03R\x05state\x12 \n\x08\x65xecutor\x18\x05 \x01(\tB\x04\xe2\x41\x01\x03R\x08\x65xecutor\x12\x45\n\rdispatch_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0c\x64ispatchTime\x12?\n\nstart_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\tstartTime\x12P\n\x13last_heartbeat_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x11lastHeartbeatTime\x12;\n\x08\x65nd_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x07\x65ndTime\x12&\n\texit_code\x18\n \x01(\x05\x42\x04\xe2\x41\x01\x03H\x00R\x08\x65xitCode\x88\x01\x01\x12\x30\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x14.jobmesh.v1.RunErrorB\x04\xe2\x41\x01\x03R\x05\x65rror\x12 \n\x08progress\x18\x0c \x01(\x01\x42\x04\xe2\x41\x01\x03R\x08progress\x12/\n\x10progress_message\x18\r \x01(\tB\x04\xe2\x41\x01\x03R\x0fprogressMessage\x12;\n\x08lateness\x18\x0e \x01(\x0b\x32\x19.google.protobuf.DurationB\x04\xe2\x41\x01\x03R\x08lateness\x12;\n\x08\x64ue_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x07\x64ueTime\x12\x36\n\x07trigger\x18\x10 \x01(\x0e\x32\x16.jobmesh.v1.RunTriggerB\x04\xe2\x41\x01\x03R\x07trigger\x12!\n\treplay_of\x18\x11 \x01(\tB\x04\xe2\x41\x01\x03R\x08replayOf\x12I\n\x11previous_attempts\x18\x12 \x03(\x0b\x32\x16.jobmesh.v1.RunAttemptB\x04\xe2\x41\x01\x03R\x10previousAttempts\x12\x41\n\x0b\x63reate_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\ncreateTime\x12\x41\n\x0bupdate_time\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nupdateTime\x12)\n\rtimes_clamped\x18\x15 \x01(\x08\x42\x04\xe2\x41\x01\x03R\x0ctimesClamped\x12\"\n\tnamespace\x18\x16 \x01(\tB\x04\xe2\x41\x01\x03R\tnamespaceB\x0c\n\n_exit_code\"8\n\x08RunError\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\"\xbc\x02\n\nRunAttempt\x12\x18\n\x07\x61ttempt\x18\x01 \x01(\x05R\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12\x1a\n\x08\x65xecutor\x18\x03 \x01(\tR\x08\x65xecutor\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12 \n\texit_code\x18\x06 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rrorB\x0c\n\n_exit_code\"\xb2\x01\n\x07LogLine\x12\x1a\n\x08sequence\x18\x01 \x01(\x03R\x08sequence\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\x12.\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x04time\x12-\n\x06stream\x18\x04 \x01(\x0e\x32\x15.jobmesh.v1.LogStreamR\x06stream\x12\x12\n\x04text\x18\x05 \x01(\tR\x04text*\x83\x02\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13RUN_STATE_SCHEDULED\x10\x01\x12\x14\n\x10RUN_STATE_QUEUED\x10\x02\x12\x15\n\x11RUN_STATE_RUNNING\x10\x03\x12\x18\n\x14RUN_STATE_CANCELLING\x10\x04\x12\x17\n\x13RUN_STATE_SUCCEEDED\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x12\x17\n\x13RUN_STATE_CANCELLED\x10\x07\x12\x17\n\x13RUN_STATE_TIMED_OUT\x10\x08\x12\x1b\n\x17RUN_STATE_DEAD_LETTERED\x10\t*t\n\nRunTrigger\x12\x1b\n\x17RUN_TRIGGER_UNSPECIFIED\x10\x00\x12\x18\n\x14RUN_TRIGGER_SCHEDULE\x10\x01\x12\x17\n\x13RUN_TRIGGER_RUN_NOW\x10\x02\x12\x16\n\x12RUN_TRIGGER_REPLAY\x10\x03*l\n\tLogStream\x12\x1a\n\x16LOG_STREAM_UNSPECIFIED\x10\x00\x12\x15\n\x11LOG_STREAM_STDOUT\x10\x01\x12\x15\n\x11LOG_STREAM_STDERR\x10\x02\x12\x15\n\x11LOG_STREAM_SYSTEM\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14jobmesh/v1/run.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\t\n\x03Run\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12\x1e\n\x07\x61ttempt\x18\x02 \x01(\x05\x42\x04\xe2\x41\x01\x03R\x07\x61ttempt\x12\x45\n\rschedule_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0cscheduleTime\x12\x30\n\x05state\x18\x04 \x01(\x0e\x32\x14.jobmesh.v1.RunStateB\x04\xe2\x41\x01\x03R\x05state\x12 \n\x08\x65xecutor\x18\x05 \x01(\tB\x04\xe2\x41\x01\x03R\x08\x65xecutor\x12\x45\n\rdispatch_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0c\x64ispatchTime\x12?\n\nstart_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\tstartTime\x12P\n\x13last_heartbeat_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x11lastHeartbeatTime\x12;\n\x08\x65nd_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x07\x65ndTime\x12&\n\texit_code\x18\n \x01(\x05\x42\x04\xe2\x41\x01\x03H\x00R\x08\x65xitCode\x88\x01\x01\x12\x30\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x14.jobmesh.v1.RunErrorB\x04\xe2\x41\x01\x03R\x05\x65rror\x12 \n\x08progress\x18\x0c \x01(\x01\x42\x04\xe2\x41\x01\x03R\x08progress\x12/\n\x10progress_message\x18\r \x01(\tB\x04\xe2\x41\x01\x03R\x0fprogressMessage\x12;\n\x08lateness\x18\x0e \x01(\x0b\x32\x19.google.protobuf.DurationB\x04\xe2\x41\x01\x03R\x08lateness\x12;\n\x08\x64ue_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x07\x64ueTime\x12\x36\n\x07trigger\x18\x10 \x01(\x0e\x32\x16.jobmesh.v1.RunTriggerB\x04\xe2\x41\x01\x03R\x07trigger\x12\x35\n\treplay_of\x18\x11 \x01(\tB\x18\xe2\x41\x01\x03\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x08replayOf\x12I\n\x11previous_attempts\x18\x12 \x03(\x0b\x32\x16.jobmesh.v1.RunAttemptB\x04\xe2\x41\x01\x03R\x10previousAttempts\x12\x41\n\x0b\x63reate_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\ncreateTime\x12\x41\n\x0bupdate_time\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nupdateTime\x12)\n\rtimes_clamped\x18\x15 \x01(\x08\x42\x04\xe2\x41\x01\x03R\x0ctimesClamped\x12\"\n\tnamespace\x18\x16 \x01(\tB\x04\xe2\x41\x01\x03R\tnamespace:6\xea\x41\x33\n\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\x0c\n\n_exit_code\"8\n\x08RunError\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\"\xbc\x02\n\nRunAttempt\x12\x18\n\x07\x61ttempt\x18\x01 \x01(\x05R\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12\x1a\n\x08\x65xecutor\x18\x03 \x01(\tR\x08\x65xecutor\x12\x39\n\nstart_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12 \n\texit_code\x18\x06 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x07 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rrorB\x0c\n\n_exit_code\"\xb2\x01\n\x07LogLine\x12\x1a\n\x08sequence\x18\x01 \x01(\x03R\x08sequence\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\x12.\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x04time\x12-\n\x06stream\x18\x04 \x01(\x0e\x32\x15.jobmesh.v1.LogStreamR\x06stream\x12\x12\n\x04text\x18\x05 \x01(\tR\x04text*\x83\x02\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13RUN_STATE_SCHEDULED\x10\x01\x12\x14\n\x10RUN_STATE_QUEUED\x10\x02\x12\x15\n\x11RUN_STATE_RUNNING\x10\x03\x12\x18\n\x14RUN_STATE_CANCELLING\x10\x04\x12\x17\n\x13RUN_STATE_SUCCEEDED\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x12\x17\n\x13RUN_STATE_CANCELLED\x10\x07\x12\x17\n\x13RUN_STATE_TIMED_OUT\x10\x08\x12\x1b\n\x17RUN_STATE_DEAD_LETTERED\x10\t*t\n\nRunTrigger\x12\x1b\n\x17RUN_TRIGGER_UNSPECIFIED\x10\x00\x12\x18\n\x14RUN_TRIGGER_SCHEDULE\x10\x01\x12\x17\n\x13RUN_TRIGGER_RUN_NOW\x10\x02\x12\x16\n\x12RUN_TRIGGER_REPLAY\x10\x03*l\n\tLogStream\x12\x1a\n\x16LOG_STREAM_UNSPECIFIED\x10\x00\x12\x15\n\x11LOG_STREAM_STDOUT\x10\x01\x12\x15\n\x11LOG_STREAM_STDERR\x10\x02\x12\x15\n\x11LOG_STREAM_SYSTEM\x10\x03\x42\x61\n\x0e\x64\x65v.jobmesh.v1B\x08RunProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jobmesh.v1.run_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\016dev.jobmesh.v1B\010RunProtoP\001Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V1'
   _globals['_RUN'].fields_by_name['name']._loaded_options = None
   _globals['_RUN'].fields_by_name['name']._serialized_options = b'\342A\001\010'
   _globals['_RUN'].fields_by_name['attempt']._loaded_options = None
@@ -67,7 +69,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RUN'].fields_by_name['trigger']._loaded_options = None
   _globals['_RUN'].fields_by_name['trigger']._serialized_options = b'\342A\001\003'
   _globals['_RUN'].fields_by_name['replay_of']._loaded_options = None
-  _globals['_RUN'].fields_by_name['replay_of']._serialized_options = b'\342A\001\003'
+  _globals['_RUN'].fields_by_name['replay_of']._serialized_options = b'\342A\001\003\372A\021\n\017jobmesh.dev/Run'
   _globals['_RUN'].fields_by_name['previous_attempts']._loaded_options = None
   _globals['_RUN'].fields_by_name['previous_attempts']._serialized_options = b'\342A\001\003'
   _globals['_RUN'].fields_by_name['create_time']._loaded_options = None
@@ -78,18 +80,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RUN'].fields_by_name['times_clamped']._serialized_options = b'\342A\001\003'
   _globals['_RUN'].fields_by_name['namespace']._loaded_options = None
   _globals['_RUN'].fields_by_name['namespace']._serialized_options = b'\342A\001\003'
-  _globals['_RUNSTATE']._serialized_start=1881
-  _globals['_RUNSTATE']._serialized_end=2140
-  _globals['_RUNTRIGGER']._serialized_start=2142
-  _globals['_RUNTRIGGER']._serialized_end=2258
-  _globals['_LOGSTREAM']._serialized_start=2260
-  _globals['_LOGSTREAM']._serialized_end=2368
-  _globals['_RUN']._serialized_start=135
-  _globals['_RUN']._serialized_end=1320
-  _globals['_RUNERROR']._serialized_start=1322
-  _globals['_RUNERROR']._serialized_end=1378
-  _globals['_RUNATTEMPT']._serialized_start=1381
-  _globals['_RUNATTEMPT']._serialized_end=1697
-  _globals['_LOGLINE']._serialized_start=1700
-  _globals['_LOGLINE']._serialized_end=1878
+  _globals['_RUN']._loaded_options = None
+  _globals['_RUN']._serialized_options = b'\352A3\n\017jobmesh.dev/Run\022\025jobs/{job}/runs/{run}*\004runs2\003run'
+  _globals['_RUNSTATE']._serialized_start=1984
+  _globals['_RUNSTATE']._serialized_end=2243
+  _globals['_RUNTRIGGER']._serialized_start=2245
+  _globals['_RUNTRIGGER']._serialized_end=2361
+  _globals['_LOGSTREAM']._serialized_start=2363
+  _globals['_LOGSTREAM']._serialized_end=2471
+  _globals['_RUN']._serialized_start=162
+  _globals['_RUN']._serialized_end=1423
+  _globals['_RUNERROR']._serialized_start=1425
+  _globals['_RUNERROR']._serialized_end=1481
+  _globals['_RUNATTEMPT']._serialized_start=1484
+  _globals['_RUNATTEMPT']._serialized_end=1800
+  _globals['_LOGLINE']._serialized_start=1803
+  _globals['_LOGLINE']._serialized_end=1981
 # @@protoc_insertion_point(module_scope)

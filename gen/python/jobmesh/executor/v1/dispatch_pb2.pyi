@@ -7,7 +7,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
-from jobmesh.v1 import executor_control_pb2 as _executor_control_pb2
+from jobmesh.executor.v1 import executor_control_pb2 as _executor_control_pb2
 from jobmesh.v1 import job_pb2 as _job_pb2
 import builtins as _builtins
 import sys
@@ -22,7 +22,26 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class DispatchedRun(_message.Message):
-    """The value of a Kafka message on a priority lane: one attempt to run, with all an executor needs to start it."""
+    """The value of a Kafka message on a priority lane: one attempt to run, with all an executor needs to start it.
+
+    Where runs travel: the watcher and the server publish each attempt to the topic of its executor queue and
+    lane, `jobmesh.runs.{queue}.{lane}` (`queue` as in `Job.queue`, `default` when empty; `lane` one of `high`,
+    `normal`, `low`, from `priority`). The message's key is the job id (the `{job}` of `attempt.run`), so a
+    job's runs stay in order on one partition. Its headers: `content-type` is
+    `application/x-protobuf; messageType=jobmesh.executor.v1.DispatchedRun` (messages published before this
+    package existed say `jobmesh.v1.DispatchedRun`, with the same bytes), and the W3C trace context of the
+    publisher (`traceparent`, `tracestate`, `baggage`) when it had one. Runs whose retries are spent are copied
+    to `jobmesh.runs.dead-letter`, which no executor reads.
+
+    How an executor reads them: the executors that serve the same set of queues form one consumer group (this
+    executor names it `jobmesh-executors.{queues, sorted, joined by +}`), read with automatic commits off, and
+    poll the high lane first, then normal, then low, except that every fourth poll takes the low lane first, so
+    a busy lane never starves another. A message that is not a `DispatchedRun` (another content type, bytes that
+    do not parse, no `attempt.run`) is skipped. Every message is claimed over `ExecutorControl` before it runs;
+    offsets are committed, in order, once the claims are answered (see `ExecutorControl`). An executor whose
+    slots are all busy should leave the group until one frees, so that its partitions' runs go to executors that
+    can start them.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -44,7 +63,9 @@ class DispatchedRun(_message.Message):
 
     @_builtins.property
     def target(self) -> _job_pb2.Target:
-        """What to run."""
+        """What to run, as the job holds it. A command's `env` values may be secret references (`secret://NAME`),
+        which the executor resolves from its own secret source.
+        """
 
     @_builtins.property
     def due_time(self) -> _timestamp_pb2.Timestamp:
@@ -52,11 +73,13 @@ class DispatchedRun(_message.Message):
 
     @_builtins.property
     def execution_timeout(self) -> _duration_pb2.Duration:
-        """As in the job."""
+        """An attempt still running after this long (from its start) is stopped and reported
+        `RUN_STATE_TIMED_OUT`. Unset means no limit.
+        """
 
     @_builtins.property
     def heartbeat_timeout(self) -> _duration_pb2.Duration:
-        """As in the job."""
+        """The attempt's lease (always set): see `HeartbeatAnswer`."""
 
     @_builtins.property
     def dispatch_time(self) -> _timestamp_pb2.Timestamp:

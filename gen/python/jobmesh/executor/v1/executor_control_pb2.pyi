@@ -31,31 +31,43 @@ class _ClaimOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClaimOut
     CLAIM_OUTCOME_UNSPECIFIED: _ClaimOutcome.ValueType  # 0
     """Not used."""
     CLAIM_OUTCOME_GRANTED: _ClaimOutcome.ValueType  # 1
-    """Granted: start the run now (or at `start_time`, never before)."""
+    """Granted: the attempt is the executor's (`RUN_STATE_RUNNING`), its heartbeat lease starts now. Start it at
+    `start_time`, never before.
+    """
     CLAIM_OUTCOME_DUPLICATE: _ClaimOutcome.ValueType  # 2
-    """Already claimed: a duplicate delivery. Skip it."""
+    """Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim sent again
+    because its first answer was lost is answered so too, even when the first was granted: the executor then
+    holds an attempt it does not run, which the server fails `HeartbeatLost` and retries once the executor's
+    session lapses.
+    """
     CLAIM_OUTCOME_CANCELLED: _ClaimOutcome.ValueType  # 3
     """Cancelled before it started. Skip it."""
     CLAIM_OUTCOME_STALE: _ClaimOutcome.ValueType  # 4
     """A newer attempt exists, or the run is no longer pending. Skip it."""
     CLAIM_OUTCOME_NOT_FOUND: _ClaimOutcome.ValueType  # 5
-    """No such run. Skip it."""
+    """No such run, or one the credential may not claim (another queue or namespace). Skip it."""
 
 class ClaimOutcome(_ClaimOutcome, metaclass=_ClaimOutcomeEnumTypeWrapper):
-    """Why a claim was refused."""
+    """Whether a claimed attempt may start."""
 
 CLAIM_OUTCOME_UNSPECIFIED: ClaimOutcome.ValueType  # 0
 """Not used."""
 CLAIM_OUTCOME_GRANTED: ClaimOutcome.ValueType  # 1
-"""Granted: start the run now (or at `start_time`, never before)."""
+"""Granted: the attempt is the executor's (`RUN_STATE_RUNNING`), its heartbeat lease starts now. Start it at
+`start_time`, never before.
+"""
 CLAIM_OUTCOME_DUPLICATE: ClaimOutcome.ValueType  # 2
-"""Already claimed: a duplicate delivery. Skip it."""
+"""Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim sent again
+because its first answer was lost is answered so too, even when the first was granted: the executor then
+holds an attempt it does not run, which the server fails `HeartbeatLost` and retries once the executor's
+session lapses.
+"""
 CLAIM_OUTCOME_CANCELLED: ClaimOutcome.ValueType  # 3
 """Cancelled before it started. Skip it."""
 CLAIM_OUTCOME_STALE: ClaimOutcome.ValueType  # 4
 """A newer attempt exists, or the run is no longer pending. Skip it."""
 CLAIM_OUTCOME_NOT_FOUND: ClaimOutcome.ValueType  # 5
-"""No such run. Skip it."""
+"""No such run, or one the credential may not claim (another queue or namespace). Skip it."""
 Global___ClaimOutcome: _TypeAlias = ClaimOutcome  # noqa: Y015
 
 @_typing.final
@@ -72,27 +84,27 @@ class ConnectRequest(_message.Message):
     RESULTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def hello(self) -> Global___ExecutorHello:
-        """The first message: who the executor is."""
+        """The first message, and only the first: who the executor is."""
 
     @_builtins.property
     def heartbeats(self) -> Global___HeartbeatBatch:
-        """The runs the executor holds are alive."""
+        """The attempts the executor holds are alive; answered by a `heartbeat_answer` when it names any."""
 
     @_builtins.property
     def claims(self) -> Global___ClaimBatch:
-        """Asks to start runs taken from the queue."""
+        """Asks to start runs taken from the queue; answered by one `claim_results`."""
 
     @_builtins.property
     def progress(self) -> Global___ProgressBatch:
-        """Progress of running runs."""
+        """Progress of running attempts; not answered."""
 
     @_builtins.property
     def logs(self) -> Global___LogBatch:
-        """Log lines of running runs."""
+        """Log lines of running attempts; not answered."""
 
     @_builtins.property
     def results(self) -> Global___ResultBatch:
-        """Ended attempts."""
+        """Ended attempts; answered by one `acks`."""
 
     def __init__(
         self,
@@ -128,23 +140,23 @@ class ConnectResponse(_message.Message):
     HEARTBEAT_ANSWER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___ExecutorWelcome:
-        """The answer to `hello`."""
+        """The answer to `hello`: the first message of the stream."""
 
     @_builtins.property
     def claim_results(self) -> Global___ClaimResultBatch:
-        """Answers to `claims`: which runs may start."""
+        """The answer to one `claims` batch: which runs may start."""
 
     @_builtins.property
     def acks(self) -> Global___AckBatch:
-        """Which reports were recorded and which were refused."""
+        """Which results were recorded, and which attempts are fenced off."""
 
     @_builtins.property
     def cancels(self) -> Global___CancelBatch:
-        """Runs to stop now."""
+        """Attempts to stop now. Sent whenever a run is cancelled, and again while it is being cancelled."""
 
     @_builtins.property
     def drain(self) -> Global___DrainNotice:
-        """Stop taking work."""
+        """Stop taking work from this server and reconnect."""
 
     @_builtins.property
     def heartbeat_answer(self) -> Global___HeartbeatAnswer:
@@ -172,16 +184,18 @@ Global___ConnectResponse: _TypeAlias = ConnectResponse  # noqa: Y015
 
 @_typing.final
 class AttemptRef(_message.Message):
-    """An attempt of a run: the fencing token of every report."""
+    """One attempt of a run: the fencing token of every claim and report."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
     run: _builtins.str
-    """`jobs/{job}/runs/{run}`."""
+    """The run's resource name, `jobs/{job}/runs/{run}`. A reference that does not parse is ignored (a claim of
+    it is answered `CLAIM_OUTCOME_NOT_FOUND`, a result with it is answered fenced).
+    """
     attempt: _builtins.int
-    """The attempt number."""
+    """The attempt number, from 1, as in `DispatchedRun.attempt`."""
     def __init__(
         self,
         *,
@@ -209,22 +223,29 @@ class ExecutorHello(_message.Message):
     HANDLERS_FIELD_NUMBER: _builtins.int
     RUNNING_FIELD_NUMBER: _builtins.int
     executor_id: _builtins.str
-    """Unique per executor process, for example `host-1234-9f2c`."""
+    """The executor's name: unique per executor process and stable across its reconnects, for example
+    `host-1234-9f2c`; what a token's grant or a certificate's common name binds. Required.
+    """
     hostname: _builtins.str
-    """The host it runs on."""
+    """The host it runs on, for the server's logs."""
     concurrency: _builtins.int
-    """How many runs it runs at once."""
+    """How many attempts it runs at once."""
     @_builtins.property
     def queues(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The queues it takes runs from."""
+        """The executor queues it takes runs from (`Job.queue`; `default` when a job leaves it empty). Each must be
+        allowed by the credential.
+        """
 
     @_builtins.property
     def handlers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The handler names registered in it."""
+        """The handler names registered in it (`Target.Handler.name`)."""
 
     @_builtins.property
     def running(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """Attempts it is still running from before a reconnect; the server keeps them alive."""
+        """After a reconnect: the attempts it still runs. The server checks them as it checks a heartbeat batch:
+        those it no longer holds come back fenced in an `AckBatch`, those being cancelled in a `CancelBatch`.
+        This is not a heartbeat (nothing answers it as one): heartbeat at once after the welcome.
+        """
 
     def __init__(
         self,
@@ -253,10 +274,10 @@ class ExecutorWelcome(_message.Message):
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _builtins.int
     SERVER_ID_FIELD_NUMBER: _builtins.int
     server_id: _builtins.str
-    """The server replica that holds this stream."""
+    """The server replica that holds this stream, for logs."""
     @_builtins.property
     def heartbeat_interval(self) -> _duration_pb2.Duration:
-        """How often to send heartbeats."""
+        """How often to send heartbeats (3 s by default). A stream silent for three intervals may lose its name."""
 
     def __init__(
         self,
@@ -274,14 +295,16 @@ Global___ExecutorWelcome: _TypeAlias = ExecutorWelcome  # noqa: Y015
 
 @_typing.final
 class HeartbeatBatch(_message.Message):
-    """One heartbeat for every run an executor holds."""
+    """One heartbeat for every attempt an executor holds."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     ATTEMPTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """The attempts still running."""
+        """Every attempt still running, or ended with its result not acknowledged yet. Empty when it holds none:
+        the batch still says the executor is alive, and is not answered.
+        """
 
     def __init__(
         self,
@@ -305,7 +328,7 @@ class ClaimBatch(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """Each attempt to start; a claim succeeds once per attempt."""
+        """The attempts to start, as the `DispatchedRun`s named them; a claim succeeds once per attempt."""
 
     def __init__(
         self,
@@ -333,11 +356,13 @@ class ClaimResult(_message.Message):
     """Whether it may start."""
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:
-        """The attempt claimed."""
+        """The attempt claimed, as sent."""
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """Do not start before this instant (the run's due time)."""
+        """Do not start before this instant: the later of the server's clock and the attempt's due time. Set for
+        granted claims.
+        """
 
     def __init__(
         self,
@@ -356,14 +381,16 @@ Global___ClaimResult: _TypeAlias = ClaimResult  # noqa: Y015
 
 @_typing.final
 class ClaimResultBatch(_message.Message):
-    """Answers to a `ClaimBatch`, in its order."""
+    """Answers to one `ClaimBatch`."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClaimResult]:
-        """One per claim."""
+        """One per claim, in the batch's order. With several batches in flight, the first result's attempt tells
+        which batch this answers.
+        """
 
     def __init__(
         self,
@@ -388,9 +415,9 @@ class ProgressUpdate(_message.Message):
     PROGRESS_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     progress: _builtins.float
-    """From 0 to 1."""
+    """From 0 to 1; an update out of that range is ignored."""
     message: _builtins.str
-    """A short message."""
+    """A short message, cut to 1,024 characters."""
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:
         """The attempt."""
@@ -412,7 +439,7 @@ Global___ProgressUpdate: _TypeAlias = ProgressUpdate  # noqa: Y015
 
 @_typing.final
 class ProgressBatch(_message.Message):
-    """Progress of several attempts."""
+    """Progress of several attempts. The latest update of an attempt wins: send only the latest."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -444,11 +471,14 @@ class LogChunk(_message.Message):
     LINES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:
-        """The attempt."""
+        """The attempt that wrote them."""
 
     @_builtins.property
     def lines(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.LogLine]:
-        """The lines; the server assigns their sequence numbers."""
+        """The lines, in the order written. The server assigns `sequence` and takes `attempt` from above; `time`
+        unset means the server's clock, `stream` unspecified means `LOG_STREAM_STDOUT`; `text` is cut to 16,384
+        characters (split longer output into several lines).
+        """
 
     def __init__(
         self,
@@ -466,7 +496,9 @@ Global___LogChunk: _TypeAlias = LogChunk  # noqa: Y015
 
 @_typing.final
 class LogBatch(_message.Message):
-    """Log lines of several attempts."""
+    """Log lines of several attempts. Sent once and not acknowledged: lines written to a stream that then breaks
+    may be lost. Keep a batch to about 1 MiB.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -501,7 +533,11 @@ class AttemptResult(_message.Message):
     START_TIME_FIELD_NUMBER: _builtins.int
     END_TIME_FIELD_NUMBER: _builtins.int
     state: _run_pb2.RunState.ValueType
-    """`RUN_STATE_SUCCEEDED`, `RUN_STATE_FAILED`, `RUN_STATE_TIMED_OUT` or `RUN_STATE_CANCELLED`."""
+    """`RUN_STATE_SUCCEEDED`, `RUN_STATE_FAILED`, `RUN_STATE_TIMED_OUT` (the attempt ran past
+    `DispatchedRun.execution_timeout`: the executor stops it itself) or `RUN_STATE_CANCELLED` (stopped by a
+    cancel). Any other state is refused, answered fenced. The server applies the job's retry policy: a failed
+    or timed-out attempt may become a retry.
+    """
     exit_code: _builtins.int
     """The command's exit code, when it exited."""
     @_builtins.property
@@ -510,15 +546,22 @@ class AttemptResult(_message.Message):
 
     @_builtins.property
     def error(self) -> _run_pb2.RunError:
-        """Why it failed."""
+        """Why it failed. `type` (at most 256 characters) is matched by `RetryPolicy.non_retryable_error_types`;
+        this executor uses `ExitCode`, `Signal`, `Timeout`, `Cancelled`, `HttpStatus`, `HttpError`, `SpawnError`,
+        `UnknownHandler`, `InvalidTarget`, `Drained` (stopped because the executor shut down), `ContactLost` (see
+        `HeartbeatAnswer`), and `TargetNotAllowed` and `SecretNotFound`, which are never retried. `message` is
+        cut to 4,096 characters.
+        """
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """When it started."""
+        """When it started. A time before the claim's start or after the server's clock (beyond a second) is clamped
+        to the server's record, and the run shows `times_clamped`.
+        """
 
     @_builtins.property
     def end_time(self) -> _timestamp_pb2.Timestamp:
-        """When it ended."""
+        """When it ended; unset means when the server received it. Clamped likewise."""
 
     def __init__(
         self,
@@ -566,7 +609,7 @@ Global___ResultBatch: _TypeAlias = ResultBatch  # noqa: Y015
 
 @_typing.final
 class AckBatch(_message.Message):
-    """Which reports were recorded."""
+    """Which results were recorded, and which attempts are fenced off."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -574,11 +617,14 @@ class AckBatch(_message.Message):
     FENCED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def recorded(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """Results recorded."""
+        """Results recorded: forget them (and stop naming their attempts in heartbeats)."""
 
     @_builtins.property
     def fenced(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """Reports refused because the attempt was fenced off (declared lost, cancelled or superseded): stop it."""
+        """Attempts the server has given up (declared lost, cancelled or superseded by a retry), named by a result
+        or a heartbeat: kill them at once, without a grace period, and report nothing more about them (a result
+        refused so is dropped, not sent again).
+        """
 
     def __init__(
         self,
@@ -596,11 +642,17 @@ Global___AckBatch: _TypeAlias = AckBatch  # noqa: Y015
 
 @_typing.final
 class HeartbeatAnswer(_message.Message):
-    """Which attempts of a heartbeat batch were kept alive: one answer per batch that named attempts.
+    """Which attempts of a heartbeat batch were kept alive: one answer per batch that named attempts, sent once the
+    server has renewed the executor's session in its database. Take each answer for the oldest batch not yet
+    answered: that never makes a lease look longer than it is.
 
-    An attempt kept alive may run for its heartbeat timeout from when the batch was sent; past it the server may
-    declare it lost and retry it elsewhere. An executor that hears no answer for an attempt (and cannot leave a
-    heartbeat on the signal bus) for nearly that long stops it itself, so that it never runs alongside its retry.
+    The lease: an attempt kept alive may run for its `DispatchedRun.heartbeat_timeout` from when the executor
+    sent the batch (count from the send, not from the answer; a granted claim counts from when the claim was
+    sent). Past it, the server's sweeper may fail it `HeartbeatLost` and retry it on another executor. So an
+    executor that has heard no answer keeping an attempt alive (nor left a heartbeat on the signal bus) for
+    nearly that long (the timeout less a fifth of it, and less at least half a second) kills the attempt and
+    reports it `RUN_STATE_FAILED`, error type `ContactLost`: it never runs alongside its retry. When the stream
+    breaks, the answers to the batches sent on it will never come.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -608,7 +660,9 @@ class HeartbeatAnswer(_message.Message):
     KEPT_ALIVE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def kept_alive(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """The attempts whose deadline was moved a heartbeat timeout ahead. Those fenced off are in an `AckBatch`."""
+        """The attempts still held by this executor: their lease runs from the batch's send. Those not held any more
+        are named in an `AckBatch.fenced` instead, and those being cancelled also in a `CancelBatch`.
+        """
 
     def __init__(
         self,
@@ -625,17 +679,21 @@ Global___HeartbeatAnswer: _TypeAlias = HeartbeatAnswer  # noqa: Y015
 
 @_typing.final
 class CancelBatch(_message.Message):
-    """Runs to stop."""
+    """Attempts to stop."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     ATTEMPTS_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
     reason: _builtins.str
-    """Why."""
+    """Why, for the attempt's log."""
     @_builtins.property
     def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """The attempts to stop."""
+        """The attempts to stop: signal a command's process group to end (SIGTERM), kill it after a grace period
+        (SIGKILL, 5 s by default), and report `RUN_STATE_CANCELLED` (error type `Cancelled`), or how the
+        attempt ended if it ended first. An attempt this executor does not hold is ignored; a cancel of one
+        already stopping changes nothing.
+        """
 
     def __init__(
         self,
@@ -653,14 +711,17 @@ Global___CancelBatch: _TypeAlias = CancelBatch  # noqa: Y015
 
 @_typing.final
 class DrainNotice(_message.Message):
-    """Stop taking work: the server is going away."""
+    """Stop taking work from this server: it is going away. Attempts already running go on."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     DEADLINE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def deadline(self) -> _timestamp_pb2.Timestamp:
-        """Reconnect (to another replica) before this."""
+        """Stop claiming; let the claims in flight be answered (for a second or two at most, and before half the
+        time to this deadline has passed), then end the stream and reconnect at once, on a new channel, to
+        whichever replica the address reaches. Unset means as soon as possible.
+        """
 
     def __init__(
         self,
