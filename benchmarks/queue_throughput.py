@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.v1 import dispatch_pb2, job_pb2
+from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.v1 import job_pb2
 
 
 def build_runs(queue: str, count: int) -> list[dispatch_pb2.DispatchedRun]:

@@ -17,7 +17,8 @@ from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
 from jobmesh.core.records import Priority
 from jobmesh.core.timestamps import to_duration, to_timestamp
-from jobmesh.v1 import dispatch_pb2, job_pb2
+from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,9 @@ from jobmesh.executor.clock import now_ns, seconds_of, sleep_until, timestamp_of
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.runners import RunnerSettings, run_target
-from jobmesh.v1 import dispatch_pb2, run_pb2
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.executor.v1 import executor_control_pb2 as pb
+from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from jobmesh.executor.clock import within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from jobmesh.core.limits import MAX_PROGRESS_MESSAGE
 from jobmesh.core.text import storable
 from jobmesh.executor.clock import within
 from jobmesh.executor.log_buffer import LogBuffer
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)

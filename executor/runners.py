@@ -12,8 +12,9 @@ from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
+from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.executor.webhook import run_http
-from jobmesh.v1 import dispatch_pb2, run_pb2
+from jobmesh.v1 import run_pb2
 
 
 @dataclass(frozen=True, slots=True)

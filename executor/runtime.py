@@ -41,7 +41,7 @@ from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
 from jobmesh.executor.secrets import SecretSource, open_secret_source
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
@@ -19,6 +18,7 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.timestamps import utcnow
+from jobmesh.executor.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.malformed import MalformedRequests
@@ -36,20 +36,14 @@ from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
+from jobmesh.server.reflection import enable_reflection
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.stream_slots import StreamSlots
 from jobmesh.server.tls import ExecutorCertificateRequired, server_credentials
 from jobmesh.server.workers import Workers
-from jobmesh.v1 import (
-    executor_control_pb2,
-    executor_control_pb2_grpc,
-    job_service_pb2,
-    job_service_pb2_grpc,
-    search_service_pb2,
-    search_service_pb2_grpc,
-)
+from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, search_service_pb2, search_service_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +152,13 @@ class Services:
     loop_lag: LoopLag
 
     def add_to(self, server: grpc.aio.Server) -> None:
-        """Every service on `server`, with health and reflection."""
+        """Every service on `server`, with health and reflection (which serves the protos' comments)."""
         job_service_pb2_grpc.add_JobServiceServicer_to_server(self.jobs, server)
         search_service_pb2_grpc.add_SearchServiceServicer_to_server(self.search, server)
         executor_control_pb2_grpc.add_ExecutorControlServicer_to_server(self.control, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
-        reflection.enable_server_reflection((*SERVICE_NAMES, health_name, reflection.SERVICE_NAME), server)
+        enable_reflection(server, (*SERVICE_NAMES, health_name))
 
     async def serving(self) -> None:
         """Starts the live feed on the server's loop, then health reports every service SERVING (once the

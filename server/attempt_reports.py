@@ -18,11 +18,11 @@ from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, Progre
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.server.executor_grants import may_claim, restricts_claims
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant
 from jobmesh.server.sessions import cancel_message
-from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)

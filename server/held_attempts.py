@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.records import RunState
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 __all__ = ["HeldAttempts"]
 

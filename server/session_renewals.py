@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.ports.pipeline_store import PipelineStore
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.server.sessions import SessionQueue, Sessions
-from jobmesh.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)
 LINGER = 0.1  # seconds a renewal waits for more heartbeat batches after the first

@@ -24,7 +24,7 @@ from jobmesh.core.errors import AlreadyExists
 from jobmesh.core.ports.signals import CancelNotice, SignalBus
 from jobmesh.core.ports.store import RunChange
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 FEED_CANCEL_REASON = "cancelled"
 EXECUTOR_NAME_IN_USE = "EXECUTOR_NAME_IN_USE"
@@ -37,11 +37,16 @@ def quiet_limit_of(heartbeat_interval: timedelta) -> timedelta:
     return QUIET_INTERVALS * heartbeat_interval
 
 
-def name_in_use(executor_id: str) -> AlreadyExists:
-    return AlreadyExists(
-        f"an executor named {executor_id!r} is connected: one stream per executor name",
-        metadata={"executor": executor_id, "reason": EXECUTOR_NAME_IN_USE},
-    )
+class ExecutorNameInUse(AlreadyExists):
+    """A live stream holds the executor name that a new connection asks for."""
+
+    reason = EXECUTOR_NAME_IN_USE
+
+    def __init__(self, executor_id: str) -> None:
+        super().__init__(
+            f"an executor named {executor_id!r} is connected: one stream per executor name",
+            metadata={"executor": executor_id},
+        )
 
 
 def cancel_message(attempts: Sequence[AttemptRef], reason: str) -> pb.ConnectResponse:
@@ -97,12 +102,12 @@ class Sessions:
     def register(
         self, executor_id: str, queue: SessionQueue, *, quiet_limit: float = DEFAULT_QUIET_LIMIT
     ) -> None:
-        """Makes `queue` the stream of `executor_id`. AlreadyExists while another live stream holds the name;
-        one quiet for longer than `quiet_limit` is ended and replaced."""
+        """Makes `queue` the stream of `executor_id`. ExecutorNameInUse (ALREADY_EXISTS) while another live
+        stream holds the name; one quiet for longer than `quiet_limit` is ended and replaced."""
         with self._lock:
             held = self._queues.get(executor_id)
             if held is not None and held.quiet_for() < quiet_limit:
-                raise name_in_use(executor_id)
+                raise ExecutorNameInUse(executor_id)
             self._queues[executor_id] = queue
             self._quiet_limits[executor_id] = quiet_limit
         if held is not None:

@@ -30,6 +30,7 @@ import grpc
 from grpc_status import rpc_status
 
 from jobmesh.core.errors import Unauthenticated
+from jobmesh.executor.v1 import executor_control_pb2
 from jobmesh.server.api.status import status_of
 
 __all__ = [
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-EXECUTOR_CONTROL_PREFIX = "/jobmesh.v1.ExecutorControl/"
+# `/jobmesh.executor.v1.ExecutorControl/`: the full method names of the executors' service.
+EXECUTOR_CONTROL_PREFIX = f"/{executor_control_pb2.DESCRIPTOR.services_by_name['ExecutorControl'].full_name}/"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ $bin/ruff check .
 $bin/ruff format --check .
 echo "lint: mypy"
 $bin/mypy
-$bin/mypy tests benchmarks tools/protoc_gen_grpc_python.py tools/protoc_gen_public.py tools/protoc_gen_npm_package.py
+$bin/mypy tests benchmarks tools/protoc_gen_grpc_python.py tools/protoc_gen_public.py tools/protoc_gen_npm_package.py \
+	tools/protoc_gen_descriptor_set.py
 echo "lint: import rules (docs/design.md, \"Dependency rules\")"
 if ! report=$($bin/lint-imports --no-cache 2>&1); then
 	echo "$report" | sed -n '/Broken contracts/,$p' >&2

@@ -12,12 +12,16 @@ from google.protobuf.message import DecodeError
 from opentelemetry import propagate
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.v1 import dispatch_pb2, job_pb2
+from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.v1 import job_pb2
 
 LANES = ("high", "normal", "low")
 DEAD_LETTER_TOPIC = "jobmesh.runs.dead-letter"
 CONTENT_TYPE_HEADER = "content-type"
-CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"
+CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.executor.v1.DispatchedRun"
+# What messages published before the executor protocol had a package of its own say: the same bytes (the
+# message kept its fields), still on the topics when a mesh is upgraded, so they are read as runs too.
+LEGACY_CONTENT_TYPES = frozenset({"application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"})
 # Every LOW_FIRST_EVERY-th poll takes the low lane first, so a busy high lane cannot starve it.
 LOW_FIRST_EVERY = 4
 
@@ -46,7 +50,7 @@ def encode(run: dispatch_pb2.DispatchedRun) -> bytes:
 
 def decode(value: bytes | None, content_type: str | None) -> dispatch_pb2.DispatchedRun:
     """The run in a message; MalformedMessage when it is something else (another producer, garbage)."""
-    if content_type is not None and content_type != CONTENT_TYPE:
+    if content_type is not None and content_type != CONTENT_TYPE and content_type not in LEGACY_CONTENT_TYPES:
         raise MalformedMessage(f"content type {content_type!r}")
     try:
         run = dispatch_pb2.DispatchedRun.FromString(value or b"")

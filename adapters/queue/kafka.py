@@ -21,7 +21,7 @@ from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
 from jobmesh.adapters.queue.kafka_consumer import KafkaRunConsumer, open_lane_consumers
 from jobmesh.core.ports.queue import QueueUnavailable
-from jobmesh.v1 import dispatch_pb2
+from jobmesh.executor.v1 import dispatch_pb2
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
 from jobmesh.core.ports.queue import Delivery
-from jobmesh.v1 import dispatch_pb2
+from jobmesh.executor.v1 import dispatch_pb2
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""`jobmesh.v1.ExecutorControl`: one bidirectional stream per executor.
+"""`jobmesh.executor.v1.ExecutorControl`: one bidirectional stream per executor (its protocol is documented in
+`protos/jobmesh/executor/v1/executor_control.proto`).
 
 Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
 many runs cross in few statements. Stream work runs on threads of its own, never queued behind the API's
@@ -34,15 +35,15 @@ from grpc_status import rpc_status
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import JobmeshError, PermissionDenied
 from jobmesh.core.timestamps import to_duration
+from jobmesh.executor.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
 from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import SessionQueue, Sessions, name_in_use, quiet_limit_of
+from jobmesh.server.sessions import ExecutorNameInUse, SessionQueue, Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
-from jobmesh.v1 import executor_control_pb2 as pb
-from jobmesh.v1 import executor_control_pb2_grpc
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +105,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             self._sessions.register(hello.executor_id, queue, quiet_limit=quiet_limit)
             if not await self._in_thread(lambda: self._renewals.take(hello.executor_id)):
                 self._sessions.unregister(hello.executor_id, queue)
-                raise name_in_use(hello.executor_id)
+                raise ExecutorNameInUse(hello.executor_id)
         except JobmeshError as error:
             log.warning(
                 "executor %s refused: %s",

@@ -34,6 +34,7 @@ def test_walkthrough_covers_the_acceptance_list() -> None:
     text = " ".join(command for command, _ in walkthrough())
     for needed in (
         "list",
+        "describe jobmesh.v1.Job",
         "CreateJob",
         "GetJob",
         "ListJobs",
@@ -82,11 +83,13 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     for service in (
         "jobmesh.v1.JobService",
         "jobmesh.v1.SearchService",
-        "jobmesh.v1.ExecutorControl",
+        "jobmesh.executor.v1.ExecutorControl",
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     ):
         assert service in listing.split()
+    described = outputs[1]  # `describe jobmesh.v1.Job`: reflection serves the protos' comments
+    assert "// Opaque version for optimistic concurrency: send it back on update and delete." in described
     joined = "\n".join(outputs)
     assert '"etag": "2"' in joined  # the update took the etag from "1" to "2"
     assert '"state": "JOB_STATE_PAUSED"' in joined

@@ -22,7 +22,8 @@ from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.ports.queue import QueueUnavailable
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState
-from jobmesh.v1 import dispatch_pb2, job_pb2
+from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.v1 import job_pb2
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 EXECUTOR = "executor-1"

@@ -19,8 +19,9 @@ import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.v1 import executor_control_pb2 as pb
-from jobmesh.v1 import executor_control_pb2_grpc, run_pb2
+from jobmesh.executor.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2_grpc
+from jobmesh.v1 import run_pb2
 
 
 @dataclass

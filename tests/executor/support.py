@@ -20,7 +20,8 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runtime import Executor
-from jobmesh.v1 import dispatch_pb2, executor_control_pb2, job_pb2
+from jobmesh.executor.v1 import dispatch_pb2, executor_control_pb2
+from jobmesh.v1 import job_pb2
 from tests.executor.fake_control import FakeControl
 
 _numbers = itertools.count(1)

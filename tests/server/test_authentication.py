@@ -22,12 +22,7 @@ from grpc_status import rpc_status
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.caller_rates import CALLER_RATE_LIMITED
 from jobmesh.server.stream_slots import TOO_MANY_STREAMS
-from jobmesh.v1 import (
-    job_service_pb2,
-    job_service_pb2_grpc,
-    search_service_pb2,
-    search_service_pb2_grpc,
-)
+from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, search_service_pb2, search_service_pb2_grpc
 from tests.server.errors import call_error, error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.tokens import bearer

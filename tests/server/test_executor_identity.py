@@ -27,10 +27,10 @@ from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
+from jobmesh.executor.v1 import executor_control_pb2 as pb
+from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE
-from jobmesh.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import (
-    executor_control_pb2_grpc,
     job_pb2,
     job_service_pb2,
     job_service_pb2_grpc,
@@ -150,7 +150,8 @@ def test_a_second_connection_under_a_live_executors_name_is_refused(streams: Any
     live = streams("exec-1", "exec-1")
     live.next("welcome")
     error = refused_with(streams("exec-1", "exec-1"), grpc.StatusCode.ALREADY_EXISTS)
-    assert error_info(error).metadata["reason"] == EXECUTOR_NAME_IN_USE
+    assert error_info(error).reason == EXECUTOR_NAME_IN_USE
+    assert error_info(error).metadata["executor"] == "exec-1"
     live.close()
     streams("exec-1", "exec-1").next("welcome")  # once it is gone, the name is free again
 
@@ -199,7 +200,7 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
         first = connect(on_a, a)
         first.next("welcome")
         error = refused_with(connect(on_b, b), grpc.StatusCode.ALREADY_EXISTS)
-        assert error_info(error).metadata["reason"] == EXECUTOR_NAME_IN_USE
+        assert error_info(error).reason == EXECUTOR_NAME_IN_USE
         first.close()
         moved = eventually(
             lambda: _welcomed(connect(on_b, b)), 5, "the name to be free once the stream ended"

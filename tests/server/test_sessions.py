@@ -54,7 +54,7 @@ def test_one_live_stream_per_executor_name_and_a_quiet_one_gives_its_name_up() -
         sessions.register("exec-1", first)
         with pytest.raises(AlreadyExists) as caught:
             sessions.register("exec-1", second)  # the first has just been heard from
-        assert caught.value.metadata["reason"] == EXECUTOR_NAME_IN_USE
+        assert caught.value.reason == EXECUTOR_NAME_IN_USE
         sessions.register("exec-1", third, quiet_limit=0.0)  # quiet past the limit: ended and replaced
         assert await asyncio.wait_for(first.get(), 5) is None
         sessions.unregister("exec-1", first)  # the ended stream's own cleanup leaves the new one

@@ -167,6 +167,20 @@ def test_a_grpc_web_call_reaches_the_server_with_its_authorization(
     assert "authorization" not in recording.metadata[-1]
 
 
+def test_the_executor_protocol_is_not_routed(envoy_in_front: tuple[str, Recording]) -> None:
+    """Executors dial the server itself: the dashboard's Envoy serves the public API (`jobmesh.v1`) alone."""
+    url, _ = envoy_in_front
+    request = urllib.request.Request(
+        f"{url}/jobmesh.executor.v1.ExecutorControl/Connect",
+        data=b"\x00\x00\x00\x00\x00",
+        headers={"content-type": "application/grpc-web+proto", "x-grpc-web": "1"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    caught.value.close()
+    assert caught.value.code == 404
+
+
 def test_the_copy_for_a_tls_server_validates(tmp_path: Path) -> None:
     ca = CertificateAuthority()
     trust = ca.write(tmp_path / "ca.pem")

@@ -104,7 +104,7 @@ func (AuditAction) EnumDescriptor() ([]byte, []int) {
 // as the change, so an event exists exactly when the change happened.
 type AuditEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Resource name, `auditEvents/{event}`.
+	// Resource name, `auditEvents/{audit_event}`.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// When the change was committed.
 	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
@@ -206,17 +206,21 @@ var File_jobmesh_v1_audit_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_audit_proto_rawDesc = "" +
 	"\n" +
 	"\x16jobmesh/v1/audit.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\x02\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x02\n" +
 	"\n" +
 	"AuditEvent\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x124\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\x04time\x12\x1a\n" +
 	"\x05actor\x18\x03 \x01(\tB\x04\xe2A\x01\x03R\x05actor\x125\n" +
-	"\x06action\x18\x04 \x01(\x0e2\x17.jobmesh.v1.AuditActionB\x04\xe2A\x01\x03R\x06action\x12 \n" +
-	"\bresource\x18\x05 \x01(\tB\x04\xe2A\x01\x03R\bresource\x12\"\n" +
+	"\x06action\x18\x04 \x01(\x0e2\x17.jobmesh.v1.AuditActionB\x04\xe2A\x01\x03R\x06action\x12&\n" +
+	"\bresource\x18\x05 \x01(\tB\n" +
+	"\xe2A\x01\x03\xfaA\x03\n" +
+	"\x01*R\bresource\x12\"\n" +
 	"\tnamespace\x18\x06 \x01(\tB\x04\xe2A\x01\x03R\tnamespace\x12#\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tB\x04\xe2A\x01\x03R\trequestId*\xf3\x01\n" +
+	"request_id\x18\a \x01(\tB\x04\xe2A\x01\x03R\trequestId:O\xeaAL\n" +
+	"\x16jobmesh.dev/AuditEvent\x12\x19auditEvents/{audit_event}*\vauditEvents2\n" +
+	"auditEvent*\xf3\x01\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13AUDIT_ACTION_CREATE\x10\x01\x12\x17\n" +

@@ -1014,7 +1014,7 @@ var File_jobmesh_v1_job_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/job.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe6\x06\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\a\n" +
 	"\x03Job\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x123\n" +
@@ -1037,7 +1037,9 @@ const file_jobmesh_v1_job_proto_rawDesc = "" +
 	"\tnamespace\x18\x10 \x01(\tB\x04\xe2A\x01\x05R\tnamespace\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:+\xeaA(\n" +
+	"\x0fjobmesh.dev/Job\x12\n" +
+	"jobs/{job}*\x04jobs2\x03job\"\xba\x04\n" +
 	"\bSchedule\x12>\n" +
 	"\timmediate\x18\x01 \x01(\v2\x1e.jobmesh.v1.Schedule.ImmediateH\x00R\timmediate\x123\n" +
 	"\x06run_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x05runAt\x12/\n" +

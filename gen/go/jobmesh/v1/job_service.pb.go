@@ -1159,7 +1159,7 @@ var File_jobmesh_v1_job_service_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cjobmesh/v1/job_service.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n" +
+	"jobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a google/protobuf/field_mask.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n" +
 	"\x10CreateJobRequest\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobB\x04\xe2A\x01\x02R\x03job\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
@@ -1176,9 +1176,10 @@ const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\x03job\x18\x02 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\x12!\n" +
 	"\x03run\x18\x03 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"V\n" +
 	"\x17BatchCreateJobsResponse\x12;\n" +
-	"\aresults\x18\x01 \x03(\v2!.jobmesh.v1.BatchCreateJobsResultR\aresults\")\n" +
-	"\rGetJobRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\"3\n" +
+	"\aresults\x18\x01 \x03(\v2!.jobmesh.v1.BatchCreateJobsResultR\aresults\"=\n" +
+	"\rGetJobRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\"3\n" +
 	"\x0eGetJobResponse\x12!\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"~\n" +
 	"\x10UpdateJobRequest\x12'\n" +
@@ -1186,34 +1187,40 @@ const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x02 \x01(\v2\x1a.google.protobuf.FieldMaskB\x04\xe2A\x01\x02R\n" +
 	"updateMask\"6\n" +
 	"\x11UpdateJobResponse\x12!\n" +
-	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"@\n" +
-	"\x10DeleteJobRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\x12\x12\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"T\n" +
+	"\x10DeleteJobRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\x12\x12\n" +
 	"\x04etag\x18\x02 \x01(\tR\x04etag\"f\n" +
 	"\x11DeleteJobResponse\x12!\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\x12.\n" +
-	"\x13cancelled_run_count\x18\x02 \x01(\x05R\x11cancelledRunCount\"+\n" +
-	"\x0fPauseJobRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\"5\n" +
+	"\x13cancelled_run_count\x18\x02 \x01(\x05R\x11cancelledRunCount\"?\n" +
+	"\x0fPauseJobRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\"5\n" +
 	"\x10PauseJobResponse\x12!\n" +
-	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\",\n" +
-	"\x10ResumeJobRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\"6\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"@\n" +
+	"\x10ResumeJobRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\"6\n" +
 	"\x11ResumeJobResponse\x12!\n" +
-	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"K\n" +
-	"\x10RunJobNowRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\x12\x1d\n" +
+	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobR\x03job\"_\n" +
+	"\x10RunJobNowRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"6\n" +
 	"\x11RunJobNowResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"D\n" +
-	"\x10CancelRunRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\x12\x16\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"X\n" +
+	"\x10CancelRunRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/RunR\x04name\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"6\n" +
 	"\x11CancelRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"K\n" +
-	"\x10ReplayRunRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\x12\x1d\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"_\n" +
+	"\x10ReplayRunRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/RunR\x04name\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"6\n" +
 	"\x11ReplayRunResponse\x12!\n" +
@@ -1221,19 +1228,20 @@ const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\x13BatchCreateJobsView\x12&\n" +
 	"\"BATCH_CREATE_JOBS_VIEW_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cBATCH_CREATE_JOBS_VIEW_BASIC\x10\x01\x12\x1f\n" +
-	"\x1bBATCH_CREATE_JOBS_VIEW_FULL\x10\x022\xf6\x05\n" +
+	"\x1bBATCH_CREATE_JOBS_VIEW_FULL\x10\x022\xe6\x06\n" +
 	"\n" +
-	"JobService\x12H\n" +
-	"\tCreateJob\x12\x1c.jobmesh.v1.CreateJobRequest\x1a\x1d.jobmesh.v1.CreateJobResponse\x12Z\n" +
-	"\x0fBatchCreateJobs\x12\".jobmesh.v1.BatchCreateJobsRequest\x1a#.jobmesh.v1.BatchCreateJobsResponse\x12?\n" +
-	"\x06GetJob\x12\x19.jobmesh.v1.GetJobRequest\x1a\x1a.jobmesh.v1.GetJobResponse\x12H\n" +
-	"\tUpdateJob\x12\x1c.jobmesh.v1.UpdateJobRequest\x1a\x1d.jobmesh.v1.UpdateJobResponse\x12H\n" +
-	"\tDeleteJob\x12\x1c.jobmesh.v1.DeleteJobRequest\x1a\x1d.jobmesh.v1.DeleteJobResponse\x12E\n" +
-	"\bPauseJob\x12\x1b.jobmesh.v1.PauseJobRequest\x1a\x1c.jobmesh.v1.PauseJobResponse\x12H\n" +
-	"\tResumeJob\x12\x1c.jobmesh.v1.ResumeJobRequest\x1a\x1d.jobmesh.v1.ResumeJobResponse\x12H\n" +
-	"\tRunJobNow\x12\x1c.jobmesh.v1.RunJobNowRequest\x1a\x1d.jobmesh.v1.RunJobNowResponse\x12H\n" +
-	"\tCancelRun\x12\x1c.jobmesh.v1.CancelRunRequest\x1a\x1d.jobmesh.v1.CancelRunResponse\x12H\n" +
-	"\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponseBh\n" +
+	"JobService\x12W\n" +
+	"\tCreateJob\x12\x1c.jobmesh.v1.CreateJobRequest\x1a\x1d.jobmesh.v1.CreateJobResponse\"\r\xdaA\n" +
+	"job,job_id\x12Z\n" +
+	"\x0fBatchCreateJobs\x12\".jobmesh.v1.BatchCreateJobsRequest\x1a#.jobmesh.v1.BatchCreateJobsResponse\x12H\n" +
+	"\x06GetJob\x12\x19.jobmesh.v1.GetJobRequest\x1a\x1a.jobmesh.v1.GetJobResponse\"\a\xdaA\x04name\x12\\\n" +
+	"\tUpdateJob\x12\x1c.jobmesh.v1.UpdateJobRequest\x1a\x1d.jobmesh.v1.UpdateJobResponse\"\x12\xdaA\x0fjob,update_mask\x12Q\n" +
+	"\tDeleteJob\x12\x1c.jobmesh.v1.DeleteJobRequest\x1a\x1d.jobmesh.v1.DeleteJobResponse\"\a\xdaA\x04name\x12N\n" +
+	"\bPauseJob\x12\x1b.jobmesh.v1.PauseJobRequest\x1a\x1c.jobmesh.v1.PauseJobResponse\"\a\xdaA\x04name\x12Q\n" +
+	"\tResumeJob\x12\x1c.jobmesh.v1.ResumeJobRequest\x1a\x1d.jobmesh.v1.ResumeJobResponse\"\a\xdaA\x04name\x12Q\n" +
+	"\tRunJobNow\x12\x1c.jobmesh.v1.RunJobNowRequest\x1a\x1d.jobmesh.v1.RunJobNowResponse\"\a\xdaA\x04name\x12_\n" +
+	"\tCancelRun\x12\x1c.jobmesh.v1.CancelRunRequest\x1a\x1d.jobmesh.v1.CancelRunResponse\"\x15\xdaA\x04name\xdaA\vname,reason\x12Q\n" +
+	"\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponse\"\a\xdaA\x04nameBh\n" +
 	"\x0edev.jobmesh.v1B\x0fJobServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"
 

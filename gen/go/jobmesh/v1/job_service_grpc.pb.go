@@ -40,7 +40,8 @@ const (
 // Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
 // for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
 // job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-// state does not allow (with `ErrorInfo`).
+// state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+// are listed in `ErrorReason` (errors.proto).
 type JobServiceClient interface {
 	// Creates a job. When its first run is due now or within the threshold, the run is created and queued too.
 	CreateJob(ctx context.Context, in *CreateJobRequest, opts ...grpc.CallOption) (*CreateJobResponse, error)
@@ -181,7 +182,8 @@ func (c *jobServiceClient) ReplayRun(ctx context.Context, in *ReplayRunRequest, 
 // Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
 // for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
 // job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-// state does not allow (with `ErrorInfo`).
+// state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+// are listed in `ErrorReason` (errors.proto).
 type JobServiceServer interface {
 	// Creates a job. When its first run is due now or within the threshold, the run is created and queued too.
 	CreateJob(context.Context, *CreateJobRequest) (*CreateJobResponse, error)

@@ -698,7 +698,7 @@ var File_jobmesh_v1_run_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/run.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\t\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\t\n" +
 	"\x03Run\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12\x1e\n" +
 	"\aattempt\x18\x02 \x01(\x05B\x04\xe2A\x01\x03R\aattempt\x12E\n" +
@@ -717,15 +717,17 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\x10progress_message\x18\r \x01(\tB\x04\xe2A\x01\x03R\x0fprogressMessage\x12;\n" +
 	"\blateness\x18\x0e \x01(\v2\x19.google.protobuf.DurationB\x04\xe2A\x01\x03R\blateness\x12;\n" +
 	"\bdue_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\adueTime\x126\n" +
-	"\atrigger\x18\x10 \x01(\x0e2\x16.jobmesh.v1.RunTriggerB\x04\xe2A\x01\x03R\atrigger\x12!\n" +
-	"\treplay_of\x18\x11 \x01(\tB\x04\xe2A\x01\x03R\breplayOf\x12I\n" +
+	"\atrigger\x18\x10 \x01(\x0e2\x16.jobmesh.v1.RunTriggerB\x04\xe2A\x01\x03R\atrigger\x125\n" +
+	"\treplay_of\x18\x11 \x01(\tB\x18\xe2A\x01\x03\xfaA\x11\n" +
+	"\x0fjobmesh.dev/RunR\breplayOf\x12I\n" +
 	"\x11previous_attempts\x18\x12 \x03(\v2\x16.jobmesh.v1.RunAttemptB\x04\xe2A\x01\x03R\x10previousAttempts\x12A\n" +
 	"\vcreate_time\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"createTime\x12A\n" +
 	"\vupdate_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"updateTime\x12)\n" +
 	"\rtimes_clamped\x18\x15 \x01(\bB\x04\xe2A\x01\x03R\ftimesClamped\x12\"\n" +
-	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespaceB\f\n" +
+	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace:6\xeaA3\n" +
+	"\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +
 	"\bRunError\x12\x12\n" +

@@ -884,7 +884,7 @@ var File_jobmesh_v1_search_service_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fjobmesh/v1/search_service.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16jobmesh/v1/audit.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"\xa3\x01\n" +
+	"jobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16jobmesh/v1/audit.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"\xa3\x01\n" +
 	"\x0fListJobsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -894,9 +894,9 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\fshow_deleted\x18\x05 \x01(\bR\vshowDeleted\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.jobmesh.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9e\x01\n" +
-	"\x0fListRunsRequest\x12\x1c\n" +
-	"\x06parent\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x06parent\x12\x1b\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb2\x01\n" +
+	"\x0fListRunsRequest\x120\n" +
+	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n" +
@@ -904,21 +904,23 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\border_by\x18\x05 \x01(\tR\aorderBy\"_\n" +
 	"\x10ListRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.jobmesh.v1.RunR\x04runs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n" +
-	"\rGetRunRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\"3\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"=\n" +
+	"\rGetRunRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/RunR\x04name\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\x97\x01\n" +
-	"\x10WatchRunsRequest\x12\x1c\n" +
-	"\x06parent\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x06parent\x12\x16\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\xab\x01\n" +
+	"\x10WatchRunsRequest\x120\n" +
+	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12*\n" +
 	"\x11initial_page_size\x18\x03 \x01(\x05R\x0finitialPageSize\x12!\n" +
 	"\fresume_token\x18\x04 \x01(\tR\vresumeToken\"[\n" +
 	"\x11WatchRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.jobmesh.v1.RunR\x04runs\x12!\n" +
-	"\fresume_token\x18\x02 \x01(\tR\vresumeToken\"m\n" +
-	"\x12TailRunLogsRequest\x12\x18\n" +
-	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x04name\x12%\n" +
+	"\fresume_token\x18\x02 \x01(\tR\vresumeToken\"\x81\x01\n" +
+	"\x12TailRunLogsRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/RunR\x04name\x12%\n" +
 	"\x0eafter_sequence\x18\x02 \x01(\x03R\rafterSequence\x12\x16\n" +
 	"\x06follow\x18\x03 \x01(\bR\x06follow\"@\n" +
 	"\x13TailRunLogsResponse\x12)\n" +
@@ -940,14 +942,14 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\border_by\x18\x04 \x01(\tR\aorderBy\"|\n" +
 	"\x17ListAuditEventsResponse\x129\n" +
 	"\faudit_events\x18\x01 \x03(\v2\x16.jobmesh.v1.AuditEventR\vauditEvents\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb4\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe9\x04\n" +
 	"\rSearchService\x12E\n" +
-	"\bListJobs\x12\x1b.jobmesh.v1.ListJobsRequest\x1a\x1c.jobmesh.v1.ListJobsResponse\x12E\n" +
-	"\bListRuns\x12\x1b.jobmesh.v1.ListRunsRequest\x1a\x1c.jobmesh.v1.ListRunsResponse\x12?\n" +
-	"\x06GetRun\x12\x19.jobmesh.v1.GetRunRequest\x1a\x1a.jobmesh.v1.GetRunResponse\x12J\n" +
-	"\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse0\x01\x12P\n" +
-	"\vTailRunLogs\x12\x1e.jobmesh.v1.TailRunLogsRequest\x1a\x1f.jobmesh.v1.TailRunLogsResponse0\x01\x12Z\n" +
-	"\x0fPreviewSchedule\x12\".jobmesh.v1.PreviewScheduleRequest\x1a#.jobmesh.v1.PreviewScheduleResponse\x12Z\n" +
+	"\bListJobs\x12\x1b.jobmesh.v1.ListJobsRequest\x1a\x1c.jobmesh.v1.ListJobsResponse\x12P\n" +
+	"\bListRuns\x12\x1b.jobmesh.v1.ListRunsRequest\x1a\x1c.jobmesh.v1.ListRunsResponse\"\t\xdaA\x06parent\x12H\n" +
+	"\x06GetRun\x12\x19.jobmesh.v1.GetRunRequest\x1a\x1a.jobmesh.v1.GetRunResponse\"\a\xdaA\x04name\x12U\n" +
+	"\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse\"\t\xdaA\x06parent0\x01\x12Y\n" +
+	"\vTailRunLogs\x12\x1e.jobmesh.v1.TailRunLogsRequest\x1a\x1f.jobmesh.v1.TailRunLogsResponse\"\a\xdaA\x04name0\x01\x12g\n" +
+	"\x0fPreviewSchedule\x12\".jobmesh.v1.PreviewScheduleRequest\x1a#.jobmesh.v1.PreviewScheduleResponse\"\v\xdaA\bschedule\x12Z\n" +
 	"\x0fListAuditEvents\x12\".jobmesh.v1.ListAuditEventsRequest\x1a#.jobmesh.v1.ListAuditEventsResponseBk\n" +
 	"\x0edev.jobmesh.v1B\x12SearchServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"

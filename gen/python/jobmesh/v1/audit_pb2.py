@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
+from google.api import resource_pb2 as google_dot_api_dot_resource__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jobmesh/v1/audit.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9a\x02\n\nAuditEvent\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12\x34\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x04time\x12\x1a\n\x05\x61\x63tor\x18\x03 \x01(\tB\x04\xe2\x41\x01\x03R\x05\x61\x63tor\x12\x35\n\x06\x61\x63tion\x18\x04 \x01(\x0e\x32\x17.jobmesh.v1.AuditActionB\x04\xe2\x41\x01\x03R\x06\x61\x63tion\x12 \n\x08resource\x18\x05 \x01(\tB\x04\xe2\x41\x01\x03R\x08resource\x12\"\n\tnamespace\x18\x06 \x01(\tB\x04\xe2\x41\x01\x03R\tnamespace\x12#\n\nrequest_id\x18\x07 \x01(\tB\x04\xe2\x41\x01\x03R\trequestId*\xf3\x01\n\x0b\x41uditAction\x12\x1c\n\x18\x41UDIT_ACTION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41UDIT_ACTION_CREATE\x10\x01\x12\x17\n\x13\x41UDIT_ACTION_UPDATE\x10\x02\x12\x17\n\x13\x41UDIT_ACTION_DELETE\x10\x03\x12\x16\n\x12\x41UDIT_ACTION_PAUSE\x10\x04\x12\x17\n\x13\x41UDIT_ACTION_RESUME\x10\x05\x12\x18\n\x14\x41UDIT_ACTION_RUN_NOW\x10\x06\x12\x17\n\x13\x41UDIT_ACTION_CANCEL\x10\x07\x12\x17\n\x13\x41UDIT_ACTION_REPLAY\x10\x08\x42\x63\n\x0e\x64\x65v.jobmesh.v1B\nAuditProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jobmesh/v1/audit.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x02\n\nAuditEvent\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12\x34\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x04time\x12\x1a\n\x05\x61\x63tor\x18\x03 \x01(\tB\x04\xe2\x41\x01\x03R\x05\x61\x63tor\x12\x35\n\x06\x61\x63tion\x18\x04 \x01(\x0e\x32\x17.jobmesh.v1.AuditActionB\x04\xe2\x41\x01\x03R\x06\x61\x63tion\x12&\n\x08resource\x18\x05 \x01(\tB\n\xe2\x41\x01\x03\xfa\x41\x03\n\x01*R\x08resource\x12\"\n\tnamespace\x18\x06 \x01(\tB\x04\xe2\x41\x01\x03R\tnamespace\x12#\n\nrequest_id\x18\x07 \x01(\tB\x04\xe2\x41\x01\x03R\trequestId:O\xea\x41L\n\x16jobmesh.dev/AuditEvent\x12\x19\x61uditEvents/{audit_event}*\x0b\x61uditEvents2\nauditEvent*\xf3\x01\n\x0b\x41uditAction\x12\x1c\n\x18\x41UDIT_ACTION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41UDIT_ACTION_CREATE\x10\x01\x12\x17\n\x13\x41UDIT_ACTION_UPDATE\x10\x02\x12\x17\n\x13\x41UDIT_ACTION_DELETE\x10\x03\x12\x16\n\x12\x41UDIT_ACTION_PAUSE\x10\x04\x12\x17\n\x13\x41UDIT_ACTION_RESUME\x10\x05\x12\x18\n\x14\x41UDIT_ACTION_RUN_NOW\x10\x06\x12\x17\n\x13\x41UDIT_ACTION_CANCEL\x10\x07\x12\x17\n\x13\x41UDIT_ACTION_REPLAY\x10\x08\x42\x63\n\x0e\x64\x65v.jobmesh.v1B\nAuditProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,13 +44,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_AUDITEVENT'].fields_by_name['action']._loaded_options = None
   _globals['_AUDITEVENT'].fields_by_name['action']._serialized_options = b'\342A\001\003'
   _globals['_AUDITEVENT'].fields_by_name['resource']._loaded_options = None
-  _globals['_AUDITEVENT'].fields_by_name['resource']._serialized_options = b'\342A\001\003'
+  _globals['_AUDITEVENT'].fields_by_name['resource']._serialized_options = b'\342A\001\003\372A\003\n\001*'
   _globals['_AUDITEVENT'].fields_by_name['namespace']._loaded_options = None
   _globals['_AUDITEVENT'].fields_by_name['namespace']._serialized_options = b'\342A\001\003'
   _globals['_AUDITEVENT'].fields_by_name['request_id']._loaded_options = None
   _globals['_AUDITEVENT'].fields_by_name['request_id']._serialized_options = b'\342A\001\003'
-  _globals['_AUDITACTION']._serialized_start=390
-  _globals['_AUDITACTION']._serialized_end=633
-  _globals['_AUDITEVENT']._serialized_start=105
-  _globals['_AUDITEVENT']._serialized_end=387
+  _globals['_AUDITEVENT']._loaded_options = None
+  _globals['_AUDITEVENT']._serialized_options = b'\352AL\n\026jobmesh.dev/AuditEvent\022\031auditEvents/{audit_event}*\013auditEvents2\nauditEvent'
+  _globals['_AUDITACTION']._serialized_start=504
+  _globals['_AUDITACTION']._serialized_end=747
+  _globals['_AUDITEVENT']._serialized_start=132
+  _globals['_AUDITEVENT']._serialized_end=501
 # @@protoc_insertion_point(module_scope)

@@ -82,7 +82,7 @@ class AuditEvent(_message.Message):
     NAMESPACE_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Resource name, `auditEvents/{event}`."""
+    """Resource name, `auditEvents/{audit_event}`."""
     actor: _builtins.str
     """The subject of the caller's credential (`unauthenticated` on a server that checks none)."""
     action: Global___AuditAction.ValueType

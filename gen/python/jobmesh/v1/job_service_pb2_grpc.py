@@ -31,7 +31,8 @@ class JobServiceStub:
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     def __init__(self, channel):
@@ -98,7 +99,8 @@ class JobServiceServicer:
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     def CreateJob(self, request, context):
@@ -238,7 +240,8 @@ class JobService:
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     @staticmethod

@@ -32,7 +32,8 @@ class JobServiceStub:
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     @_typing.overload
@@ -67,7 +68,8 @@ class JobServiceAsyncStub(JobServiceStub):
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -98,7 +100,8 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
     for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
     job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-    state does not allow (with `ErrorInfo`).
+    state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+    are listed in `ErrorReason` (errors.proto).
     """
 
     @_abc_1.abstractmethod

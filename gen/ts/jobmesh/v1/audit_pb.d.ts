@@ -19,7 +19,7 @@ export declare const file_jobmesh_v1_audit: GenFile;
  */
 export declare type AuditEvent = Message<"jobmesh.v1.AuditEvent"> & {
   /**
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    *
    * @generated from field: string name = 1;
    */

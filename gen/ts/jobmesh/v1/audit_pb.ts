@@ -5,6 +5,7 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
+import { file_google_api_resource } from "../../google/api/resource_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -13,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/audit.proto.
  */
 export const file_jobmesh_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("ChZqb2JtZXNoL3YxL2F1ZGl0LnByb3RvEgpqb2JtZXNoLnYxIt8BCgpBdWRpdEV2ZW50EhIKBG5hbWUYASABKAlCBOJBAQgSLgoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMSEwoFYWN0b3IYAyABKAlCBOJBAQMSLQoGYWN0aW9uGAQgASgOMhcuam9ibWVzaC52MS5BdWRpdEFjdGlvbkIE4kEBAxIWCghyZXNvdXJjZRgFIAEoCUIE4kEBAxIXCgluYW1lc3BhY2UYBiABKAlCBOJBAQMSGAoKcmVxdWVzdF9pZBgHIAEoCUIE4kEBAyrzAQoLQXVkaXRBY3Rpb24SHAoYQVVESVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASFwoTQVVESVRfQUNUSU9OX0NSRUFURRABEhcKE0FVRElUX0FDVElPTl9VUERBVEUQAhIXChNBVURJVF9BQ1RJT05fREVMRVRFEAMSFgoSQVVESVRfQUNUSU9OX1BBVVNFEAQSFwoTQVVESVRfQUNUSU9OX1JFU1VNRRAFEhgKFEFVRElUX0FDVElPTl9SVU5fTk9XEAYSFwoTQVVESVRfQUNUSU9OX0NBTkNFTBAHEhcKE0FVRElUX0FDVElPTl9SRVBMQVkQCEJjCg5kZXYuam9ibWVzaC52MUIKQXVkaXRQcm90b1ABWjZnaXRodWIuY29tL2pvYm1lc2gvam9ibWVzaC9nZW4vZ28vam9ibWVzaC92MTtqb2JtZXNodjGqAgpKb2JtZXNoLlYxYgZwcm90bzM", [file_google_api_field_behavior, file_google_protobuf_timestamp]);
+  fileDesc("ChZqb2JtZXNoL3YxL2F1ZGl0LnByb3RvEgpqb2JtZXNoLnYxIrYCCgpBdWRpdEV2ZW50EhIKBG5hbWUYASABKAlCBOJBAQgSLgoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQMSEwoFYWN0b3IYAyABKAlCBOJBAQMSLQoGYWN0aW9uGAQgASgOMhcuam9ibWVzaC52MS5BdWRpdEFjdGlvbkIE4kEBAxIcCghyZXNvdXJjZRgFIAEoCUIK4kEBA/pBAwoBKhIXCgluYW1lc3BhY2UYBiABKAlCBOJBAQMSGAoKcmVxdWVzdF9pZBgHIAEoCUIE4kEBAzpP6kFMChZqb2JtZXNoLmRldi9BdWRpdEV2ZW50EhlhdWRpdEV2ZW50cy97YXVkaXRfZXZlbnR9KgthdWRpdEV2ZW50czIKYXVkaXRFdmVudCrzAQoLQXVkaXRBY3Rpb24SHAoYQVVESVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASFwoTQVVESVRfQUNUSU9OX0NSRUFURRABEhcKE0FVRElUX0FDVElPTl9VUERBVEUQAhIXChNBVURJVF9BQ1RJT05fREVMRVRFEAMSFgoSQVVESVRfQUNUSU9OX1BBVVNFEAQSFwoTQVVESVRfQUNUSU9OX1JFU1VNRRAFEhgKFEFVRElUX0FDVElPTl9SVU5fTk9XEAYSFwoTQVVESVRfQUNUSU9OX0NBTkNFTBAHEhcKE0FVRElUX0FDVElPTl9SRVBMQVkQCEJjCg5kZXYuam9ibWVzaC52MUIKQXVkaXRQcm90b1ABWjZnaXRodWIuY29tL2pvYm1lc2gvam9ibWVzaC9nZW4vZ28vam9ibWVzaC92MTtqb2JtZXNodjGqAgpKb2JtZXNoLlYxYgZwcm90bzM", [file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_timestamp]);
 
 /**
  * One change made through the API: who did what to which resource, and when. Written in the same transaction
@@ -23,7 +24,7 @@ export const file_jobmesh_v1_audit: GenFile = /*@__PURE__*/
  */
 export type AuditEvent = Message<"jobmesh.v1.AuditEvent"> & {
   /**
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    *
    * @generated from field: string name = 1;
    */

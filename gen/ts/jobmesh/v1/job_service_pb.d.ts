@@ -560,7 +560,8 @@ export declare const BatchCreateJobsViewSchema: GenEnum<BatchCreateJobsView>;
  * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
  * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
  * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
- * state does not allow (with `ErrorInfo`).
+ * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+ * are listed in `ErrorReason` (errors.proto).
  *
  * @generated from service jobmesh.v1.JobService
  */

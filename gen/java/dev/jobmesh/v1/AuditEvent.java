@@ -65,7 +65,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    * </pre>
    *
    * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -86,7 +86,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    * </pre>
    *
    * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -226,7 +226,7 @@ private static final long serialVersionUID = 0L;
    * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The resource.
    */
   @java.lang.Override
@@ -247,7 +247,7 @@ private static final long serialVersionUID = 0L;
    * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for resource.
    */
   @java.lang.Override
@@ -826,7 +826,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * Resource name, `auditEvents/{event}`.
+     * Resource name, `auditEvents/{audit_event}`.
      * </pre>
      *
      * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -846,7 +846,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Resource name, `auditEvents/{event}`.
+     * Resource name, `auditEvents/{audit_event}`.
      * </pre>
      *
      * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -867,7 +867,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Resource name, `auditEvents/{event}`.
+     * Resource name, `auditEvents/{audit_event}`.
      * </pre>
      *
      * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -884,7 +884,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Resource name, `auditEvents/{event}`.
+     * Resource name, `auditEvents/{audit_event}`.
      * </pre>
      *
      * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -898,7 +898,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Resource name, `auditEvents/{event}`.
+     * Resource name, `auditEvents/{audit_event}`.
      * </pre>
      *
      * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -1240,7 +1240,7 @@ private static final long serialVersionUID = 0L;
      * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return The resource.
      */
     public java.lang.String getResource() {
@@ -1260,7 +1260,7 @@ private static final long serialVersionUID = 0L;
      * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for resource.
      */
     public com.google.protobuf.ByteString
@@ -1281,7 +1281,7 @@ private static final long serialVersionUID = 0L;
      * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @param value The resource to set.
      * @return This builder for chaining.
      */
@@ -1298,7 +1298,7 @@ private static final long serialVersionUID = 0L;
      * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearResource() {
@@ -1312,7 +1312,7 @@ private static final long serialVersionUID = 0L;
      * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for resource to set.
      * @return This builder for chaining.
      */

@@ -12,7 +12,7 @@ public interface AuditEventOrBuilder extends
 
   /**
    * <pre>
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    * </pre>
    *
    * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -21,7 +21,7 @@ public interface AuditEventOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * Resource name, `auditEvents/{event}`.
+   * Resource name, `auditEvents/{audit_event}`.
    * </pre>
    *
    * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = IDENTIFIER];</code>
@@ -101,7 +101,7 @@ public interface AuditEventOrBuilder extends
    * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The resource.
    */
   java.lang.String getResource();
@@ -110,7 +110,7 @@ public interface AuditEventOrBuilder extends
    * The resource changed: `jobs/{job}` or `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string resource = 5 [json_name = "resource", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for resource.
    */
   com.google.protobuf.ByteString

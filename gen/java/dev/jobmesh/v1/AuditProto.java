@@ -41,29 +41,33 @@ public final class AuditProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\026jobmesh/v1/audit.proto\022\njobmesh.v1\032\037go" +
-      "ogle/api/field_behavior.proto\032\037google/pr" +
-      "otobuf/timestamp.proto\"\232\002\n\nAuditEvent\022\030\n" +
-      "\004name\030\001 \001(\tB\004\342A\001\010R\004name\0224\n\004time\030\002 \001(\0132\032." +
-      "google.protobuf.TimestampB\004\342A\001\003R\004time\022\032\n" +
-      "\005actor\030\003 \001(\tB\004\342A\001\003R\005actor\0225\n\006action\030\004 \001(" +
-      "\0162\027.jobmesh.v1.AuditActionB\004\342A\001\003R\006action" +
-      "\022 \n\010resource\030\005 \001(\tB\004\342A\001\003R\010resource\022\"\n\tna" +
-      "mespace\030\006 \001(\tB\004\342A\001\003R\tnamespace\022#\n\nreques" +
-      "t_id\030\007 \001(\tB\004\342A\001\003R\trequestId*\363\001\n\013AuditAct" +
-      "ion\022\034\n\030AUDIT_ACTION_UNSPECIFIED\020\000\022\027\n\023AUD" +
-      "IT_ACTION_CREATE\020\001\022\027\n\023AUDIT_ACTION_UPDAT" +
-      "E\020\002\022\027\n\023AUDIT_ACTION_DELETE\020\003\022\026\n\022AUDIT_AC" +
-      "TION_PAUSE\020\004\022\027\n\023AUDIT_ACTION_RESUME\020\005\022\030\n" +
-      "\024AUDIT_ACTION_RUN_NOW\020\006\022\027\n\023AUDIT_ACTION_" +
-      "CANCEL\020\007\022\027\n\023AUDIT_ACTION_REPLAY\020\010Bc\n\016dev" +
-      ".jobmesh.v1B\nAuditProtoP\001Z6github.com/jo" +
-      "bmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv" +
-      "1\252\002\nJobmesh.V1b\006proto3"
+      "ogle/api/field_behavior.proto\032\031google/ap" +
+      "i/resource.proto\032\037google/protobuf/timest" +
+      "amp.proto\"\361\002\n\nAuditEvent\022\030\n\004name\030\001 \001(\tB\004" +
+      "\342A\001\010R\004name\0224\n\004time\030\002 \001(\0132\032.google.protob" +
+      "uf.TimestampB\004\342A\001\003R\004time\022\032\n\005actor\030\003 \001(\tB" +
+      "\004\342A\001\003R\005actor\0225\n\006action\030\004 \001(\0162\027.jobmesh.v" +
+      "1.AuditActionB\004\342A\001\003R\006action\022&\n\010resource\030" +
+      "\005 \001(\tB\n\342A\001\003\372A\003\n\001*R\010resource\022\"\n\tnamespace" +
+      "\030\006 \001(\tB\004\342A\001\003R\tnamespace\022#\n\nrequest_id\030\007 " +
+      "\001(\tB\004\342A\001\003R\trequestId:O\352AL\n\026jobmesh.dev/A" +
+      "uditEvent\022\031auditEvents/{audit_event}*\013au" +
+      "ditEvents2\nauditEvent*\363\001\n\013AuditAction\022\034\n" +
+      "\030AUDIT_ACTION_UNSPECIFIED\020\000\022\027\n\023AUDIT_ACT" +
+      "ION_CREATE\020\001\022\027\n\023AUDIT_ACTION_UPDATE\020\002\022\027\n" +
+      "\023AUDIT_ACTION_DELETE\020\003\022\026\n\022AUDIT_ACTION_P" +
+      "AUSE\020\004\022\027\n\023AUDIT_ACTION_RESUME\020\005\022\030\n\024AUDIT" +
+      "_ACTION_RUN_NOW\020\006\022\027\n\023AUDIT_ACTION_CANCEL" +
+      "\020\007\022\027\n\023AUDIT_ACTION_REPLAY\020\010Bc\n\016dev.jobme" +
+      "sh.v1B\nAuditProtoP\001Z6github.com/jobmesh/" +
+      "jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJo" +
+      "bmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
           com.google.api.FieldBehaviorProto.getDescriptor(),
+          com.google.api.ResourceProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
         });
     internal_static_jobmesh_v1_AuditEvent_descriptor =
@@ -74,10 +78,13 @@ public final class AuditProto extends com.google.protobuf.GeneratedFile {
         new java.lang.String[] { "Name", "Time", "Actor", "Action", "Resource", "Namespace", "RequestId", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.FieldBehaviorProto.getDescriptor();
+    com.google.api.ResourceProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     com.google.protobuf.ExtensionRegistry registry =
         com.google.protobuf.ExtensionRegistry.newInstance();
     registry.add(com.google.api.FieldBehaviorProto.fieldBehavior);
+    registry.add(com.google.api.ResourceProto.resource);
+    registry.add(com.google.api.ResourceProto.resourceReference);
     com.google.protobuf.Descriptors.FileDescriptor
         .internalUpdateFileDescriptor(descriptor, registry);
   }

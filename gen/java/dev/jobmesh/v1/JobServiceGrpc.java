@@ -8,7 +8,8 @@ import static io.grpc.MethodDescriptor.generateFullMethodName;
  * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
  * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
  * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
- * state does not allow (with `ErrorInfo`).
+ * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+ * are listed in `ErrorReason` (errors.proto).
  * </pre>
  */
 @io.grpc.stub.annotations.GrpcGenerated
@@ -394,7 +395,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public interface AsyncService {
@@ -507,7 +509,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public static abstract class JobServiceImplBase
@@ -525,7 +528,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public static final class JobServiceStub
@@ -659,7 +663,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public static final class JobServiceBlockingV2Stub
@@ -783,7 +788,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public static final class JobServiceBlockingStub
@@ -907,7 +913,8 @@ public final class JobServiceGrpc {
    * Errors carry a canonical code and `google.rpc` details: `INVALID_ARGUMENT` with `BadRequest` field violations
    * for bad input, `NOT_FOUND` for a missing job or run, `ABORTED` for a stale etag, `ALREADY_EXISTS` for a taken
    * job id or a `request_id` reused with a different request, `FAILED_PRECONDITION` for a verb the resource's
-   * state does not allow (with `ErrorInfo`).
+   * state does not allow. Every such error carries an `ErrorInfo`: its reasons, with their codes and metadata,
+   * are listed in `ErrorReason` (errors.proto).
    * </pre>
    */
   public static final class JobServiceFutureStub

@@ -141,81 +141,90 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\034jobmesh/v1/job_service.proto\022\njobmesh." +
-      "v1\032\037google/api/field_behavior.proto\032 goo" +
-      "gle/protobuf/field_mask.proto\032\027google/rp" +
-      "c/status.proto\032\024jobmesh/v1/job.proto\032\024jo" +
-      "bmesh/v1/run.proto\"q\n\020CreateJobRequest\022\'" +
-      "\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022" +
-      "\025\n\006job_id\030\002 \001(\tR\005jobId\022\035\n\nrequest_id\030\003 \001" +
-      "(\tR\trequestId\"Y\n\021CreateJobResponse\022!\n\003jo" +
-      "b\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\022!\n\003run\030\002 \001" +
-      "(\0132\017.jobmesh.v1.RunR\003run\"\223\001\n\026BatchCreate" +
-      "JobsRequest\022>\n\010requests\030\001 \003(\0132\034.jobmesh." +
-      "v1.CreateJobRequestB\004\342A\001\002R\010requests\0229\n\004v" +
-      "iew\030\002 \001(\0162\037.jobmesh.v1.BatchCreateJobsVi" +
-      "ewB\004\342A\001\001R\004view\"\211\001\n\025BatchCreateJobsResult" +
-      "\022*\n\006status\030\001 \001(\0132\022.google.rpc.StatusR\006st" +
-      "atus\022!\n\003job\030\002 \001(\0132\017.jobmesh.v1.JobR\003job\022" +
-      "!\n\003run\030\003 \001(\0132\017.jobmesh.v1.RunR\003run\"V\n\027Ba" +
-      "tchCreateJobsResponse\022;\n\007results\030\001 \003(\0132!" +
-      ".jobmesh.v1.BatchCreateJobsResultR\007resul" +
-      "ts\")\n\rGetJobRequest\022\030\n\004name\030\001 \001(\tB\004\342A\001\002R" +
-      "\004name\"3\n\016GetJobResponse\022!\n\003job\030\001 \001(\0132\017.j" +
-      "obmesh.v1.JobR\003job\"~\n\020UpdateJobRequest\022\'" +
-      "\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022" +
-      "A\n\013update_mask\030\002 \001(\0132\032.google.protobuf.F" +
-      "ieldMaskB\004\342A\001\002R\nupdateMask\"6\n\021UpdateJobR" +
-      "esponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003j" +
-      "ob\"@\n\020DeleteJobRequest\022\030\n\004name\030\001 \001(\tB\004\342A" +
-      "\001\002R\004name\022\022\n\004etag\030\002 \001(\tR\004etag\"f\n\021DeleteJo" +
-      "bResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR" +
-      "\003job\022.\n\023cancelled_run_count\030\002 \001(\005R\021cance" +
-      "lledRunCount\"+\n\017PauseJobRequest\022\030\n\004name\030" +
-      "\001 \001(\tB\004\342A\001\002R\004name\"5\n\020PauseJobResponse\022!\n" +
-      "\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\",\n\020Resu" +
-      "meJobRequest\022\030\n\004name\030\001 \001(\tB\004\342A\001\002R\004name\"6" +
-      "\n\021ResumeJobResponse\022!\n\003job\030\001 \001(\0132\017.jobme" +
-      "sh.v1.JobR\003job\"K\n\020RunJobNowRequest\022\030\n\004na" +
-      "me\030\001 \001(\tB\004\342A\001\002R\004name\022\035\n\nrequest_id\030\002 \001(\t" +
-      "R\trequestId\"6\n\021RunJobNowResponse\022!\n\003run\030" +
-      "\001 \001(\0132\017.jobmesh.v1.RunR\003run\"D\n\020CancelRun" +
-      "Request\022\030\n\004name\030\001 \001(\tB\004\342A\001\002R\004name\022\026\n\006rea" +
-      "son\030\002 \001(\tR\006reason\"6\n\021CancelRunResponse\022!" +
-      "\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run\"K\n\020Rep" +
-      "layRunRequest\022\030\n\004name\030\001 \001(\tB\004\342A\001\002R\004name\022" +
-      "\035\n\nrequest_id\030\002 \001(\tR\trequestId\"6\n\021Replay" +
-      "RunResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Ru" +
-      "nR\003run*\200\001\n\023BatchCreateJobsView\022&\n\"BATCH_" +
-      "CREATE_JOBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_" +
-      "CREATE_JOBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE" +
-      "_JOBS_VIEW_FULL\020\0022\366\005\n\nJobService\022H\n\tCrea" +
-      "teJob\022\034.jobmesh.v1.CreateJobRequest\032\035.jo" +
-      "bmesh.v1.CreateJobResponse\022Z\n\017BatchCreat" +
-      "eJobs\022\".jobmesh.v1.BatchCreateJobsReques" +
-      "t\032#.jobmesh.v1.BatchCreateJobsResponse\022?" +
-      "\n\006GetJob\022\031.jobmesh.v1.GetJobRequest\032\032.jo" +
-      "bmesh.v1.GetJobResponse\022H\n\tUpdateJob\022\034.j" +
-      "obmesh.v1.UpdateJobRequest\032\035.jobmesh.v1." +
-      "UpdateJobResponse\022H\n\tDeleteJob\022\034.jobmesh" +
-      ".v1.DeleteJobRequest\032\035.jobmesh.v1.Delete" +
-      "JobResponse\022E\n\010PauseJob\022\033.jobmesh.v1.Pau" +
-      "seJobRequest\032\034.jobmesh.v1.PauseJobRespon" +
-      "se\022H\n\tResumeJob\022\034.jobmesh.v1.ResumeJobRe" +
-      "quest\032\035.jobmesh.v1.ResumeJobResponse\022H\n\t" +
-      "RunJobNow\022\034.jobmesh.v1.RunJobNowRequest\032" +
-      "\035.jobmesh.v1.RunJobNowResponse\022H\n\tCancel" +
-      "Run\022\034.jobmesh.v1.CancelRunRequest\032\035.jobm" +
-      "esh.v1.CancelRunResponse\022H\n\tReplayRun\022\034." +
-      "jobmesh.v1.ReplayRunRequest\032\035.jobmesh.v1" +
-      ".ReplayRunResponseBh\n\016dev.jobmesh.v1B\017Jo" +
-      "bServiceProtoP\001Z6github.com/jobmesh/jobm" +
-      "esh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmes" +
-      "h.V1b\006proto3"
+      "v1\032\027google/api/client.proto\032\037google/api/" +
+      "field_behavior.proto\032\031google/api/resourc" +
+      "e.proto\032 google/protobuf/field_mask.prot" +
+      "o\032\027google/rpc/status.proto\032\024jobmesh/v1/j" +
+      "ob.proto\032\024jobmesh/v1/run.proto\"q\n\020Create" +
+      "JobRequest\022\'\n\003job\030\001 \001(\0132\017.jobmesh.v1.Job" +
+      "B\004\342A\001\002R\003job\022\025\n\006job_id\030\002 \001(\tR\005jobId\022\035\n\nre" +
+      "quest_id\030\003 \001(\tR\trequestId\"Y\n\021CreateJobRe" +
+      "sponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003jo" +
+      "b\022!\n\003run\030\002 \001(\0132\017.jobmesh.v1.RunR\003run\"\223\001\n" +
+      "\026BatchCreateJobsRequest\022>\n\010requests\030\001 \003(" +
+      "\0132\034.jobmesh.v1.CreateJobRequestB\004\342A\001\002R\010r" +
+      "equests\0229\n\004view\030\002 \001(\0162\037.jobmesh.v1.Batch" +
+      "CreateJobsViewB\004\342A\001\001R\004view\"\211\001\n\025BatchCrea" +
+      "teJobsResult\022*\n\006status\030\001 \001(\0132\022.google.rp" +
+      "c.StatusR\006status\022!\n\003job\030\002 \001(\0132\017.jobmesh." +
+      "v1.JobR\003job\022!\n\003run\030\003 \001(\0132\017.jobmesh.v1.Ru" +
+      "nR\003run\"V\n\027BatchCreateJobsResponse\022;\n\007res" +
+      "ults\030\001 \003(\0132!.jobmesh.v1.BatchCreateJobsR" +
+      "esultR\007results\"=\n\rGetJobRequest\022,\n\004name\030" +
+      "\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"3\n" +
+      "\016GetJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v" +
+      "1.JobR\003job\"~\n\020UpdateJobRequest\022\'\n\003job\030\001 " +
+      "\001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022A\n\013updat" +
+      "e_mask\030\002 \001(\0132\032.google.protobuf.FieldMask" +
+      "B\004\342A\001\002R\nupdateMask\"6\n\021UpdateJobResponse\022" +
+      "!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\"T\n\020De" +
+      "leteJobRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017j" +
+      "obmesh.dev/JobR\004name\022\022\n\004etag\030\002 \001(\tR\004etag" +
+      "\"f\n\021DeleteJobResponse\022!\n\003job\030\001 \001(\0132\017.job" +
+      "mesh.v1.JobR\003job\022.\n\023cancelled_run_count\030" +
+      "\002 \001(\005R\021cancelledRunCount\"?\n\017PauseJobRequ" +
+      "est\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/" +
+      "JobR\004name\"5\n\020PauseJobResponse\022!\n\003job\030\001 \001" +
+      "(\0132\017.jobmesh.v1.JobR\003job\"@\n\020ResumeJobReq" +
+      "uest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev" +
+      "/JobR\004name\"6\n\021ResumeJobResponse\022!\n\003job\030\001" +
+      " \001(\0132\017.jobmesh.v1.JobR\003job\"_\n\020RunJobNowR" +
+      "equest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.d" +
+      "ev/JobR\004name\022\035\n\nrequest_id\030\002 \001(\tR\treques" +
+      "tId\"6\n\021RunJobNowResponse\022!\n\003run\030\001 \001(\0132\017." +
+      "jobmesh.v1.RunR\003run\"X\n\020CancelRunRequest\022" +
+      ",\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR" +
+      "\004name\022\026\n\006reason\030\002 \001(\tR\006reason\"6\n\021CancelR" +
+      "unResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Run" +
+      "R\003run\"_\n\020ReplayRunRequest\022,\n\004name\030\001 \001(\tB" +
+      "\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\035\n\nreque" +
+      "st_id\030\002 \001(\tR\trequestId\"6\n\021ReplayRunRespo" +
+      "nse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run*\200" +
+      "\001\n\023BatchCreateJobsView\022&\n\"BATCH_CREATE_J" +
+      "OBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_J" +
+      "OBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VI" +
+      "EW_FULL\020\0022\346\006\n\nJobService\022W\n\tCreateJob\022\034." +
+      "jobmesh.v1.CreateJobRequest\032\035.jobmesh.v1" +
+      ".CreateJobResponse\"\r\332A\njob,job_id\022Z\n\017Bat" +
+      "chCreateJobs\022\".jobmesh.v1.BatchCreateJob" +
+      "sRequest\032#.jobmesh.v1.BatchCreateJobsRes" +
+      "ponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJobReque" +
+      "st\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004name\022" +
+      "\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJobReque" +
+      "st\032\035.jobmesh.v1.UpdateJobResponse\"\022\332A\017jo" +
+      "b,update_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1." +
+      "DeleteJobRequest\032\035.jobmesh.v1.DeleteJobR" +
+      "esponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v" +
+      "1.PauseJobRequest\032\034.jobmesh.v1.PauseJobR" +
+      "esponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh." +
+      "v1.ResumeJobRequest\032\035.jobmesh.v1.ResumeJ" +
+      "obResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobme" +
+      "sh.v1.RunJobNowRequest\032\035.jobmesh.v1.RunJ" +
+      "obNowResponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jo" +
+      "bmesh.v1.CancelRunRequest\032\035.jobmesh.v1.C" +
+      "ancelRunResponse\"\025\332A\004name\332A\013name,reason\022" +
+      "Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRunReque" +
+      "st\032\035.jobmesh.v1.ReplayRunResponse\"\007\332A\004na" +
+      "meBh\n\016dev.jobmesh.v1B\017JobServiceProtoP\001Z" +
+      "6github.com/jobmesh/jobmesh/gen/go/jobme" +
+      "sh/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
+          com.google.api.ClientProto.getDescriptor(),
           com.google.api.FieldBehaviorProto.getDescriptor(),
+          com.google.api.ResourceProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
           com.google.rpc.StatusProto.getDescriptor(),
           dev.jobmesh.v1.JobProto.getDescriptor(),
@@ -348,7 +357,9 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
         internal_static_jobmesh_v1_ReplayRunResponse_descriptor,
         new java.lang.String[] { "Run", });
     descriptor.resolveAllFeaturesImmutable();
+    com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
+    com.google.api.ResourceProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
     dev.jobmesh.v1.JobProto.getDescriptor();
@@ -356,6 +367,8 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.ExtensionRegistry registry =
         com.google.protobuf.ExtensionRegistry.newInstance();
     registry.add(com.google.api.FieldBehaviorProto.fieldBehavior);
+    registry.add(com.google.api.ClientProto.methodSignature);
+    registry.add(com.google.api.ResourceProto.resourceReference);
     com.google.protobuf.Descriptors.FileDescriptor
         .internalUpdateFileDescriptor(descriptor, registry);
   }

@@ -64,7 +64,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The parent.
    */
   @java.lang.Override
@@ -85,7 +85,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for parent.
    */
   @java.lang.Override
@@ -662,7 +662,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The parent.
      */
     public java.lang.String getParent() {
@@ -682,7 +682,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for parent.
      */
     public com.google.protobuf.ByteString
@@ -703,7 +703,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The parent to set.
      * @return This builder for chaining.
      */
@@ -720,7 +720,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearParent() {
@@ -734,7 +734,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for parent to set.
      * @return This builder for chaining.
      */

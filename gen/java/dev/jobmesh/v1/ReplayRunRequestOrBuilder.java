@@ -15,7 +15,7 @@ public interface ReplayRunRequestOrBuilder extends
    * `jobs/{job}/runs/{run}`, in state failed, timed out or dead-lettered.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The name.
    */
   java.lang.String getName();
@@ -24,7 +24,7 @@ public interface ReplayRunRequestOrBuilder extends
    * `jobs/{job}/runs/{run}`, in state failed, timed out or dead-lettered.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for name.
    */
   com.google.protobuf.ByteString

@@ -61,7 +61,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The name.
    */
   @java.lang.Override
@@ -82,7 +82,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for name.
    */
   @java.lang.Override
@@ -406,7 +406,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The name.
      */
     public java.lang.String getName() {
@@ -426,7 +426,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for name.
      */
     public com.google.protobuf.ByteString
@@ -447,7 +447,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The name to set.
      * @return This builder for chaining.
      */
@@ -464,7 +464,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearName() {
@@ -478,7 +478,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for name to set.
      * @return This builder for chaining.
      */

@@ -623,7 +623,7 @@ private static final long serialVersionUID = 0L;
    * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
    * </pre>
    *
-   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The replayOf.
    */
   @java.lang.Override
@@ -644,7 +644,7 @@ private static final long serialVersionUID = 0L;
    * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
    * </pre>
    *
-   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for replayOf.
    */
   @java.lang.Override
@@ -3679,7 +3679,7 @@ private static final long serialVersionUID = 0L;
      * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
      * </pre>
      *
-     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return The replayOf.
      */
     public java.lang.String getReplayOf() {
@@ -3699,7 +3699,7 @@ private static final long serialVersionUID = 0L;
      * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
      * </pre>
      *
-     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for replayOf.
      */
     public com.google.protobuf.ByteString
@@ -3720,7 +3720,7 @@ private static final long serialVersionUID = 0L;
      * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
      * </pre>
      *
-     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @param value The replayOf to set.
      * @return This builder for chaining.
      */
@@ -3737,7 +3737,7 @@ private static final long serialVersionUID = 0L;
      * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
      * </pre>
      *
-     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearReplayOf() {
@@ -3751,7 +3751,7 @@ private static final long serialVersionUID = 0L;
      * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
      * </pre>
      *
-     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for replayOf to set.
      * @return This builder for chaining.
      */

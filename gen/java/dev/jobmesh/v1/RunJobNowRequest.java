@@ -62,7 +62,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The name.
    */
   @java.lang.Override
@@ -83,7 +83,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for name.
    */
   @java.lang.Override
@@ -478,7 +478,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The name.
      */
     public java.lang.String getName() {
@@ -498,7 +498,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for name.
      */
     public com.google.protobuf.ByteString
@@ -519,7 +519,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The name to set.
      * @return This builder for chaining.
      */
@@ -536,7 +536,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearName() {
@@ -550,7 +550,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for name to set.
      * @return This builder for chaining.
      */

@@ -368,7 +368,7 @@ public interface RunOrBuilder extends
    * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
    * </pre>
    *
-   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The replayOf.
    */
   java.lang.String getReplayOf();
@@ -377,7 +377,7 @@ public interface RunOrBuilder extends
    * For a replay, the run it replays (`jobs/{job}/runs/{run}`).
    * </pre>
    *
-   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string replay_of = 17 [json_name = "replayOf", (.google.api.field_behavior) = OUTPUT_ONLY, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for replayOf.
    */
   com.google.protobuf.ByteString

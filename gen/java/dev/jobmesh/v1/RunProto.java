@@ -56,72 +56,76 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\024jobmesh/v1/run.proto\022\njobmesh.v1\032\037goog" +
-      "le/api/field_behavior.proto\032\036google/prot" +
-      "obuf/duration.proto\032\037google/protobuf/tim" +
-      "estamp.proto\"\241\t\n\003Run\022\030\n\004name\030\001 \001(\tB\004\342A\001\010" +
-      "R\004name\022\036\n\007attempt\030\002 \001(\005B\004\342A\001\003R\007attempt\022E" +
-      "\n\rschedule_time\030\003 \001(\0132\032.google.protobuf." +
-      "TimestampB\004\342A\001\003R\014scheduleTime\0220\n\005state\030\004" +
-      " \001(\0162\024.jobmesh.v1.RunStateB\004\342A\001\003R\005state\022" +
-      " \n\010executor\030\005 \001(\tB\004\342A\001\003R\010executor\022E\n\rdis" +
-      "patch_time\030\006 \001(\0132\032.google.protobuf.Times" +
-      "tampB\004\342A\001\003R\014dispatchTime\022?\n\nstart_time\030\007" +
-      " \001(\0132\032.google.protobuf.TimestampB\004\342A\001\003R\t" +
-      "startTime\022P\n\023last_heartbeat_time\030\010 \001(\0132\032" +
-      ".google.protobuf.TimestampB\004\342A\001\003R\021lastHe" +
-      "artbeatTime\022;\n\010end_time\030\t \001(\0132\032.google.p" +
-      "rotobuf.TimestampB\004\342A\001\003R\007endTime\022&\n\texit" +
-      "_code\030\n \001(\005B\004\342A\001\003H\000R\010exitCode\210\001\001\0220\n\005erro" +
-      "r\030\013 \001(\0132\024.jobmesh.v1.RunErrorB\004\342A\001\003R\005err" +
-      "or\022 \n\010progress\030\014 \001(\001B\004\342A\001\003R\010progress\022/\n\020" +
-      "progress_message\030\r \001(\tB\004\342A\001\003R\017progressMe" +
-      "ssage\022;\n\010lateness\030\016 \001(\0132\031.google.protobu" +
-      "f.DurationB\004\342A\001\003R\010lateness\022;\n\010due_time\030\017" +
-      " \001(\0132\032.google.protobuf.TimestampB\004\342A\001\003R\007" +
-      "dueTime\0226\n\007trigger\030\020 \001(\0162\026.jobmesh.v1.Ru" +
-      "nTriggerB\004\342A\001\003R\007trigger\022!\n\treplay_of\030\021 \001" +
-      "(\tB\004\342A\001\003R\010replayOf\022I\n\021previous_attempts\030" +
-      "\022 \003(\0132\026.jobmesh.v1.RunAttemptB\004\342A\001\003R\020pre" +
-      "viousAttempts\022A\n\013create_time\030\023 \001(\0132\032.goo" +
-      "gle.protobuf.TimestampB\004\342A\001\003R\ncreateTime" +
-      "\022A\n\013update_time\030\024 \001(\0132\032.google.protobuf." +
-      "TimestampB\004\342A\001\003R\nupdateTime\022)\n\rtimes_cla" +
-      "mped\030\025 \001(\010B\004\342A\001\003R\014timesClamped\022\"\n\tnamesp" +
-      "ace\030\026 \001(\tB\004\342A\001\003R\tnamespaceB\014\n\n_exit_code" +
-      "\"8\n\010RunError\022\022\n\004type\030\001 \001(\tR\004type\022\030\n\007mess" +
-      "age\030\002 \001(\tR\007message\"\274\002\n\nRunAttempt\022\030\n\007att" +
-      "empt\030\001 \001(\005R\007attempt\022*\n\005state\030\002 \001(\0162\024.job" +
-      "mesh.v1.RunStateR\005state\022\032\n\010executor\030\003 \001(" +
-      "\tR\010executor\0229\n\nstart_time\030\004 \001(\0132\032.google" +
-      ".protobuf.TimestampR\tstartTime\0225\n\010end_ti" +
-      "me\030\005 \001(\0132\032.google.protobuf.TimestampR\007en" +
-      "dTime\022 \n\texit_code\030\006 \001(\005H\000R\010exitCode\210\001\001\022" +
-      "*\n\005error\030\007 \001(\0132\024.jobmesh.v1.RunErrorR\005er" +
-      "rorB\014\n\n_exit_code\"\262\001\n\007LogLine\022\032\n\010sequenc" +
-      "e\030\001 \001(\003R\010sequence\022\030\n\007attempt\030\002 \001(\005R\007atte" +
-      "mpt\022.\n\004time\030\003 \001(\0132\032.google.protobuf.Time" +
-      "stampR\004time\022-\n\006stream\030\004 \001(\0162\025.jobmesh.v1" +
-      ".LogStreamR\006stream\022\022\n\004text\030\005 \001(\tR\004text*\203" +
-      "\002\n\010RunState\022\031\n\025RUN_STATE_UNSPECIFIED\020\000\022\027" +
-      "\n\023RUN_STATE_SCHEDULED\020\001\022\024\n\020RUN_STATE_QUE" +
-      "UED\020\002\022\025\n\021RUN_STATE_RUNNING\020\003\022\030\n\024RUN_STAT" +
-      "E_CANCELLING\020\004\022\027\n\023RUN_STATE_SUCCEEDED\020\005\022" +
-      "\024\n\020RUN_STATE_FAILED\020\006\022\027\n\023RUN_STATE_CANCE" +
-      "LLED\020\007\022\027\n\023RUN_STATE_TIMED_OUT\020\010\022\033\n\027RUN_S" +
-      "TATE_DEAD_LETTERED\020\t*t\n\nRunTrigger\022\033\n\027RU" +
-      "N_TRIGGER_UNSPECIFIED\020\000\022\030\n\024RUN_TRIGGER_S" +
-      "CHEDULE\020\001\022\027\n\023RUN_TRIGGER_RUN_NOW\020\002\022\026\n\022RU" +
-      "N_TRIGGER_REPLAY\020\003*l\n\tLogStream\022\032\n\026LOG_S" +
-      "TREAM_UNSPECIFIED\020\000\022\025\n\021LOG_STREAM_STDOUT" +
-      "\020\001\022\025\n\021LOG_STREAM_STDERR\020\002\022\025\n\021LOG_STREAM_" +
-      "SYSTEM\020\003Ba\n\016dev.jobmesh.v1B\010RunProtoP\001Z6" +
-      "github.com/jobmesh/jobmesh/gen/go/jobmes" +
-      "h/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "le/api/field_behavior.proto\032\031google/api/" +
+      "resource.proto\032\036google/protobuf/duration" +
+      ".proto\032\037google/protobuf/timestamp.proto\"" +
+      "\355\t\n\003Run\022\030\n\004name\030\001 \001(\tB\004\342A\001\010R\004name\022\036\n\007att" +
+      "empt\030\002 \001(\005B\004\342A\001\003R\007attempt\022E\n\rschedule_ti" +
+      "me\030\003 \001(\0132\032.google.protobuf.TimestampB\004\342A" +
+      "\001\003R\014scheduleTime\0220\n\005state\030\004 \001(\0162\024.jobmes" +
+      "h.v1.RunStateB\004\342A\001\003R\005state\022 \n\010executor\030\005" +
+      " \001(\tB\004\342A\001\003R\010executor\022E\n\rdispatch_time\030\006 " +
+      "\001(\0132\032.google.protobuf.TimestampB\004\342A\001\003R\014d" +
+      "ispatchTime\022?\n\nstart_time\030\007 \001(\0132\032.google" +
+      ".protobuf.TimestampB\004\342A\001\003R\tstartTime\022P\n\023" +
+      "last_heartbeat_time\030\010 \001(\0132\032.google.proto" +
+      "buf.TimestampB\004\342A\001\003R\021lastHeartbeatTime\022;" +
+      "\n\010end_time\030\t \001(\0132\032.google.protobuf.Times" +
+      "tampB\004\342A\001\003R\007endTime\022&\n\texit_code\030\n \001(\005B\004" +
+      "\342A\001\003H\000R\010exitCode\210\001\001\0220\n\005error\030\013 \001(\0132\024.job" +
+      "mesh.v1.RunErrorB\004\342A\001\003R\005error\022 \n\010progres" +
+      "s\030\014 \001(\001B\004\342A\001\003R\010progress\022/\n\020progress_mess" +
+      "age\030\r \001(\tB\004\342A\001\003R\017progressMessage\022;\n\010late" +
+      "ness\030\016 \001(\0132\031.google.protobuf.DurationB\004\342" +
+      "A\001\003R\010lateness\022;\n\010due_time\030\017 \001(\0132\032.google" +
+      ".protobuf.TimestampB\004\342A\001\003R\007dueTime\0226\n\007tr" +
+      "igger\030\020 \001(\0162\026.jobmesh.v1.RunTriggerB\004\342A\001" +
+      "\003R\007trigger\0225\n\treplay_of\030\021 \001(\tB\030\342A\001\003\372A\021\n\017" +
+      "jobmesh.dev/RunR\010replayOf\022I\n\021previous_at" +
+      "tempts\030\022 \003(\0132\026.jobmesh.v1.RunAttemptB\004\342A" +
+      "\001\003R\020previousAttempts\022A\n\013create_time\030\023 \001(" +
+      "\0132\032.google.protobuf.TimestampB\004\342A\001\003R\ncre" +
+      "ateTime\022A\n\013update_time\030\024 \001(\0132\032.google.pr" +
+      "otobuf.TimestampB\004\342A\001\003R\nupdateTime\022)\n\rti" +
+      "mes_clamped\030\025 \001(\010B\004\342A\001\003R\014timesClamped\022\"\n" +
+      "\tnamespace\030\026 \001(\tB\004\342A\001\003R\tnamespace:6\352A3\n\017" +
+      "jobmesh.dev/Run\022\025jobs/{job}/runs/{run}*\004" +
+      "runs2\003runB\014\n\n_exit_code\"8\n\010RunError\022\022\n\004t" +
+      "ype\030\001 \001(\tR\004type\022\030\n\007message\030\002 \001(\tR\007messag" +
+      "e\"\274\002\n\nRunAttempt\022\030\n\007attempt\030\001 \001(\005R\007attem" +
+      "pt\022*\n\005state\030\002 \001(\0162\024.jobmesh.v1.RunStateR" +
+      "\005state\022\032\n\010executor\030\003 \001(\tR\010executor\0229\n\nst" +
+      "art_time\030\004 \001(\0132\032.google.protobuf.Timesta" +
+      "mpR\tstartTime\0225\n\010end_time\030\005 \001(\0132\032.google" +
+      ".protobuf.TimestampR\007endTime\022 \n\texit_cod" +
+      "e\030\006 \001(\005H\000R\010exitCode\210\001\001\022*\n\005error\030\007 \001(\0132\024." +
+      "jobmesh.v1.RunErrorR\005errorB\014\n\n_exit_code" +
+      "\"\262\001\n\007LogLine\022\032\n\010sequence\030\001 \001(\003R\010sequence" +
+      "\022\030\n\007attempt\030\002 \001(\005R\007attempt\022.\n\004time\030\003 \001(\013" +
+      "2\032.google.protobuf.TimestampR\004time\022-\n\006st" +
+      "ream\030\004 \001(\0162\025.jobmesh.v1.LogStreamR\006strea" +
+      "m\022\022\n\004text\030\005 \001(\tR\004text*\203\002\n\010RunState\022\031\n\025RU" +
+      "N_STATE_UNSPECIFIED\020\000\022\027\n\023RUN_STATE_SCHED" +
+      "ULED\020\001\022\024\n\020RUN_STATE_QUEUED\020\002\022\025\n\021RUN_STAT" +
+      "E_RUNNING\020\003\022\030\n\024RUN_STATE_CANCELLING\020\004\022\027\n" +
+      "\023RUN_STATE_SUCCEEDED\020\005\022\024\n\020RUN_STATE_FAIL" +
+      "ED\020\006\022\027\n\023RUN_STATE_CANCELLED\020\007\022\027\n\023RUN_STA" +
+      "TE_TIMED_OUT\020\010\022\033\n\027RUN_STATE_DEAD_LETTERE" +
+      "D\020\t*t\n\nRunTrigger\022\033\n\027RUN_TRIGGER_UNSPECI" +
+      "FIED\020\000\022\030\n\024RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN_" +
+      "TRIGGER_RUN_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY\020" +
+      "\003*l\n\tLogStream\022\032\n\026LOG_STREAM_UNSPECIFIED" +
+      "\020\000\022\025\n\021LOG_STREAM_STDOUT\020\001\022\025\n\021LOG_STREAM_" +
+      "STDERR\020\002\022\025\n\021LOG_STREAM_SYSTEM\020\003Ba\n\016dev.j" +
+      "obmesh.v1B\010RunProtoP\001Z6github.com/jobmes" +
+      "h/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\n" +
+      "Jobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
           com.google.api.FieldBehaviorProto.getDescriptor(),
+          com.google.api.ResourceProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
         });
@@ -151,11 +155,14 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
         new java.lang.String[] { "Sequence", "Attempt", "Time", "Stream", "Text", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.FieldBehaviorProto.getDescriptor();
+    com.google.api.ResourceProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     com.google.protobuf.ExtensionRegistry registry =
         com.google.protobuf.ExtensionRegistry.newInstance();
     registry.add(com.google.api.FieldBehaviorProto.fieldBehavior);
+    registry.add(com.google.api.ResourceProto.resource);
+    registry.add(com.google.api.ResourceProto.resourceReference);
     com.google.protobuf.Descriptors.FileDescriptor
         .internalUpdateFileDescriptor(descriptor, registry);
   }

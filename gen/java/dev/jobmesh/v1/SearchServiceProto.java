@@ -106,72 +106,78 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
   static {
     java.lang.String[] descriptorData = {
       "\n\037jobmesh/v1/search_service.proto\022\njobme" +
-      "sh.v1\032\037google/api/field_behavior.proto\032\037" +
-      "google/protobuf/timestamp.proto\032\026jobmesh" +
-      "/v1/audit.proto\032\024jobmesh/v1/job.proto\032\024j" +
-      "obmesh/v1/run.proto\"\243\001\n\017ListJobsRequest\022" +
-      "\033\n\tpage_size\030\001 \001(\005R\010pageSize\022\035\n\npage_tok" +
-      "en\030\002 \001(\tR\tpageToken\022\026\n\006filter\030\003 \001(\tR\006fil" +
-      "ter\022\031\n\010order_by\030\004 \001(\tR\007orderBy\022!\n\014show_d" +
-      "eleted\030\005 \001(\010R\013showDeleted\"_\n\020ListJobsRes" +
-      "ponse\022#\n\004jobs\030\001 \003(\0132\017.jobmesh.v1.JobR\004jo" +
-      "bs\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTok" +
-      "en\"\236\001\n\017ListRunsRequest\022\034\n\006parent\030\001 \001(\tB\004" +
-      "\342A\001\002R\006parent\022\033\n\tpage_size\030\002 \001(\005R\010pageSiz" +
-      "e\022\035\n\npage_token\030\003 \001(\tR\tpageToken\022\026\n\006filt" +
-      "er\030\004 \001(\tR\006filter\022\031\n\010order_by\030\005 \001(\tR\007orde" +
-      "rBy\"_\n\020ListRunsResponse\022#\n\004runs\030\001 \003(\0132\017." +
-      "jobmesh.v1.RunR\004runs\022&\n\017next_page_token\030" +
-      "\002 \001(\tR\rnextPageToken\")\n\rGetRunRequest\022\030\n" +
-      "\004name\030\001 \001(\tB\004\342A\001\002R\004name\"3\n\016GetRunRespons" +
-      "e\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run\"\227\001\n" +
-      "\020WatchRunsRequest\022\034\n\006parent\030\001 \001(\tB\004\342A\001\002R" +
-      "\006parent\022\026\n\006filter\030\002 \001(\tR\006filter\022*\n\021initi" +
-      "al_page_size\030\003 \001(\005R\017initialPageSize\022!\n\014r" +
-      "esume_token\030\004 \001(\tR\013resumeToken\"[\n\021WatchR" +
-      "unsResponse\022#\n\004runs\030\001 \003(\0132\017.jobmesh.v1.R" +
-      "unR\004runs\022!\n\014resume_token\030\002 \001(\tR\013resumeTo" +
-      "ken\"m\n\022TailRunLogsRequest\022\030\n\004name\030\001 \001(\tB" +
-      "\004\342A\001\002R\004name\022%\n\016after_sequence\030\002 \001(\003R\raft" +
-      "erSequence\022\026\n\006follow\030\003 \001(\010R\006follow\"@\n\023Ta" +
-      "ilRunLogsResponse\022)\n\005lines\030\001 \003(\0132\023.jobme" +
-      "sh.v1.LogLineR\005lines\"\241\001\n\026PreviewSchedule" +
-      "Request\0226\n\010schedule\030\001 \001(\0132\024.jobmesh.v1.S" +
-      "cheduleB\004\342A\001\002R\010schedule\022\024\n\005count\030\002 \001(\005R\005" +
-      "count\0229\n\nafter_time\030\003 \001(\0132\032.google.proto" +
-      "buf.TimestampR\tafterTime\"q\n\027PreviewSched" +
-      "uleResponse\0229\n\nfire_times\030\001 \003(\0132\032.google" +
-      ".protobuf.TimestampR\tfireTimes\022\033\n\ttime_z" +
-      "one\030\002 \001(\tR\010timeZone\"\207\001\n\026ListAuditEventsR" +
-      "equest\022\033\n\tpage_size\030\001 \001(\005R\010pageSize\022\035\n\np" +
-      "age_token\030\002 \001(\tR\tpageToken\022\026\n\006filter\030\003 \001" +
-      "(\tR\006filter\022\031\n\010order_by\030\004 \001(\tR\007orderBy\"|\n" +
-      "\027ListAuditEventsResponse\0229\n\014audit_events" +
-      "\030\001 \003(\0132\026.jobmesh.v1.AuditEventR\013auditEve" +
-      "nts\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTo" +
-      "ken2\264\004\n\rSearchService\022E\n\010ListJobs\022\033.jobm" +
-      "esh.v1.ListJobsRequest\032\034.jobmesh.v1.List" +
-      "JobsResponse\022E\n\010ListRuns\022\033.jobmesh.v1.Li" +
-      "stRunsRequest\032\034.jobmesh.v1.ListRunsRespo" +
-      "nse\022?\n\006GetRun\022\031.jobmesh.v1.GetRunRequest" +
-      "\032\032.jobmesh.v1.GetRunResponse\022J\n\tWatchRun" +
-      "s\022\034.jobmesh.v1.WatchRunsRequest\032\035.jobmes" +
-      "h.v1.WatchRunsResponse0\001\022P\n\013TailRunLogs\022" +
-      "\036.jobmesh.v1.TailRunLogsRequest\032\037.jobmes" +
-      "h.v1.TailRunLogsResponse0\001\022Z\n\017PreviewSch" +
-      "edule\022\".jobmesh.v1.PreviewScheduleReques" +
-      "t\032#.jobmesh.v1.PreviewScheduleResponse\022Z" +
-      "\n\017ListAuditEvents\022\".jobmesh.v1.ListAudit" +
-      "EventsRequest\032#.jobmesh.v1.ListAuditEven" +
-      "tsResponseBk\n\016dev.jobmesh.v1B\022SearchServ" +
-      "iceProtoP\001Z6github.com/jobmesh/jobmesh/g" +
-      "en/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V1b" +
-      "\006proto3"
+      "sh.v1\032\027google/api/client.proto\032\037google/a" +
+      "pi/field_behavior.proto\032\031google/api/reso" +
+      "urce.proto\032\037google/protobuf/timestamp.pr" +
+      "oto\032\026jobmesh/v1/audit.proto\032\024jobmesh/v1/" +
+      "job.proto\032\024jobmesh/v1/run.proto\"\243\001\n\017List" +
+      "JobsRequest\022\033\n\tpage_size\030\001 \001(\005R\010pageSize" +
+      "\022\035\n\npage_token\030\002 \001(\tR\tpageToken\022\026\n\006filte" +
+      "r\030\003 \001(\tR\006filter\022\031\n\010order_by\030\004 \001(\tR\007order" +
+      "By\022!\n\014show_deleted\030\005 \001(\010R\013showDeleted\"_\n" +
+      "\020ListJobsResponse\022#\n\004jobs\030\001 \003(\0132\017.jobmes" +
+      "h.v1.JobR\004jobs\022&\n\017next_page_token\030\002 \001(\tR" +
+      "\rnextPageToken\"\262\001\n\017ListRunsRequest\0220\n\006pa" +
+      "rent\030\001 \001(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006pa" +
+      "rent\022\033\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npag" +
+      "e_token\030\003 \001(\tR\tpageToken\022\026\n\006filter\030\004 \001(\t" +
+      "R\006filter\022\031\n\010order_by\030\005 \001(\tR\007orderBy\"_\n\020L" +
+      "istRunsResponse\022#\n\004runs\030\001 \003(\0132\017.jobmesh." +
+      "v1.RunR\004runs\022&\n\017next_page_token\030\002 \001(\tR\rn" +
+      "extPageToken\"=\n\rGetRunRequest\022,\n\004name\030\001 " +
+      "\001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\"3\n\016G" +
+      "etRunResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1." +
+      "RunR\003run\"\253\001\n\020WatchRunsRequest\0220\n\006parent\030" +
+      "\001 \001(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006parent\022" +
+      "\026\n\006filter\030\002 \001(\tR\006filter\022*\n\021initial_page_" +
+      "size\030\003 \001(\005R\017initialPageSize\022!\n\014resume_to" +
+      "ken\030\004 \001(\tR\013resumeToken\"[\n\021WatchRunsRespo" +
+      "nse\022#\n\004runs\030\001 \003(\0132\017.jobmesh.v1.RunR\004runs" +
+      "\022!\n\014resume_token\030\002 \001(\tR\013resumeToken\"\201\001\n\022" +
+      "TailRunLogsRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A" +
+      "\021\n\017jobmesh.dev/RunR\004name\022%\n\016after_sequen" +
+      "ce\030\002 \001(\003R\rafterSequence\022\026\n\006follow\030\003 \001(\010R" +
+      "\006follow\"@\n\023TailRunLogsResponse\022)\n\005lines\030" +
+      "\001 \003(\0132\023.jobmesh.v1.LogLineR\005lines\"\241\001\n\026Pr" +
+      "eviewScheduleRequest\0226\n\010schedule\030\001 \001(\0132\024" +
+      ".jobmesh.v1.ScheduleB\004\342A\001\002R\010schedule\022\024\n\005" +
+      "count\030\002 \001(\005R\005count\0229\n\nafter_time\030\003 \001(\0132\032" +
+      ".google.protobuf.TimestampR\tafterTime\"q\n" +
+      "\027PreviewScheduleResponse\0229\n\nfire_times\030\001" +
+      " \003(\0132\032.google.protobuf.TimestampR\tfireTi" +
+      "mes\022\033\n\ttime_zone\030\002 \001(\tR\010timeZone\"\207\001\n\026Lis" +
+      "tAuditEventsRequest\022\033\n\tpage_size\030\001 \001(\005R\010" +
+      "pageSize\022\035\n\npage_token\030\002 \001(\tR\tpageToken\022" +
+      "\026\n\006filter\030\003 \001(\tR\006filter\022\031\n\010order_by\030\004 \001(" +
+      "\tR\007orderBy\"|\n\027ListAuditEventsResponse\0229\n" +
+      "\014audit_events\030\001 \003(\0132\026.jobmesh.v1.AuditEv" +
+      "entR\013auditEvents\022&\n\017next_page_token\030\002 \001(" +
+      "\tR\rnextPageToken2\351\004\n\rSearchService\022E\n\010Li" +
+      "stJobs\022\033.jobmesh.v1.ListJobsRequest\032\034.jo" +
+      "bmesh.v1.ListJobsResponse\022P\n\010ListRuns\022\033." +
+      "jobmesh.v1.ListRunsRequest\032\034.jobmesh.v1." +
+      "ListRunsResponse\"\t\332A\006parent\022H\n\006GetRun\022\031." +
+      "jobmesh.v1.GetRunRequest\032\032.jobmesh.v1.Ge" +
+      "tRunResponse\"\007\332A\004name\022U\n\tWatchRuns\022\034.job" +
+      "mesh.v1.WatchRunsRequest\032\035.jobmesh.v1.Wa" +
+      "tchRunsResponse\"\t\332A\006parent0\001\022Y\n\013TailRunL" +
+      "ogs\022\036.jobmesh.v1.TailRunLogsRequest\032\037.jo" +
+      "bmesh.v1.TailRunLogsResponse\"\007\332A\004name0\001\022" +
+      "g\n\017PreviewSchedule\022\".jobmesh.v1.PreviewS" +
+      "cheduleRequest\032#.jobmesh.v1.PreviewSched" +
+      "uleResponse\"\013\332A\010schedule\022Z\n\017ListAuditEve" +
+      "nts\022\".jobmesh.v1.ListAuditEventsRequest\032" +
+      "#.jobmesh.v1.ListAuditEventsResponseBk\n\016" +
+      "dev.jobmesh.v1B\022SearchServiceProtoP\001Z6gi" +
+      "thub.com/jobmesh/jobmesh/gen/go/jobmesh/" +
+      "v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
+          com.google.api.ClientProto.getDescriptor(),
           com.google.api.FieldBehaviorProto.getDescriptor(),
+          com.google.api.ResourceProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
           dev.jobmesh.v1.AuditProto.getDescriptor(),
           dev.jobmesh.v1.JobProto.getDescriptor(),
@@ -262,7 +268,9 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
         internal_static_jobmesh_v1_ListAuditEventsResponse_descriptor,
         new java.lang.String[] { "AuditEvents", "NextPageToken", });
     descriptor.resolveAllFeaturesImmutable();
+    com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
+    com.google.api.ResourceProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     dev.jobmesh.v1.AuditProto.getDescriptor();
     dev.jobmesh.v1.JobProto.getDescriptor();
@@ -270,6 +278,8 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
     com.google.protobuf.ExtensionRegistry registry =
         com.google.protobuf.ExtensionRegistry.newInstance();
     registry.add(com.google.api.FieldBehaviorProto.fieldBehavior);
+    registry.add(com.google.api.ClientProto.methodSignature);
+    registry.add(com.google.api.ResourceProto.resourceReference);
     com.google.protobuf.Descriptors.FileDescriptor
         .internalUpdateFileDescriptor(descriptor, registry);
   }

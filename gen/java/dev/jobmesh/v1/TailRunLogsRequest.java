@@ -61,7 +61,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The name.
    */
   @java.lang.Override
@@ -82,7 +82,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}/runs/{run}`.
    * </pre>
    *
-   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for name.
    */
   @java.lang.Override
@@ -484,7 +484,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The name.
      */
     public java.lang.String getName() {
@@ -504,7 +504,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for name.
      */
     public com.google.protobuf.ByteString
@@ -525,7 +525,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The name to set.
      * @return This builder for chaining.
      */
@@ -542,7 +542,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearName() {
@@ -556,7 +556,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}/runs/{run}`.
      * </pre>
      *
-     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string name = 1 [json_name = "name", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for name to set.
      * @return This builder for chaining.
      */

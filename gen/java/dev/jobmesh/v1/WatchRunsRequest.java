@@ -63,7 +63,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The parent.
    */
   @java.lang.Override
@@ -84,7 +84,7 @@ private static final long serialVersionUID = 0L;
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for parent.
    */
   @java.lang.Override
@@ -592,7 +592,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The parent.
      */
     public java.lang.String getParent() {
@@ -612,7 +612,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return The bytes for parent.
      */
     public com.google.protobuf.ByteString
@@ -633,7 +633,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The parent to set.
      * @return This builder for chaining.
      */
@@ -650,7 +650,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @return This builder for chaining.
      */
     public Builder clearParent() {
@@ -664,7 +664,7 @@ private static final long serialVersionUID = 0L;
      * `jobs/{job}`, or `jobs/-` for every job.
      * </pre>
      *
-     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+     * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
      * @param value The bytes for parent to set.
      * @return This builder for chaining.
      */

@@ -15,7 +15,7 @@ public interface WatchRunsRequestOrBuilder extends
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The parent.
    */
   java.lang.String getParent();
@@ -24,7 +24,7 @@ public interface WatchRunsRequestOrBuilder extends
    * `jobs/{job}`, or `jobs/-` for every job.
    * </pre>
    *
-   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED];</code>
+   * <code>string parent = 1 [json_name = "parent", (.google.api.field_behavior) = REQUIRED, (.google.api.resource_reference) = { ... }</code>
    * @return The bytes for parent.
    */
   com.google.protobuf.ByteString
