@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
+from tests.support import eventually
 
 README = REPO / "README.md"
 DEFAULT_ADDRESS = "127.0.0.1:50051"
@@ -59,18 +60,22 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
     args = ["dev", "--listen", address, "--database-url", database, "--dashboard", "off"]  # tests/web has it
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command.replace(DEFAULT_ADDRESS, address)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
     with jobmesh_process(args, address, tmp_path / "jobmesh.log"):
         outputs = []
         for command, expect in walkthrough():
-            result = subprocess.run(
-                ["bash", "-c", command.replace(DEFAULT_ADDRESS, address)],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
+            result = run(command)
             wanted = EXIT_CODES[expect] if expect else 0
             assert result.returncode == wanted, (
                 f"{command}\nexit {result.returncode}\n{result.stdout}{result.stderr}"
@@ -78,6 +83,13 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
             if expect:
                 assert f"Code: {expect}" in result.stderr
             outputs.append(result.stdout)
+
+        # The last command lists the hello job's succeeded run: on a busy machine it may not have ended yet.
+        def succeeded_listing() -> str | None:
+            listing = run(command).stdout
+            return listing if '"state": "RUN_STATE_SUCCEEDED"' in listing else None
+
+        outputs[-1] = eventually(succeeded_listing, 30, "the hello job's run to succeed")
     assert "executor runs ANY command and calls ANY address" in (tmp_path / "jobmesh.log").read_text()
     listing = outputs[0]
     for service in (
