@@ -24,7 +24,7 @@ KAFKA_LOG4J=$SCRIPT_DIR/kafka/log4j2.properties
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_PACKAGE=postgresql-15
-DEFAULT_PORTS=(55432 56379 59092 59093 56380 59094) # postgres redis kafka-broker kafka-controller, TLS: redis kafka
+DEFAULT_PORTS=(55432 56379 59092 59093 26380 29094) # postgres redis kafka-broker kafka-controller, TLS: redis kafka
 READY_TIMEOUT=${JOBMESH_SERVICES_TIMEOUT:-90}
 
 log() { printf 'services: %s\n' "$*"; }
