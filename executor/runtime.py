@@ -385,8 +385,14 @@ class _Listener:
             queues=config.queues,
             concurrency=config.concurrency,
             handlers=self._executor.handlers.names(),
-            running=[key.to_proto() for key in self._executor.attempts],
+            # What it holds: its attempts, and those whose results wait for an acknowledgement (the server
+            # ends any other attempt recorded under this name, `AttemptReports.connected`).
+            running=[key.to_proto() for key in self._held()],
         )
+
+    def _held(self) -> list[AttemptRef]:
+        executor = self._executor
+        return sorted({*executor.attempts, *executor.outbox.awaiting_ack()})
 
     def connected(self, welcome: pb.ExecutorWelcome) -> None:
         self._executor.heartbeats.forget()

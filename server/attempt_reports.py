@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
-from jobmesh.core.attempts import AttemptOutcome, AttemptRef
+from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 # How far an executor's clock may differ from the server's before its reported times count as contradicting
 # the server's record.
 CLOCK_TOLERANCE = timedelta(seconds=1)
+# The error type of an attempt that its executor's new stream does not hold (see `AttemptReports.connected`).
+NOT_HELD = "NotHeld"
 
 _CLAIM_OUTCOMES = {
     ClaimStatus.GRANTED: pb.CLAIM_OUTCOME_GRANTED,
@@ -103,6 +105,13 @@ class AttemptReports:
             results.append(result)
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
 
+    def _send_retries(self, retried: Sequence[Dispatchable]) -> None:
+        """The retries due within the immediate threshold go out at once; the watcher sends the others."""
+        soon = self._clock() + self._threshold
+        again = [item for item in retried if item.run.due_time <= soon]
+        if again and self._dispatcher is not None:
+            self._dispatcher.dispatch(again)
+
     def _not_granted(
         self, executor: str, refs: Sequence[AttemptRef], grant: ExecutorGrant | None
     ) -> frozenset[AttemptRef]:
@@ -119,6 +128,30 @@ class AttemptReports:
                 extra={"executor": executor, "refused": len(refused)},
             )
         return refused
+
+    def connected(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
+        """A new stream's hello, which names the attempts the executor holds. Any other attempt recorded under
+        its name is held by nobody, since one stream holds a name at a time: a grant whose answer was lost
+        with the stream before, or an attempt of a process that died and came back under the same name.
+        Those end FAILED `NotHeld` and are retried by their policy, rather than kept alive by the executor's
+        renewed session for ever. The named ones are then checked as a heartbeat batch."""
+        named = set(_refs(wire))
+        orphans = [
+            item for item in self._store.attempts_held_by(executor) if AttemptRef.of(item.run) not in named
+        ]
+        if orphans:
+            now = self._clock()
+            settled = self._lifecycle.end(
+                [EndReport(item, _not_held(item.run, executor, now), executor=None) for item in orphans]
+            )
+            self._send_retries(settled.retried)
+            log.warning(
+                "executor %s connected without %d attempts recorded as its own: ended NotHeld",
+                executor,
+                len(settled.applied),
+                extra={"executor": executor, "attempts": sorted(map(str, settled.applied))[:20]},
+            )
+        return self.heartbeats(executor, wire)
 
     def heartbeats(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
         """Checks which attempts of a heartbeat batch this executor still holds: the answer names them (it is
@@ -187,10 +220,7 @@ class AttemptReports:
                 if ref in current
             ]
         )
-        soon = self._clock() + self._threshold
-        again = [item for item in settled.retried if item.run.due_time <= soon]
-        if again and self._dispatcher is not None:
-            self._dispatcher.dispatch(again)
+        self._send_retries(settled.retried)
         wire = [result.attempt for result in results]
         acks = pb.AckBatch(
             recorded=[item for item in wire if _parsed(item) in settled.applied],
@@ -240,3 +270,8 @@ def clamp_times(
     if floor is not None and end < floor - CLOCK_TOLERANCE:
         end, clamped = floor, True
     return start, end, clamped
+
+
+def _not_held(run: RunRecord, executor: str, now: datetime) -> AttemptOutcome:
+    message = f"executor {executor} connected again without this attempt: nobody holds it"
+    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, NOT_HELD, message)

@@ -238,6 +238,11 @@ class SqlStore:
         with read_connection(self._engine) as connection:
             return sql_pipeline.lost_attempts(connection, now, limit=limit)
 
+    @translate_errors
+    def attempts_held_by(self, executor: str) -> list[Dispatchable]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.attempts_held_by(connection, executor)
+
     # The pipeline: the executors' streams -----------------------------------------------------------------
 
     @translate_errors

@@ -174,6 +174,12 @@ def lost_attempts(connection: Connection, now: datetime, *, limit: int) -> list[
     return _dispatchables(connection, statement)
 
 
+def attempts_held_by(connection: Connection, executor: str) -> list[Dispatchable]:
+    """By the state index: the runs RUNNING or CANCELLING at once are few, whatever the table holds."""
+    statement = select(job_runs).where(state_is(*HELD), job_runs.c.executor == executor)
+    return _dispatchables(connection, statement)
+
+
 def attempts(connection: Connection, refs: Sequence[AttemptRef]) -> dict[AttemptRef, Dispatchable]:
     wanted = set(refs)
     found: dict[AttemptRef, Dispatchable] = {}

@@ -95,6 +95,10 @@ class PipelineStore(Protocol):
         """RUNNING or CANCELLING runs whose heartbeat deadline has passed."""
         ...
 
+    def attempts_held_by(self, executor: str) -> list[Dispatchable]:
+        """RUNNING or CANCELLING runs whose attempt `executor` claimed."""
+        ...
+
     # The executors' streams -------------------------------------------------------------------------------
 
     def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:

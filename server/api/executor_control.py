@@ -122,7 +122,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         try:
             await context.write(self._welcome())
             running = hello.running
-            answers = await self._in_thread(lambda: self._reports.heartbeats(hello.executor_id, running))
+            answers = await self._in_thread(lambda: self._reports.connected(hello.executor_id, running))
             stream.held.track(answers)
             for answer in answers:
                 if answer.WhichOneof("message") != "heartbeat_answer":  # it answers batches, not a hello

@@ -190,6 +190,39 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
     assert "executor-" in lost.error.message
 
 
+def test_an_executor_killed_and_started_again_under_its_name_retries_what_it_ran(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    """Executor names are stable where credentials bind them. The new process renews the name's session at
+    once, which kept the dead process's attempt RUNNING for ever; its hello holds nothing, so the attempt
+    ends `NotHeld` and is retried well within its heartbeat timeout, on the same name."""
+    server = mesh.server()
+    mesh.watcher()
+    first = mesh.executor(server, "executor-stable")
+    jobs, search = mesh.stubs(server)
+    marker = tmp_path / "first-attempt-ran"
+    job = command_job(
+        mesh.queue, f"if [ -e {marker} ]; then echo again; else touch {marker}; exec sleep 60; fi"
+    )
+    job.heartbeat_timeout.FromSeconds(60)  # the sweeper alone would wait a minute
+    job.retry_policy.max_attempts = 2
+    job.retry_policy.initial_backoff.FromMilliseconds(100)
+    run_name = create(jobs, job).run.name
+    wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the first attempt")
+    first.kill(signal.SIGKILL)
+    restarted_at = datetime.now(UTC)
+    mesh.executor(server, "executor-stable")
+
+    done = wait_for_run(
+        search, run_name, lambda r: r.state == run_pb2.RUN_STATE_SUCCEEDED, 30, "the retry to succeed"
+    )
+    assert done.attempt == 2
+    assert done.executor == "executor-stable"
+    [lost] = done.previous_attempts
+    assert lost.error.type == "NotHeld"
+    assert done.start_time.ToDatetime(UTC) - restarted_at < timedelta(seconds=30)
+
+
 def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker_and_flat_memory(mesh: Mesh) -> None:
     server = mesh.server()
     mesh.watcher()

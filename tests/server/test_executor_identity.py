@@ -47,9 +47,17 @@ from tests.support import eventually
 class RawStream:
     """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker)."""
 
-    def __init__(self, channel: grpc.Channel, token: str | None, name: str, queues: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        token: str | None,
+        name: str,
+        queues: tuple[str, ...],
+        running: tuple[pb.AttemptRef, ...] = (),
+    ) -> None:
         self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
-        self._requests.put(pb.ConnectRequest(hello=pb.ExecutorHello(executor_id=name, queues=queues)))
+        hello = pb.ExecutorHello(executor_id=name, queues=queues, running=running)
+        self._requests.put(pb.ConnectRequest(hello=hello))
         stub = executor_control_pb2_grpc.ExecutorControlStub(channel)
         metadata = bearer(token) if token else ()
         self._responses = stub.Connect(iter(self._requests.get, None), metadata=metadata, timeout=60)
@@ -225,6 +233,35 @@ def _welcomed(stream: RawStream) -> RawStream | None:
             raise
         return None
     return stream
+
+
+def test_what_a_name_held_and_its_new_stream_does_not_hold_ends_not_held(
+    channel: grpc.Channel, secured: Secured
+) -> None:
+    """A grant whose answer was lost with the stream, or an attempt of a process that died and came back
+    under the same name: nobody runs it, so it must not stay RUNNING while the name's session is renewed."""
+    kept, orphan = new_run(channel, secured), new_run(channel, secured)
+    first = RawStream(channel, secured.token("exec-1"), "exec-1", ("default",))
+    first.next("welcome")
+    assert [claimed(first, kept), claimed(first, orphan)] == [pb.CLAIM_OUTCOME_GRANTED] * 2
+    first.close()
+    again = eventually(
+        lambda: _welcomed(RawStream(channel, secured.token("exec-1"), "exec-1", ("default",), (kept,))),
+        10,
+        "the name to be free again",
+    )
+
+    def ended_run() -> run_pb2.Run | None:
+        run = get_run(channel, secured, orphan)
+        return run if run.state != run_pb2.RUN_STATE_RUNNING else None
+
+    ended = eventually(ended_run, 10, "the attempt nobody holds to end")
+    assert ended.state == run_pb2.RUN_STATE_FAILED
+    assert ended.error.type == "NotHeld"
+    assert get_run(channel, secured, kept).state == run_pb2.RUN_STATE_RUNNING
+    again.send(results=pb.ResultBatch(results=[succeeded(kept)]))
+    assert list(again.next("acks").acks.recorded) == [kept]
+    again.close()
 
 
 def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(

@@ -35,10 +35,9 @@ class _ClaimOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClaimOut
     `start_time`, never before.
     """
     CLAIM_OUTCOME_DUPLICATE: _ClaimOutcome.ValueType  # 2
-    """Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim sent again
-    because its first answer was lost is answered so too, even when the first was granted: the executor then
-    holds an attempt it does not run, which the server fails `HeartbeatLost` and retries once the executor's
-    session lapses.
+    """Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim whose answer
+    was lost with the stream was ended `NotHeld` when the executor connected again (see
+    `ExecutorHello.running`), and its retry comes as a new attempt.
     """
     CLAIM_OUTCOME_CANCELLED: _ClaimOutcome.ValueType  # 3
     """Cancelled before it started. Skip it."""
@@ -57,10 +56,9 @@ CLAIM_OUTCOME_GRANTED: ClaimOutcome.ValueType  # 1
 `start_time`, never before.
 """
 CLAIM_OUTCOME_DUPLICATE: ClaimOutcome.ValueType  # 2
-"""Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim sent again
-because its first answer was lost is answered so too, even when the first was granted: the executor then
-holds an attempt it does not run, which the server fails `HeartbeatLost` and retries once the executor's
-session lapses.
+"""Already claimed, running or ended on this attempt: a duplicate delivery. Skip it. A claim whose answer
+was lost with the stream was ended `NotHeld` when the executor connected again (see
+`ExecutorHello.running`), and its retry comes as a new attempt.
 """
 CLAIM_OUTCOME_CANCELLED: ClaimOutcome.ValueType  # 3
 """Cancelled before it started. Skip it."""
@@ -242,9 +240,12 @@ class ExecutorHello(_message.Message):
 
     @_builtins.property
     def running(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
-        """After a reconnect: the attempts it still runs. The server checks them as it checks a heartbeat batch:
-        those it no longer holds come back fenced in an `AckBatch`, those being cancelled in a `CancelBatch`.
-        This is not a heartbeat (nothing answers it as one): heartbeat at once after the welcome.
+        """The attempts it holds: those it runs, and those whose results it has not seen acknowledged. Any other
+        attempt recorded under this executor's name is held by nobody (a grant whose answer was lost with the
+        last stream, or a process that died and came back under the same name): the server ends it FAILED
+        `NotHeld` and retries it by its policy. The named ones are checked as a heartbeat batch: those the server
+        no longer holds come back fenced in an `AckBatch`, those being cancelled in a `CancelBatch`. This is not
+        a heartbeat (nothing answers it as one): heartbeat at once after the welcome.
         """
 
     def __init__(

@@ -76,8 +76,10 @@ class ExecutorControlStub:
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
        `ALREADY_EXISTS`, or none), connect again after a backoff: 100 ms doubling to 2 s, each delay jittered
        to between half and all of it, back to 100 ms after a stream that was welcomed. Keep the attempts
-       running; name them in the new hello's `running`, send the unacknowledged results again, heartbeat at
-       once, and claim again what got no answer. After a drain notice, reconnect at once.
+       running; name them, and those whose results are unacknowledged, in the new hello's `running`; send the
+       unacknowledged results again, heartbeat at once, and claim again what got no answer. The server ends
+       every other attempt recorded under the executor's name (FAILED `NotHeld`, retried by its policy). After
+       a drain notice, reconnect at once.
 
     Every report names an attempt (`AttemptRef`): the run and its attempt number. That is the fencing token:
     the server records a report only while that attempt is the run's current one and held by this executor
@@ -157,8 +159,10 @@ class ExecutorControlAsyncStub(ExecutorControlStub):
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
        `ALREADY_EXISTS`, or none), connect again after a backoff: 100 ms doubling to 2 s, each delay jittered
        to between half and all of it, back to 100 ms after a stream that was welcomed. Keep the attempts
-       running; name them in the new hello's `running`, send the unacknowledged results again, heartbeat at
-       once, and claim again what got no answer. After a drain notice, reconnect at once.
+       running; name them, and those whose results are unacknowledged, in the new hello's `running`; send the
+       unacknowledged results again, heartbeat at once, and claim again what got no answer. The server ends
+       every other attempt recorded under the executor's name (FAILED `NotHeld`, retried by its policy). After
+       a drain notice, reconnect at once.
 
     Every report names an attempt (`AttemptRef`): the run and its attempt number. That is the fencing token:
     the server records a report only while that attempt is the run's current one and held by this executor
@@ -234,8 +238,10 @@ class ExecutorControlServicer(metaclass=_abc_1.ABCMeta):
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
        `ALREADY_EXISTS`, or none), connect again after a backoff: 100 ms doubling to 2 s, each delay jittered
        to between half and all of it, back to 100 ms after a stream that was welcomed. Keep the attempts
-       running; name them in the new hello's `running`, send the unacknowledged results again, heartbeat at
-       once, and claim again what got no answer. After a drain notice, reconnect at once.
+       running; name them, and those whose results are unacknowledged, in the new hello's `running`; send the
+       unacknowledged results again, heartbeat at once, and claim again what got no answer. The server ends
+       every other attempt recorded under the executor's name (FAILED `NotHeld`, retried by its policy). After
+       a drain notice, reconnect at once.
 
     Every report names an attempt (`AttemptRef`): the run and its attempt number. That is the fencing token:
     the server records a report only while that attempt is the run's current one and held by this executor
