@@ -51,10 +51,12 @@ class Process:
             self.popen.wait(timeout=30)
 
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s: a test's end needs no drain (an executor's would wait for the
+        attempts still running)."""
         if self.popen.poll() is None:
             os.killpg(self.popen.pid, signal.SIGTERM)
             try:
-                self.popen.wait(timeout=20)
+                self.popen.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.kill()
 

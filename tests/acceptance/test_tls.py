@@ -68,9 +68,10 @@ def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Pa
     eventually(
         lambda: "cannot connect" in uncertified.log.read_text(), 60, "the handshake refusing an executor"
     )
+    # Refused, they stay up and never join the queue's consumer group: the run goes to the certified one.
     for refused in (uncertified, on_the_api):
-        refused.stop()  # they joined the queue's consumer group: their partitions go to the certified one
         assert "connected to" not in refused.log.read_text()
+        assert "taking runs from" not in refused.log.read_text()
     assert "a valid credential is required" in on_the_api.log.read_text()
 
     certified = mesh.executor(
@@ -117,8 +118,8 @@ def test_with_authentication_on_an_executor_is_known_by_its_certificate_alone(
     eventually(
         lambda: "a valid credential is required" in refused.log.read_text(), 60, "the stranger refused"
     )
-    refused.stop()
     assert "connected to" not in refused.log.read_text()
+    assert "taking runs from" not in refused.log.read_text()  # and it holds no partition meanwhile
 
     # named as its certificate is: the name is bound to it
     certified = mesh.executor(

@@ -261,16 +261,18 @@ def test_a_drain_notice_moves_the_stream_without_stopping_work() -> None:
 
 def test_drain_lets_short_work_finish_and_reports_the_rest_as_drained() -> None:
     async def test(fake: FakeControl) -> None:
-        async with running_executor(fake, drain_grace=timedelta(seconds=1)) as rig:
-            short = dispatched(command("sleep", "0.3"))
+        async with running_executor(fake, drain_grace=timedelta(seconds=2)) as rig:
+            # The short one starts once the long one runs, and is still running when the drain comes.
             long = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
-            rig.publish(short, long)
+            rig.publish(long)
             pid = await started_pid(rig, key(long))
+            short = dispatched(command("sleep", "0.8"))
+            rig.publish(short)
             await fake.wait_until(lambda: rig.executor.attempts.holds(key(short)))
             began = time.monotonic()
             rig.executor.drain()
-            await fake.wait_until(lambda: len(fake.results) == 2, timeout=4.0)
-            assert 1.0 <= time.monotonic() - began < 3.0
+            await fake.wait_until(lambda: len(fake.results) == 2, timeout=6.0)
+            assert 2.0 <= time.monotonic() - began < 4.5
             assert the_result(fake, key(short)).state == run_pb2.RUN_STATE_SUCCEEDED
             drained = the_result(fake, key(long))
             assert (drained.state, drained.error.type) == (run_pb2.RUN_STATE_FAILED, "Drained")
