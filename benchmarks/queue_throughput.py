@@ -17,8 +17,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from jobmesh.adapters.queue.factory import open_queue
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2
 
 

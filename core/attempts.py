@@ -2,7 +2,7 @@
 of its run (`AttemptEnd`).
 
 `AttemptRef` is the key of an attempt everywhere: in the store's fences, the signal bus, the server's streams
-and the executor's books. It converts to and from the wire's `jobmesh.executor.v1.AttemptRef` here, and only
+and the executor's books. It converts to and from the wire's `jobmesh.control.v1.AttemptRef` here, and only
 here.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from jobmesh.control.v1 import executor_control_pb2
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.names import parse_run_name, run_name
 from jobmesh.core.records import RunRecord, RunState
-from jobmesh.executor.v1 import executor_control_pb2
 
 MAX_ATTEMPT = 2**31 - 1  # the wire's int32
 

@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
 from jobmesh.core.records import Priority
 from jobmesh.core.timestamps import to_duration, to_timestamp
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
 from jobmesh.core.text import storable
@@ -23,8 +25,6 @@ from jobmesh.executor.clock import now_ns, seconds_of, sleep_until, timestamp_of
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.runners import RunnerSettings, run_target
-from jobmesh.executor.v1 import dispatch_pb2
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.executor.attempts import Attempts
@@ -24,7 +25,6 @@ from jobmesh.executor.clock import within
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.core.text import storable
 from jobmesh.executor.clock import NANOS, now_ns, timestamp_of_ns
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 BATCH_BYTES = 1024 * 1024  # a log batch stays well under the gRPC message limit

@@ -13,12 +13,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_PROGRESS_MESSAGE
 from jobmesh.core.text import storable
 from jobmesh.executor.clock import within
 from jobmesh.executor.log_buffer import LogBuffer
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)

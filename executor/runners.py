@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import run_pb2
 

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
@@ -41,7 +42,6 @@ from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
 from jobmesh.executor.secrets import SecretSource, open_secret_source
 from jobmesh.executor.stream import ControlStream, StreamDown
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from typing import Protocol
 
 import grpc
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
+from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.v1 import executor_control_pb2 as pb
-from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.transport.tls import aio_channel
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.lifecycle import AttemptLifecycle
@@ -18,7 +19,6 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.timestamps import utcnow
-from jobmesh.executor.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.malformed import MalformedRequests

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
@@ -18,7 +19,6 @@ from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, Progre
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import to_datetime, to_timestamp
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.server.executor_grants import may_claim, restricts_claims
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant

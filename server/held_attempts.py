@@ -9,10 +9,10 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.records import RunState
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 __all__ = ["HeldAttempts"]
 

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.ports.pipeline_store import PipelineStore
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.server.sessions import SessionQueue, Sessions
 
 log = logging.getLogger(__name__)

@@ -18,13 +18,13 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.cancels import cancel_notice_of
 from jobmesh.core.errors import AlreadyExists
 from jobmesh.core.ports.signals import CancelNotice, SignalBus
 from jobmesh.core.ports.store import RunChange
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 FEED_CANCEL_REASON = "cancelled"
 EXECUTOR_NAME_IN_USE = "EXECUTOR_NAME_IN_USE"

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from grpc_status import rpc_status
 
+from jobmesh.control.v1 import executor_control_pb2
 from jobmesh.core.errors import Unauthenticated
-from jobmesh.executor.v1 import executor_control_pb2
 from jobmesh.server.api.status import status_of
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-# `/jobmesh.executor.v1.ExecutorControl/`: the full method names of the executors' service.
+# `/jobmesh.control.v1.ExecutorControl/`: the full method names of the executors' service.
 EXECUTOR_CONTROL_PREFIX = f"/{executor_control_pb2.DESCRIPTOR.services_by_name['ExecutorControl'].full_name}/"
 
 

@@ -19,7 +19,7 @@ import jobmesh.executor
 REPO = Path(__file__).resolve().parents[1]
 # What a client may import of jobmesh: the contract's generated code (the public API, and the executor
 # protocol for a client that serves runs), how to dial the server (TLS), and the Python SDK's own modules.
-CLIENT_IMPORTS = ("jobmesh.v1", "jobmesh.executor.v1", "jobmesh.transport", "jobmesh.client")
+CLIENT_IMPORTS = ("jobmesh.v1", "jobmesh.control.v1", "jobmesh.transport", "jobmesh.client")
 # ... and the executor's public facade, by name: not its modules.
 EXECUTOR_FACADE = "jobmesh.executor"
 FACADE_NAMES = frozenset(jobmesh.executor.__all__)
@@ -65,7 +65,7 @@ def forbidden_imports(source: str) -> list[str]:
         ("from jobmesh.v1 import job_pb2", []),
         ("import jobmesh.v1.job_service_pb2_grpc as stubs", []),
         ("from jobmesh.client import Client", []),
-        ("from jobmesh.executor.v1 import executor_control_pb2", []),
+        ("from jobmesh.control.v1 import executor_control_pb2", []),
         ("from jobmesh.transport.tls import ChannelTls", []),
         ("import grpc, json", []),
         ("from jobmesh.server.app import start_server", ["jobmesh.server.app"]),
@@ -84,21 +84,16 @@ def test_the_client_check_tells_the_contract_from_the_mesh(source: str, expected
 
 
 def test_the_executor_protocol_loads_no_module_of_the_executor() -> None:
-    """`jobmesh.executor.v1` (the contract) sits inside the executor's package: importing it, as the core and
-    the server do, must not load the executor (its `__init__` is a docstring)."""
+    """`jobmesh.control.v1` (the contract) is a package of its own: importing it, as the core and the server
+    do, loads nothing of the executor."""
     probe = (
-        "import sys, jobmesh.executor.v1.executor_control_pb2, jobmesh.executor.v1.dispatch_pb2\n"
+        "import sys, jobmesh.control.v1.executor_control_pb2, jobmesh.control.v1.dispatch_pb2\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('jobmesh.executor'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.split() == [
-        "jobmesh.executor",
-        "jobmesh.executor.v1",
-        "jobmesh.executor.v1.dispatch_pb2",
-        "jobmesh.executor.v1.executor_control_pb2",
-    ]
+    assert done.stdout.split() == []
 
 
 def test_clients_import_only_the_contract() -> None:

@@ -3,7 +3,7 @@
 # itself that compares the working tree with its last commit; a clone without a `main` branch compares with
 # HEAD. Both packages are guarded, each checked on its own:
 # - `jobmesh.v1`, the public API that SDKs are generated from;
-# - `jobmesh.executor.v1`, the executor protocol, which executors written in other languages speak: the same
+# - `jobmesh.control.v1`, the executor protocol, which executors written in other languages speak: the same
 #   rules, from the commit on that it exists on main (before, there is nothing to compare it with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +20,9 @@ npx --no-install buf breaking --against "$against" --path protos/jobmesh/v1
 echo "lint: buf breaking against ${against#.git#}: jobmesh.v1 has no breaking change"
 
 # The executor protocol.
-if on_base protos/jobmesh/executor/v1; then
-	npx --no-install buf breaking --against "$against" --path protos/jobmesh/executor
-	echo "lint: buf breaking against ${against#.git#}: jobmesh.executor.v1 has no breaking change"
+if on_base protos/jobmesh/control/v1; then
+	npx --no-install buf breaking --against "$against" --path protos/jobmesh/control
+	echo "lint: buf breaking against ${against#.git#}: jobmesh.control.v1 has no breaking change"
 else
-	echo "lint: buf breaking: jobmesh.executor.v1 is new (not on main yet): nothing to compare it with"
+	echo "lint: buf breaking: jobmesh.control.v1 is new (not on main yet): nothing to compare it with"
 fi

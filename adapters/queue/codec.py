@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from google.protobuf.message import DecodeError
 from opentelemetry import propagate
 
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2
 
 LANES = ("high", "normal", "low")
 DEAD_LETTER_TOPIC = "jobmesh.runs.dead-letter"
 CONTENT_TYPE_HEADER = "content-type"
-CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.executor.v1.DispatchedRun"
+CONTENT_TYPE = "application/x-protobuf; messageType=jobmesh.control.v1.DispatchedRun"
 # What messages published before the executor protocol had a package of its own say: the same bytes (the
 # message kept its fields), still on the topics when a mesh is upgraded, so they are read as runs too.
 LEGACY_CONTENT_TYPES = frozenset({"application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"})

@@ -20,8 +20,8 @@ from confluent_kafka.cimpl import NewTopic  # its typed home; confluent_kafka.ad
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
 from jobmesh.adapters.queue.kafka_consumer import KafkaRunConsumer, open_lane_consumers
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import QueueUnavailable
-from jobmesh.executor.v1 import dispatch_pb2
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import Delivery
-from jobmesh.executor.v1 import dispatch_pb2
 
 log = logging.getLogger(__name__)
 

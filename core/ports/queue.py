@@ -1,6 +1,6 @@
 """The queue port. Its adapters (Kafka, in-process) are in `jobmesh.adapters.queue`, chosen by URL.
 
-Runs travel as `jobmesh.executor.v1.DispatchedRun` messages, by executor queue and priority lane (high,
+Runs travel as `jobmesh.control.v1.DispatchedRun` messages, by executor queue and priority lane (high,
 normal, low); runs whose retries are spent are copied to a dead-letter topic. The queue holds nothing that
 cannot be rebuilt from the database (invariant 1).
 """
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.control.v1 import dispatch_pb2
 
 
 class QueueUnavailable(Exception):

@@ -1,5 +1,5 @@
-"""`jobmesh.executor.v1.ExecutorControl`: one bidirectional stream per executor (its protocol is documented in
-`protos/jobmesh/executor/v1/executor_control.proto`).
+"""`jobmesh.control.v1.ExecutorControl`: one bidirectional stream per executor (its protocol is documented in
+`protos/jobmesh/control/v1/executor_control.proto`).
 
 Each message carries a batch and becomes one store call: claims, heartbeats, progress, logs and results of
 many runs cross in few statements. Stream work runs on threads of its own, never queued behind the API's
@@ -32,11 +32,11 @@ from typing import Any, TypeVar
 import grpc
 from grpc_status import rpc_status
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
+from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import JobmeshError, PermissionDenied
 from jobmesh.core.timestamps import to_duration
-from jobmesh.executor.v1 import executor_control_pb2 as pb
-from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.held_attempts import HeldAttempts

@@ -15,9 +15,9 @@ from confluent_kafka import Consumer
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.store.factory import open_store
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import message_of
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
 from tests.acceptance.mesh import (
     FLOOD,

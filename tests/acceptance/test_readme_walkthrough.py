@@ -95,7 +95,7 @@ def test_walkthrough_runs_as_written(tmp_path: Path) -> None:
     for service in (
         "jobmesh.v1.JobService",
         "jobmesh.v1.SearchService",
-        "jobmesh.executor.v1.ExecutorControl",
+        "jobmesh.control.v1.ExecutorControl",
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     ):

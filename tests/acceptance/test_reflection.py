@@ -1,6 +1,6 @@
 """Reflection on a running `jobmesh dev`, through grpcurl as a user runs it: `describe` prints the protos'
 comments (the server serves the descriptor set that `buf generate` writes with source info), and the executor
-protocol is listed, described and served under its own package, `jobmesh.executor.v1`."""
+protocol is listed, described and served under its own package, `jobmesh.control.v1`."""
 
 from __future__ import annotations
 
@@ -62,19 +62,19 @@ def test_the_executor_protocol_is_served_under_its_own_package(address: str) -> 
     listing = grpcurl(address, "list")
     assert listing.returncode == 0, listing.stderr
     services = listing.stdout.split()
-    assert "jobmesh.executor.v1.ExecutorControl" in services
+    assert "jobmesh.control.v1.ExecutorControl" in services
     assert "jobmesh.v1.ExecutorControl" not in services
-    control = described(address, "jobmesh.executor.v1.ExecutorControl")
+    control = described(address, "jobmesh.control.v1.ExecutorControl")
     assert "// Opens an executor's stream." in control
-    assert "rpc Connect ( stream .jobmesh.executor.v1.ConnectRequest )" in control
-    lease = described(address, "jobmesh.executor.v1.HeartbeatAnswer")
+    assert "rpc Connect ( stream .jobmesh.control.v1.ConnectRequest )" in control
+    lease = described(address, "jobmesh.control.v1.HeartbeatAnswer")
     assert "// The lease: an attempt kept alive may run for its `DispatchedRun.heartbeat_timeout`" in lease
-    assert "jobmesh.executor.v1.DispatchedRun is a message" in described(
-        address, "jobmesh.executor.v1.DispatchedRun"
+    assert "jobmesh.control.v1.DispatchedRun is a message" in described(
+        address, "jobmesh.control.v1.DispatchedRun"
     )
 
     hello = '{"hello": {"executor_id": "reflection-probe", "queues": ["probe"]}}'
-    connected = grpcurl(address, "jobmesh.executor.v1.ExecutorControl/Connect", data=hello)
+    connected = grpcurl(address, "jobmesh.control.v1.ExecutorControl/Connect", data=hello)
     assert connected.returncode == 0, connected.stdout + connected.stderr
     assert '"welcome"' in connected.stdout
     assert '"heartbeatInterval"' in connected.stdout

@@ -15,6 +15,7 @@ from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.definitions import SchedulingPolicy, build_job
 from jobmesh.core.errors import StoreFailure
@@ -22,7 +23,6 @@ from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.ports.queue import QueueUnavailable
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2
 
 NOW = datetime.now(UTC).replace(microsecond=0)

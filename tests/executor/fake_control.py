@@ -18,9 +18,9 @@ from typing import Any
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
+from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.executor.v1 import executor_control_pb2 as pb
-from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.v1 import run_pb2
 
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.control.v1 import dispatch_pb2, executor_control_pb2
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
@@ -20,7 +21,6 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import Handler
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runtime import Executor
-from jobmesh.executor.v1 import dispatch_pb2, executor_control_pb2
 from jobmesh.v1 import job_pb2
 from tests.executor.fake_control import FakeControl
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.executor.outbox import Outbox
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 
 A, B = AttemptRef("a", "1", 1), AttemptRef("b", "1", 2)

@@ -11,10 +11,10 @@ from datetime import timedelta
 from typing import Any, cast
 
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.executor.handlers import HandlerContext
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 from jobmesh.v1 import run_pb2
 from tests.executor.fake_control import FakeControl
 from tests.executor.support import (

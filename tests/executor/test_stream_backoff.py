@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.stream import ControlStream, StreamListener
-from jobmesh.executor.v1 import executor_control_pb2 as pb
 
 FAILURES = 120  # 2 ** 119 tenths of a millisecond is far past what a timedelta holds
 

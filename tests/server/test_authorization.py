@@ -19,8 +19,8 @@ from google.protobuf.descriptor import ServiceDescriptor
 from sqlalchemy import update
 
 from jobmesh.adapters.store.schema import job_runs
+from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.executor.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.server.authorization import RPC_ROLES
 from jobmesh.v1 import (
     job_pb2,
@@ -247,7 +247,7 @@ class Case:
 
 
 _JOBS, _SEARCH = "/jobmesh.v1.JobService/", "/jobmesh.v1.SearchService/"
-_EXECUTORS = "/jobmesh.executor.v1.ExecutorControl/"
+_EXECUTORS = "/jobmesh.control.v1.ExecutorControl/"
 CASES = [
     Case(_JOBS + "CreateJob", _create, (DENIED, OK, OK, DENIED)),
     Case(_JOBS + "BatchCreateJobs", _batch_create, (DENIED, OK, OK, DENIED)),

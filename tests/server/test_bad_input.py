@@ -176,7 +176,7 @@ def _valid_or_invalid(call: Callable[[], Any], field: str) -> None:
 def test_a_stream_frame_that_does_not_parse_ends_the_stream_as_invalid(api: Api) -> None:
     with grpc.insecure_channel(api.address) as channel:
         connect: grpc.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(
-            "/jobmesh.executor.v1.ExecutorControl/Connect"
+            "/jobmesh.control.v1.ExecutorControl/Connect"
         )
         with pytest.raises(grpc.RpcError) as caught:
             list(connect(iter([b"\x0a\x05\xff\xfe"]), timeout=10))

@@ -22,13 +22,13 @@ from typing import Any
 import grpc
 import pytest
 
+from jobmesh.control.v1 import executor_control_pb2 as pb
+from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
-from jobmesh.executor.v1 import executor_control_pb2 as pb
-from jobmesh.executor.v1 import executor_control_pb2_grpc
 from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE
 from jobmesh.v1 import (
     job_pb2,

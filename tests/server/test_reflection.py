@@ -44,11 +44,11 @@ def test_a_symbol_comes_with_its_comments_and_its_imports(api: Api) -> None:
 
 def test_the_executor_protocol_is_its_own_package(api: Api) -> None:
     request = reflection_pb2.ServerReflectionRequest(
-        file_by_filename="jobmesh/executor/v1/executor_control.proto"
+        file_by_filename="jobmesh/control/v1/executor_control.proto"
     )
     files = files_of(ask(api, request))
-    control = files["jobmesh/executor/v1/executor_control.proto"]
-    assert control.package == "jobmesh.executor.v1"
+    control = files["jobmesh/control/v1/executor_control.proto"]
+    assert control.package == "jobmesh.control.v1"
     assert [service.name for service in control.service] == ["ExecutorControl"]
     assert "How an executor works, in order" in comments(control)
     assert "jobmesh/v1/run.proto" in files  # it reuses the public RunState, RunError and LogLine

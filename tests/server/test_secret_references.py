@@ -9,7 +9,7 @@ from functools import partial
 import grpc
 
 from jobmesh.adapters.queue.codec import decode, encode
-from jobmesh.executor.v1 import dispatch_pb2
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2, job_service_pb2, search_service_pb2
 from tests.server.conftest import Api
 from tests.server.errors import call_error, field_violations

@@ -29,7 +29,7 @@ from tests.support_certificates import CertificateAuthority, Leaf, serial_of_pem
 
 T = TypeVar("T")
 WHO = "/jobmesh.test.Peer/Who"
-EXECUTOR_CONNECT = "/jobmesh.executor.v1.ExecutorControl/Connect"
+EXECUTOR_CONNECT = "/jobmesh.control.v1.ExecutorControl/Connect"
 GRANTS = parse_certificate_grants("executor-1=default+mail,*=default")
 
 
@@ -65,7 +65,7 @@ HANDLERS = grpc.method_handlers_generic_handler(
     "jobmesh.test.Peer", {"Who": grpc.unary_unary_rpc_method_handler(_who)}
 )
 EXECUTOR_HANDLERS = grpc.method_handlers_generic_handler(
-    "jobmesh.executor.v1.ExecutorControl", {"Connect": grpc.stream_stream_rpc_method_handler(_connect)}
+    "jobmesh.control.v1.ExecutorControl", {"Connect": grpc.stream_stream_rpc_method_handler(_connect)}
 )
 
 

@@ -1,5 +1,5 @@
 """`tools/check_breaking.sh` guards both packages against `main`, run on a copy of the contract in a
-repository of its own: a breaking change to `jobmesh.v1` or to `jobmesh.executor.v1` fails it."""
+repository of its own: a breaking change to `jobmesh.v1` or to `jobmesh.control.v1` fails it."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_the_contract_as_it_is_passes(repo: Path) -> None:
     done = _check(repo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "jobmesh.v1 has no breaking change" in done.stdout
-    assert "jobmesh.executor.v1 has no breaking change" in done.stdout
+    assert "jobmesh.control.v1 has no breaking change" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -84,8 +84,8 @@ def test_the_contract_as_it_is_passes(repo: Path) -> None:
             'option go_package = "github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1";',
             'option go_package = "github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;v1";',
         ),
-        ("jobmesh/executor/v1/executor_control.proto", "int32 attempt = 2;", "int64 attempt = 2;"),
-        ("jobmesh/executor/v1/dispatch.proto", "string queue = 7;", "string queue = 9;"),
+        ("jobmesh/control/v1/executor_control.proto", "int32 attempt = 2;", "int64 attempt = 2;"),
+        ("jobmesh/control/v1/dispatch.proto", "string queue = 7;", "string queue = 9;"),
     ],
 )
 def test_a_breaking_change_to_either_package_fails(repo: Path, proto: str, old: str, new: str) -> None:

@@ -171,7 +171,7 @@ def test_the_executor_protocol_is_not_routed(envoy_in_front: tuple[str, Recordin
     """Executors dial the server itself: the dashboard's Envoy serves the public API (`jobmesh.v1`) alone."""
     url, _ = envoy_in_front
     request = urllib.request.Request(
-        f"{url}/jobmesh.executor.v1.ExecutorControl/Connect",
+        f"{url}/jobmesh.control.v1.ExecutorControl/Connect",
         data=b"\x00\x00\x00\x00\x00",
         headers={"content-type": "application/grpc-web+proto", "x-grpc-web": "1"},
     )

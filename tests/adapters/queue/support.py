@@ -12,8 +12,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from jobmesh.adapters.queue.codec import CONTENT_TYPE, CONTENT_TYPE_HEADER, DEAD_LETTER_TOPIC
 from jobmesh.adapters.queue.kafka import PRODUCER_SETTINGS
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import Delivery, RunConsumer, RunQueue
-from jobmesh.executor.v1 import dispatch_pb2
 from jobmesh.v1 import job_pb2
 
 PRIORITIES = {"high": job_pb2.PRIORITY_HIGH, "normal": job_pb2.PRIORITY_NORMAL, "low": job_pb2.PRIORITY_LOW}

@@ -6,8 +6,8 @@ import pytest
 
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.kafka_consumer import _Ledger
-from jobmesh.executor.v1 import dispatch_pb2
-from jobmesh.executor.v1.executor_control_pb2 import AttemptRef
+from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.control.v1.executor_control_pb2 import AttemptRef
 from tests.adapters.queue.support import make_run
 
 
@@ -34,8 +34,8 @@ def test_decode_returns_what_encode_wrote() -> None:
 
 def test_runs_published_under_the_old_package_name_are_still_read() -> None:
     run = make_run("q", "a", "1")
-    assert codec.CONTENT_TYPE == "application/x-protobuf; messageType=jobmesh.executor.v1.DispatchedRun"
-    old = "application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"  # before jobmesh.executor.v1
+    assert codec.CONTENT_TYPE == "application/x-protobuf; messageType=jobmesh.control.v1.DispatchedRun"
+    old = "application/x-protobuf; messageType=jobmesh.v1.DispatchedRun"  # before jobmesh.control.v1
     assert codec.decode(codec.encode(run), old) == run
 
 

@@ -10,8 +10,8 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from jobmesh.adapters.queue.codec import LANES, lane_of, topic_of
+from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import Delivery, RunConsumer
-from jobmesh.executor.v1 import dispatch_pb2
 from tests.adapters.queue.support import DRAIN_TIMEOUT, Backend, drain, drain_until, names
 
 

@@ -74,7 +74,7 @@ const (
 	// `PERMISSION_DENIED`: the caller is known but may not do this. Metadata, for a public RPC: `method`,
 	// `role` (the role it needs) and `namespace`; for an executor's hello: `executor` or `queues`.
 	ErrorReason_ERROR_REASON_PERMISSION_DENIED ErrorReason = 13
-	// `ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+	// `ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
 	// executor name. Metadata: `executor`.
 	ErrorReason_ERROR_REASON_EXECUTOR_NAME_IN_USE ErrorReason = 14
 	// `UNAVAILABLE`: the server cannot reach its database. Retry with backoff.

@@ -76,7 +76,7 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     `role` (the role it needs) and `namespace`; for an executor's hello: `executor` or `queues`.
     """
     ERROR_REASON_EXECUTOR_NAME_IN_USE: _ErrorReason.ValueType  # 14
-    """`ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+    """`ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
     executor name. Metadata: `executor`.
     """
     ERROR_REASON_STORE_UNAVAILABLE: _ErrorReason.ValueType  # 15
@@ -148,7 +148,7 @@ ERROR_REASON_PERMISSION_DENIED: ErrorReason.ValueType  # 13
 `role` (the role it needs) and `namespace`; for an executor's hello: `executor` or `queues`.
 """
 ERROR_REASON_EXECUTOR_NAME_IN_USE: ErrorReason.ValueType  # 14
-"""`ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+"""`ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
 executor name. Metadata: `executor`.
 """
 ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 15

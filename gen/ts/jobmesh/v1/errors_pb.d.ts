@@ -176,7 +176,7 @@ export enum ErrorReason {
   PERMISSION_DENIED = 13,
 
   /**
-   * `ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+   * `ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
    * executor name. Metadata: `executor`.
    *
    * @generated from enum value: ERROR_REASON_EXECUTOR_NAME_IN_USE = 14;

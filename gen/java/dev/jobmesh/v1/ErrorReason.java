@@ -149,7 +149,7 @@ public enum ErrorReason
   ERROR_REASON_PERMISSION_DENIED(13),
   /**
    * <pre>
-   * `ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+   * `ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
    * executor name. Metadata: `executor`.
    * </pre>
    *
@@ -310,7 +310,7 @@ public enum ErrorReason
   public static final int ERROR_REASON_PERMISSION_DENIED_VALUE = 13;
   /**
    * <pre>
-   * `ALREADY_EXISTS`, on `jobmesh.executor.v1.ExecutorControl.Connect`: a live stream already holds this
+   * `ALREADY_EXISTS`, on `jobmesh.control.v1.ExecutorControl.Connect`: a live stream already holds this
    * executor name. Metadata: `executor`.
    * </pre>
    *

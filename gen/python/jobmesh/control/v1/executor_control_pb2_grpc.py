@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from jobmesh.executor.v1 import executor_control_pb2 as jobmesh_dot_executor_dot_v1_dot_executor__control__pb2
+from jobmesh.control.v1 import executor_control_pb2 as jobmesh_dot_control_dot_v1_dot_executor__control__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in jobmesh/executor/v1/executor_control_pb2_grpc.py depends on'
+        + ' but the generated code in jobmesh/control/v1/executor_control_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -105,9 +105,9 @@ class ExecutorControlStub:
             channel: A grpc.Channel.
         """
         self.Connect = channel.stream_stream(
-                '/jobmesh.executor.v1.ExecutorControl/Connect',
-                request_serializer=jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectRequest.SerializeToString,
-                response_deserializer=jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectResponse.FromString,
+                '/jobmesh.control.v1.ExecutorControl/Connect',
+                request_serializer=jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectResponse.FromString,
                 _registered_method=True)
 
 
@@ -197,14 +197,14 @@ def add_ExecutorControlServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Connect': grpc.stream_stream_rpc_method_handler(
                     servicer.Connect,
-                    request_deserializer=jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectRequest.FromString,
-                    response_serializer=jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectResponse.SerializeToString,
+                    request_deserializer=jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectRequest.FromString,
+                    response_serializer=jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'jobmesh.executor.v1.ExecutorControl', rpc_method_handlers)
+            'jobmesh.control.v1.ExecutorControl', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('jobmesh.executor.v1.ExecutorControl', rpc_method_handlers)
+    server.add_registered_method_handlers('jobmesh.control.v1.ExecutorControl', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
@@ -295,9 +295,9 @@ class ExecutorControl:
         return grpc.experimental.stream_stream(
             request_iterator,
             target,
-            '/jobmesh.executor.v1.ExecutorControl/Connect',
-            jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectRequest.SerializeToString,
-            jobmesh_dot_executor_dot_v1_dot_executor__control__pb2.ConnectResponse.FromString,
+            '/jobmesh.control.v1.ExecutorControl/Connect',
+            jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectRequest.SerializeToString,
+            jobmesh_dot_control_dot_v1_dot_executor__control__pb2.ConnectResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,7 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from grpc import aio as _aio
-from jobmesh.executor.v1 import executor_control_pb2 as _executor_control_pb2
+from jobmesh.control.v1 import executor_control_pb2 as _executor_control_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -7,7 +7,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
-from jobmesh.executor.v1 import executor_control_pb2 as _executor_control_pb2
+from jobmesh.control.v1 import executor_control_pb2 as _executor_control_pb2
 from jobmesh.v1 import job_pb2 as _job_pb2
 import builtins as _builtins
 import sys
@@ -28,7 +28,7 @@ class DispatchedRun(_message.Message):
     lane, `jobmesh.runs.{queue}.{lane}` (`queue` as in `Job.queue`, `default` when empty; `lane` one of `high`,
     `normal`, `low`, from `priority`). The message's key is the job id (the `{job}` of `attempt.run`), so a
     job's runs stay in order on one partition. Its headers: `content-type` is
-    `application/x-protobuf; messageType=jobmesh.executor.v1.DispatchedRun` (messages published before this
+    `application/x-protobuf; messageType=jobmesh.control.v1.DispatchedRun` (messages published before this
     package existed say `jobmesh.v1.DispatchedRun`, with the same bytes), and the W3C trace context of the
     publisher (`traceparent`, `tracestate`, `baggage`) when it had one. Runs whose retries are spent are copied
     to `jobmesh.runs.dead-letter`, which no executor reads.
