@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,7 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     fast: dict[str, Any] = {
-        "heartbeat_interval": timedelta(milliseconds=100),
+        "heartbeat_interval": timedelta(milliseconds=200),  # a quiet limit of 600 ms
         "session_renewal_interval": timedelta(milliseconds=100),
     }
     with (
@@ -214,13 +215,32 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
             lambda: _welcomed(connect(on_b, b)), 5, "the name to be free once the stream ended"
         )
         quiet_since = time.monotonic()
-        # `moved` sends nothing: a quiet limit (300 ms) later, server a may take the name.
+        # `moved` sends nothing: a quiet limit later, server a may take the name.
         back = eventually(lambda: _welcomed(connect(on_a, a)), 5, "a quiet stream to give its name up")
-        assert time.monotonic() - quiet_since >= 0.3
-        moved.send(heartbeats=pb.HeartbeatBatch())  # the quiet stream on b speaks again: b ends it
-        with pytest.raises((grpc.RpcError, AssertionError)):
-            moved.next("acks")
+        assert time.monotonic() - quiet_since >= 0.6
+        with _talking(back):  # a live holder: were it quiet too, the name would go to whichever spoke last
+            moved.send(heartbeats=pb.HeartbeatBatch())  # the quiet stream on b speaks again: b ends it
+            with pytest.raises(AssertionError, match="the stream ended"):
+                moved.next("acks")
         back.close()
+
+
+@contextmanager
+def _talking(stream: RawStream) -> Iterator[None]:
+    """STREAM sends an empty heartbeat batch every 50 ms while the block runs."""
+    done = threading.Event()
+
+    def talk() -> None:
+        while not done.wait(0.05):
+            stream.send(heartbeats=pb.HeartbeatBatch())
+
+    talker = threading.Thread(target=talk, daemon=True)
+    talker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        talker.join()
 
 
 def _welcomed(stream: RawStream) -> RawStream | None:
