@@ -24,7 +24,7 @@ if (($#)); then
 fi
 # The garbage test (tests/server/test_garbage.py, 10,000 examples per RPC on PostgreSQL) runs in a pytest run
 # of its own, on two workers, after the rest, which runs in one process (its timing checks and the service
-# outages it makes must not share the machine). Measured on 2 cores: 11 min and 5 min 21 s that way, against
-# 20 to 26 min for the whole suite in one process. Each run lists its slowest tests, to keep the time in view.
+# outages it makes must not share the machine). Measured on 2 cores: 14 min and 6 min 49 s. Each run lists
+# its slowest tests, to keep the time in view.
 .venv/bin/python -m pytest --durations=30 --ignore=tests/server/test_garbage.py
 .venv/bin/python -m pytest --durations=10 -n 2 tests/server/test_garbage.py

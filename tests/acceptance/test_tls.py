@@ -73,7 +73,7 @@ def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Pa
         assert "connected to" not in refused.log.read_text()
         assert "taking runs from" not in refused.log.read_text()
     # gRPC Python can report a stream the server ended while the hello was being written as INTERNAL
-    # ("Internal error from Core", about 3 in 1,000 calls on loopback); the executor's next try tells why.
+    # ("Internal error from Core"), now and then; the executor's next try tells why.
     eventually(
         lambda: "a valid credential is required" in on_the_api.log.read_text(), 60, "the refusal's reason"
     )

@@ -127,7 +127,7 @@ def field_value(field: Any, depth: int) -> st.SearchStrategy[Any]:
 
 @st.composite
 def _message(draw: st.DrawFn, desc: Any, depth: int) -> message.Message:
-    instance = _message_class(desc)()
+    instance = message_factory.GetMessageClass(desc)()
     if depth > 4:
         return instance
     for field in desc.fields:
@@ -153,16 +153,11 @@ def _set(draw: st.DrawFn, instance: message.Message, field: Any, depth: int) -> 
         setattr(instance, field.name, draw(field_value(field, depth)))
 
 
-# Built once per message type and depth: hypothesis builds strategies lazily, and building them again for
-# every field of every example took a good share of the test's time.
+# Built once per message type and depth: building a strategy again for every field of every example took
+# a good share of the test's time.
 @functools.cache
 def messages(desc: Any, depth: int = 0) -> st.SearchStrategy[message.Message]:
     return _message(desc, depth)
-
-
-@functools.cache
-def _message_class(desc: Any) -> type[message.Message]:
-    return message_factory.GetMessageClass(desc)
 
 
 def _unary(
