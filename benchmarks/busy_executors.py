@@ -4,7 +4,7 @@ where it ran.
 
 Starts a real `jobmesh server` and two `jobmesh executor`s on PostgreSQL, Kafka and Redis (throwaway services
 from `tools/services/services.sh` unless JOBMESH_DATABASE_URL, JOBMESH_KAFKA_BOOTSTRAP and JOBMESH_REDIS_URL
-name running ones).
+name running ones). The figures and each short job's wait go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
+from benchmarks import results_file
 from benchmarks.figures import percentile, print_figures
 from benchmarks.pipeline import Mesh, throwaway_mesh, wait_serving
 from jobmesh.v1 import (
@@ -39,6 +40,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=200, help="short jobs created at once (200)")
     parser.add_argument("--sleep", type=float, default=60.0, help="seconds the busy executor's jobs run (60)")
     parser.add_argument("--idle-slots", type=int, default=16, help="the idle executor's concurrency (16)")
+    results_file.add_option(parser)
     return parser.parse_args(argv)
 
 
@@ -71,7 +73,10 @@ class Api:
         return runs if all(run.state == state for run in runs) else None
 
 
-def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[str, str]:
+def measure(
+    args: argparse.Namespace, api: Api, queue: str, mesh: Mesh
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The figures as printed, and the raw numbers they come from."""
     sleeps = [api.jobs.CreateJob(command(queue, "sleep", f"{args.sleep:g}")).run.name for _ in range(2)]
     until(lambda: api.in_state(sleeps, run_pb2.RUN_STATE_RUNNING), 60, "both sleeps to run on the busy one")
     idle = ["executor", "--server", mesh.address, "--queues", queue, "--concurrency", str(args.idle_slots)]
@@ -90,6 +95,7 @@ def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[
     )
     where = Counter(run.executor for run in done)
     still = sum(run.state == run_pb2.RUN_STATE_RUNNING for run in map(api.run, sleeps))
+    raw = {"create_to_start_s": waits, "runs_per_executor": dict(where), "sleeps_still_running": still}
     return {
         "short jobs": f"{len(done)}, run on {dict(where)} (the idle one with {args.idle_slots} slots)",
         "create → start, ms p50 / p99 / max": " / ".join(
@@ -97,10 +103,11 @@ def measure(args: argparse.Namespace, api: Api, queue: str, mesh: Mesh) -> dict[
         ),
         "started more than 2 s after their create": str(sum(wait > 2.0 for wait in waits)),
         "sleeps still running on the busy executor": f"{still} of 2",
-    }
+    }, raw
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.busy_executors", argv)
     args = parse(argv)
     queue = f"busy-{uuid.uuid4().hex[:8]}"
     with throwaway_mesh("jobmesh-busy-", queue) as (mesh, _):
@@ -109,8 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         mesh.spawn("busy", busy, {"JOBMESH_EXECUTOR_ID": "busy", **ALLOWED})
         wait_serving(mesh.address, mesh)
         with grpc.insecure_channel(mesh.address) as channel:
-            figures = measure(args, Api(channel), queue, mesh)
+            figures, raw = measure(args, Api(channel), queue, mesh)
     print_figures("jobmesh busy-executor benchmark", figures)
+    recording.save({"figures": figures, "raw": raw}, args.json)
     return 0
 
 

@@ -11,7 +11,8 @@ within a moment: about four changes a run.
 What it measures, inside the page, with the Performance API: the time between consecutive animation frames
 (`requestAnimationFrame`; 16.7 ms when the page keeps up at 60 Hz), and the long tasks (over 50 ms) the main
 thread ran. It prints the frame-time p50/p95/p99/max over the measured window, the long tasks, the runs the
-board counted, and what was offered. Nothing is asserted: it is a measurement, not a test.
+board counted, and what was offered, and writes every frame time and long task to a results file
+(`benchmarks/results_file.py`). Nothing is asserted: it is a measurement, not a test.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
 from playwright.sync_api import sync_playwright
 
+from benchmarks import results_file
 from benchmarks.figures import percentile
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
 from tests.acceptance.processes import free_port
@@ -131,7 +134,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    recording = results_file.start("benchmarks.dashboard", argv)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -140,7 +144,8 @@ def main() -> None:
     parser.add_argument(
         "--warmup", type=float, default=10, help="seconds of load before measuring (default 10)"
     )
-    args = parser.parse_args()
+    results_file.add_option(parser)
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="jobmesh-dashboard-bench-") as tmp:
         folder = Path(tmp)
         address, web = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
@@ -156,6 +161,7 @@ def main() -> None:
                 os.killpg(mesh.pid, signal.SIGKILL)
                 mesh.wait()
     print(report(result, args))
+    recording.save(result, args.json)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from benchmarks.load import HELD_BACK
+from benchmarks.results_file import machine
 from benchmarks.statements import MARK, Statements
 
 LATE = 2.0  # seconds: the headline promise
@@ -241,7 +241,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
 
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
+        "machine": machine(),
         "rate": args.rate,
         "duration": args.duration,
         "executors": args.executors,

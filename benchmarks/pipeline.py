@@ -1,7 +1,7 @@
 """The whole pipeline under a fixed offered load: real PostgreSQL, Kafka and Redis, a server, a watcher and N
 executors as separate processes, jobs offered at a fixed rate for a fixed time.
 
-    .venv/bin/python -m benchmarks.pipeline --rate 1000 [--duration 30] [--executors 2] [--json out.json]
+    .venv/bin/python -m benchmarks.pipeline --rate 1000 [--duration 30] [--executors 2] [--json FILE]
 
 Services: throwaway ones (`tools/services/services.sh up`, and `down` at the end) unless JOBMESH_DATABASE_URL,
 JOBMESH_KAFKA_BOOTSTRAP and JOBMESH_REDIS_URL name existing ones (then their CPU is not measured). The
@@ -31,7 +31,8 @@ what was created: a create whose answer timed out may still have made its run):
   and its senders), between the start of the offered window and the end (everything done, or the deadline),
   with how busy the whole machine was meanwhile (other processes skew the numbers).
 
-A table on stdout ending in a markdown row for the README; `--json FILE` writes every number.
+A table on stdout ending in a markdown row for docs/performance.md; every number goes to a results file
+(`benchmarks/results_file.py`: under `benchmarks/results/`, or `--json FILE`).
 
 `--profile server,watcher,executor` runs those (the first executor only) under `benchmarks/profiled.py` and
 prints where their CPU went. The profiler slows them down: profile in a run of its own, not in the one whose
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import multiprocessing
 import os
@@ -64,7 +64,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks import cpu, secure, statements
+from benchmarks import cpu, results_file, secure, statements
 from benchmarks.figures import (
     Measured,
     Starts,
@@ -282,7 +282,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="TLS and tokens on, as README 'Running it securely': the API over TLS with an operator's"
         " token, executors over mutual TLS known by their certificates",
     )
-    parser.add_argument("--json", type=Path, help="write the raw numbers to this file")
+    results_file.add_option(parser)
     parser.add_argument("--work", type=Path, help="folder for logs and records (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--profile", default="", help="comma-separated: server, watcher, executor")
@@ -497,6 +497,7 @@ def run(args: argparse.Namespace, work: Path, found: Services) -> dict[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.pipeline", argv)
     args = parse(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="jobmesh-bench-", dir="/tmp"))
     work.mkdir(parents=True, exist_ok=True)
@@ -509,9 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print(report(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2, default=str) + "\n")
-        print(f"\nraw numbers: {args.json}")
+    recording.save(result, args.json)
     return 0
 
 

@@ -1,10 +1,10 @@
 """Queue throughput: publish, then poll + commit, N runs through a real Kafka (JOBMESH_KAFKA_BOOTSTRAP).
 
-    JOBMESH_KAFKA_BOOTSTRAP=127.0.0.1:59092 .venv/bin/python benchmarks/queue_throughput.py [--runs 50000]
+    JOBMESH_KAFKA_BOOTSTRAP=127.0.0.1:59092 .venv/bin/python -m benchmarks.queue_throughput [--runs 50000]
 
 Publishes in batches as the watcher does (one publish() per batch, each flushed and acknowledged), then
 consumes with one consumer polling batches and committing each, as an executor does. Pass --url memory://
-to measure the in-process adapter instead.
+to measure the in-process adapter instead. The rates go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from benchmarks import results_file
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import RunQueue
@@ -65,13 +67,15 @@ def consume(queue: RunQueue, name: str, count: int, batch: int) -> tuple[float, 
         consumer.close()
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    recording = results_file.start("benchmarks.queue_throughput", argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50_000)
     parser.add_argument("--publish-batch", type=int, default=1000)
     parser.add_argument("--poll-batch", type=int, default=500)
     parser.add_argument("--url", default=os.environ.get("JOBMESH_KAFKA_BOOTSTRAP", ""))
-    args = parser.parse_args()
+    results_file.add_option(parser)
+    args = parser.parse_args(argv)
     if not args.url:
         sys.exit("set JOBMESH_KAFKA_BOOTSTRAP (or pass --url)")
 
@@ -89,6 +93,15 @@ def main() -> None:
     print(f"publish:       {(args.runs - 1) / published:10,.0f} runs/s  (batches of {args.publish_batch})")
     print(f"poll + commit: {timed / consumed:10,.0f} runs/s  (batches of {args.poll_batch};", end="")
     print(f" group join {join:.1f} s not counted)")
+    result = {
+        "runs": args.runs,
+        "run_bytes": size,
+        "url": args.url,
+        "publish_runs_per_s": (args.runs - 1) / published,
+        "poll_commit_runs_per_s": timed / consumed,
+        "group_join_s": join,
+    }
+    recording.save(result, args.json)
 
 
 if __name__ == "__main__":

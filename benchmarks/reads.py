@@ -8,7 +8,8 @@ Starts a real `jobmesh server` (and, with creates, a watcher and an executor) on
 (throwaway services from `tools/services/services.sh` unless JOBMESH_DATABASE_URL, JOBMESH_KAFKA_BOOTSTRAP and
 JOBMESH_REDIS_URL name running ones), seeds `--jobs` jobs due tomorrow, and prints calls/s, the latency of
 each method (p50 / p99 / max, the first 2 s of each client left out as warm-up), the errors by status code,
-and CPU seconds per 1,000 calls of the server, PostgreSQL and the clients.
+and CPU seconds per 1,000 calls of the server, PostgreSQL and the clients. The figures and the numbers they
+come from go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
+from typing import Any
 
 import grpc
 
-from benchmarks import cpu
-from benchmarks.figures import percentile, print_figures
+from benchmarks import cpu, results_file
+from benchmarks.figures import percentile, print_figures, spread
 from benchmarks.handlers import STARTS_VARIABLE
 from benchmarks.pipeline import (
     Mesh,
@@ -67,6 +69,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="one server process, under the profiler: where its CPU goes"
     )
+    results_file.add_option(parser)
     args = parser.parse_args(argv)
     if args.profile:
         args.server_workers = 1
@@ -164,7 +167,8 @@ def creates_alongside(args: argparse.Namespace, mesh: Mesh, queue: str) -> list[
 
 def measure(
     args: argparse.Namespace, mesh: Mesh, found: Services, server_pid: int, names: list[str]
-) -> dict[str, str]:
+) -> tuple[Samples, dict[str, float]]:
+    """Every call's latency by method (errors apart), and the CPU seconds each process used meanwhile."""
     context = multiprocessing.get_context("spawn")
     per_process = [len(part) for part in _split(args.clients, args.client_processes)]
     clients: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
@@ -207,7 +211,7 @@ def measure(
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
-    return figures(args, samples, {name: after[name] - before.get(name, 0.0) for name in after})
+    return samples, {name: after[name] - before.get(name, 0.0) for name in after}
 
 
 def _split(total: int, parts: int) -> list[range]:
@@ -238,7 +242,19 @@ def figures(args: argparse.Namespace, samples: Samples, cpu_seconds: dict[str, f
     return result
 
 
+def raw_numbers(args: argparse.Namespace, samples: Samples, cpu_seconds: dict[str, float]) -> dict[str, Any]:
+    calls = {method: values for method, values in samples.items() if not method.startswith("error")}
+    return {
+        "measured_s": args.duration - WARM_UP,
+        "calls": sum(len(values) for values in calls.values()),
+        "latency_s": {method: spread(values) for method, values in calls.items()},
+        "errors": {method: len(values) for method, values in samples.items() if method.startswith("error")},
+        "cpu_s": cpu_seconds,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.reads", argv)
     args = parse(argv)
     queue = f"reads-{uuid.uuid4().hex[:8]}"
     with throwaway_mesh("jobmesh-reads-", queue) as (mesh, found):
@@ -250,11 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"seeded {len(names):,} jobs; {args.clients} clients calling for {args.duration:g} s", flush=True
         )
-        result = measure(args, mesh, found, server.popen.pid, names)
+        samples, cpu_seconds = measure(args, mesh, found, server.popen.pid, names)
         mesh.stop()  # the profile is written as the server exits
         if args.profile:
             print_profiles(mesh.work, ["server"], 40)
-    print_figures("jobmesh reads benchmark", result)
+    printed = figures(args, samples, cpu_seconds)
+    print_figures("jobmesh reads benchmark", printed)
+    recording.save({"figures": printed, "raw": raw_numbers(args, samples, cpu_seconds)}, args.json)
     return 0
 
 

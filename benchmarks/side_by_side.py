@@ -8,13 +8,12 @@ jobmesh's pipeline benchmark (`--server-workers`, 2 executors, half the jobs `ru
 same minutes of the same machine. Each benchmark prints its own report as it ends; at the end, one table of
 every run: completed/s, submit→start (the immediate jobs', for jobmesh), jobmesh's scheduled→start, what
 never started, duplicates, and CPU seconds per 1,000 jobs of every process the run measured (the services
-and the load included).
+and the load included). Every run's numbers go to one results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shutil
@@ -24,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import pipeline
+from benchmarks import pipeline, results_file
 from benchmarks.figures import report as pipeline_report
 from benchmarks.peers import bench, results, venv
 from benchmarks.peers.specs import PEERS
@@ -42,7 +41,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of offered load per run (30)")
     parser.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated, of {', '.join(PEERS)}")
     parser.add_argument("--server-workers", type=int, default=2, help="jobmesh server processes (2)")
-    parser.add_argument("--json", type=Path, help="write every run's numbers to this file")
+    results_file.add_option(parser)
     args = parser.parse_args(argv)
     timing = ["--duration", f"{args.duration:g}"]
     # the peers' parser checks the rates and the peers' names; the pipeline's, one rate each
@@ -75,9 +74,9 @@ def row(system: str, result: dict[str, Any], scheduled_p99: str, cpu_total: floa
     )
 
 
-def run_all(args: argparse.Namespace, work: Path) -> list[str]:
+def run_all(args: argparse.Namespace, work: Path, raw: list[dict[str, Any]]) -> list[str]:
+    """The table's rows; each run's numbers are appended to `raw` as it ends."""
     rows: list[str] = []
-    raw: list[dict[str, Any]] = []
     with pipeline.services(work) as found:
         os.environ.update(found.env)  # the peers find the same PostgreSQL and Redis
         peer_args = args.peer_args
@@ -94,22 +93,23 @@ def run_all(args: argparse.Namespace, work: Path) -> list[str]:
                 print(results.report(measured), flush=True)
                 rows.append(peer_row(measured))
                 raw.append({"system": peer.name, **measured})
-    if args.json:
-        args.json.write_text(json.dumps({"runs": raw}, indent=2, default=str) + "\n")
     return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.side_by_side", argv)
     args = parse(argv)
     venv.ensure()
     work = Path(tempfile.mkdtemp(prefix="jobmesh-side-by-side-", dir="/tmp"))
     work.chmod(0o755)  # the postgres user writes the services' folder when this runs as root
+    raw: list[dict[str, Any]] = []
     try:
-        rows = run_all(args, work)
+        rows = run_all(args, work, raw)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\njobmesh and its peers, same run ({os.cpu_count()} cores):")
+    print(f"\njobmesh and its peers, same run ({results_file.machine()}):")
     print("\n".join([HEADER, *rows]))
+    recording.save({"runs": raw}, args.json)
     return 0
 
 

@@ -1,12 +1,13 @@
 """Store pipeline throughput: claim, heartbeat and finish_attempts of N runs in batches, against PostgreSQL.
 
-    JOBMESH_DATABASE_URL=postgresql+psycopg://... .venv/bin/python benchmarks/store_pipeline.py \
+    JOBMESH_DATABASE_URL=postgresql+psycopg://... .venv/bin/python -m benchmarks.store_pipeline \
         [--runs 20000] [--batch 500] [--threads 1] [--heartbeats 2]
 
 Works in a schema of its own (dropped at the end): migrates it, makes the run partitions, materialises N runs
 of 40 cron jobs (each with a real run id, so lookups prune to one partition), marks them QUEUED, then times
 each pipeline step batch by batch, as the executors' streams and the watcher would call it: claim, a few
-rounds of heartbeats, and the ends (one in ten a failure that is retried, the rest successes).
+rounds of heartbeats, and the ends (one in ten a failure that is retried, the rest successes). Each step's
+rows, seconds and batches go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from benchmarks import results_file
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptEnd, AttemptRef
@@ -49,7 +51,12 @@ def batches(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def timed(name: str, work: Callable[[Sequence[T]], int], parts: list[Sequence[T]], threads: int) -> None:
+Steps = dict[str, dict[str, Any]]  # step -> rows, seconds, batches, applied
+
+
+def timed(
+    name: str, work: Callable[[Sequence[T]], int], parts: list[Sequence[T]], threads: int, steps: Steps
+) -> None:
     started = time.perf_counter()
     if threads == 1:
         done = sum(work(part) for part in parts)
@@ -62,6 +69,7 @@ def timed(name: str, work: Callable[[Sequence[T]], int], parts: list[Sequence[T]
         f"{name:<16} {rows:>7} rows {seconds:7.2f} s {rows / seconds:>9,.0f} rows/s"
         f"  ({seconds / len(parts) * 1000:5.1f} ms/batch, {done} applied)"
     )
+    steps[name] = {"rows": rows, "seconds": seconds, "batches": len(parts), "applied": done}
 
 
 def make_runs(store: SqlStore, now: datetime, count: int) -> list[RunRecord]:
@@ -109,7 +117,8 @@ def make_runs(store: SqlStore, now: datetime, count: int) -> list[RunRecord]:
     return sorted(runs, key=lambda run: run.schedule_time)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.store_pipeline", argv)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -117,7 +126,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--threads", type=int, default=1, help="batches run on this many threads at once")
     parser.add_argument("--heartbeats", type=int, default=2, help="heartbeat rounds per attempt")
-    args = parser.parse_args()
+    results_file.add_option(parser)
+    args = parser.parse_args(argv)
     base = os.environ.get("JOBMESH_DATABASE_URL", "")
     if not base.startswith("postgresql"):
         print("set JOBMESH_DATABASE_URL to a PostgreSQL URL", file=sys.stderr)
@@ -127,8 +137,10 @@ def main() -> int:
     with admin.begin() as connection:
         connection.execute(text(f"CREATE SCHEMA {schema}"))
     url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+    steps: Steps = {}
     try:
-        run_benchmark(url.render_as_string(hide_password=False), args)
+        run_benchmark(url.render_as_string(hide_password=False), args, steps)
+        recording.save({"steps": steps}, args.json)
     finally:
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
@@ -136,7 +148,7 @@ def main() -> int:
     return 0
 
 
-def run_benchmark(url: str, args: argparse.Namespace) -> None:
+def run_benchmark(url: str, args: argparse.Namespace, steps: Steps) -> None:
     upgrade(url)
     now = datetime.now(UTC)
     with SqlStore(url) as store:
@@ -147,13 +159,13 @@ def run_benchmark(url: str, args: argparse.Namespace) -> None:
         refs = [AttemptRef(run.job_id, run.run_id, 1) for run in runs]
         parts = batches(refs, args.batch)
         executor = "bench-executor"
-        timed("mark_queued", lambda part: len(store.mark_queued(part, now)), parts, args.threads)
+        timed("mark_queued", lambda part: len(store.mark_queued(part, now)), parts, args.threads, steps)
 
         def claim(part: Sequence[AttemptRef]) -> int:
             claims = store.claim(part, executor, now)
             return sum(c.status is ClaimStatus.GRANTED for c in claims)
 
-        timed("claim", claim, parts, args.threads)
+        timed("claim", claim, parts, args.threads, steps)
         for round_ in range(1, args.heartbeats + 1):
             beat_time = now + timedelta(seconds=5 * round_)
             deadline = beat_time + timedelta(seconds=15)
@@ -162,7 +174,7 @@ def run_benchmark(url: str, args: argparse.Namespace) -> None:
                 fenced = store.heartbeat(executor, [Heartbeat(ref, until) for ref in part], at)
                 return len(part) - len(fenced)
 
-            timed(f"heartbeat #{round_}", beat, parts, args.threads)
+            timed(f"heartbeat #{round_}", beat, parts, args.threads, steps)
         ended = now + timedelta(seconds=30)
 
         def finish(part: Sequence[AttemptRef]) -> int:
@@ -182,7 +194,7 @@ def run_benchmark(url: str, args: argparse.Namespace) -> None:
                 )
             return len(store.finish_attempts(ends))
 
-        timed("finish_attempts", finish, parts, args.threads)
+        timed("finish_attempts", finish, parts, args.threads, steps)
 
 
 if __name__ == "__main__":

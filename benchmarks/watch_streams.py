@@ -2,7 +2,8 @@
 server's CPU and the database's commits while they idle, and how long one change takes to reach them all.
 
 Starts a real `jobmesh server` on PostgreSQL (throwaway services from `tools/services/services.sh` unless
-JOBMESH_DATABASE_URL, JOBMESH_KAFKA_BOOTSTRAP and JOBMESH_REDIS_URL name running ones), and prints figures.
+JOBMESH_DATABASE_URL, JOBMESH_KAFKA_BOOTSTRAP and JOBMESH_REDIS_URL name running ones), and prints figures;
+they and the raw numbers go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 
+from benchmarks import results_file
 from benchmarks.cpu import Group, snapshot
 from benchmarks.figures import percentile, print_figures
 from benchmarks.pipeline import throwaway_mesh, wait_serving
@@ -40,6 +43,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=500, help="GetJob calls per measurement (500)")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds the streams idle, measured (10)")
     parser.add_argument("--changes", type=int, default=10, help="changes timed to reach every stream (10)")
+    results_file.add_option(parser)
     return parser.parse_args(argv)
 
 
@@ -111,7 +115,10 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
-async def measure(args: argparse.Namespace, address: str, server_pid: int, url: str) -> dict[str, str]:
+async def measure(
+    args: argparse.Namespace, address: str, server_pid: int, url: str, raw: dict[str, Any]
+) -> dict[str, str]:
+    """The figures as printed; the numbers they come from are added to `raw` as they are measured."""
     figures: dict[str, str] = {}
     channels = [grpc.aio.insecure_channel(address) for _ in range(args.channels)]
     jobs = job_service_pb2_grpc.JobServiceStub(channels[0])
@@ -119,10 +126,12 @@ async def measure(args: argparse.Namespace, address: str, server_pid: int, url: 
     created = await jobs.CreateJob(later_job(f"{team}-other"))
     await get_job_latencies(jobs, created.job.name, 50)  # warm-up
     idle = await get_job_latencies(jobs, created.job.name, args.calls)
+    raw["get_job_s_no_stream"] = idle
     figures["GetJob p50 / p99, no stream open"] = (
         f"{ms(statistics.median(idle))} / {ms(percentile(idle, 0.99))}"
     )
     cpu, rate = await idle_costs(server_pid, url, args.idle)
+    raw["no_stream"] = {"server_cpu_share": cpu, "commits_per_s": rate}
     figures["server CPU / database commits per s, no stream open"] = (
         f"{cpu * 100:.1f}% of a core / {rate:.1f}"
     )
@@ -131,10 +140,12 @@ async def measure(args: argparse.Namespace, address: str, server_pid: int, url: 
     try:
         await streams.until_open(120)
         cpu, rate = await idle_costs(server_pid, url, args.idle)
+        raw["streams_idle"] = {"server_cpu_share": cpu, "commits_per_s": rate}
         figures[f"server CPU / database commits per s, {args.streams} streams idle"] = (
             f"{cpu * 100:.1f}% of a core / {rate:.1f}"
         )
         busy = await get_job_latencies(jobs, created.job.name, args.calls)
+        raw["get_job_s_streams_open"] = busy
         figures[f"GetJob p50 / p99, {args.streams} streams open"] = (
             f"{ms(statistics.median(busy))} / {ms(percentile(busy, 0.99))}"
         )
@@ -150,6 +161,7 @@ async def measure(args: argparse.Namespace, address: str, server_pid: int, url: 
             async with asyncio.timeout(30):
                 await streams.arrived.wait()
             fan_out.append(time.perf_counter() - start)
+        raw["fan_out_s"] = fan_out
         figures[f"a new run reaching all {args.streams} streams, p50 / max"] = (
             f"{ms(statistics.median(fan_out))} / {ms(max(fan_out))}"
         )
@@ -162,14 +174,17 @@ async def measure(args: argparse.Namespace, address: str, server_pid: int, url: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.watch_streams", argv)
     args = parse(argv)
+    raw: dict[str, Any] = {}
     with throwaway_mesh("jobmesh-watch-", "bench") as (mesh, found):
         limits = {"JOBMESH_MAX_LIVE_STREAMS_PER_CLIENT": str(args.streams + 10)}
         server = mesh.spawn("server", ["server", "--listen", mesh.address], limits)
         wait_serving(mesh.address, mesh)
         database = found.env["JOBMESH_DATABASE_URL"]
-        figures = asyncio.run(measure(args, mesh.address, server.popen.pid, database))
+        figures = asyncio.run(measure(args, mesh.address, server.popen.pid, database, raw))
     print_figures("jobmesh WatchRuns streams benchmark", figures)
+    recording.save({"figures": figures, "raw": raw}, args.json)
     return 0
 
 

@@ -26,7 +26,7 @@ What it prints, per peer and rate:
   pool, Dramatiq's and its workers), of the broker's server (redis-server, or PostgreSQL's postmaster with
   every backend) and of the senders (`load`), from the window's start to the end, with how busy the whole
   machine was meanwhile (others' processes skew the figures).
-Then a markdown table of every run; `--json FILE` writes every number.
+Then a markdown table of every run; every number goes to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import contextlib
 import json
 import math
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -51,7 +50,7 @@ from pathlib import Path
 from queue import Empty, Queue
 from typing import IO, Any
 
-from benchmarks import cpu
+from benchmarks import cpu, results_file
 from benchmarks.peers import stores, venv
 from benchmarks.peers.results import Measured, Starts, figures, markdown, read_submitted, report
 from benchmarks.peers.sender import Plan
@@ -391,7 +390,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--redis-db", type=int, default=15, help="the Redis database number of the peers (15)"
     )
-    parser.add_argument("--json", type=Path, help="write the raw numbers to this file")
+    results_file.add_option(parser)
     parser.add_argument("--work", type=Path, help="folder for logs and records (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
@@ -419,6 +418,7 @@ def run_all(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    recording = results_file.start("benchmarks.peers", argv)
     args = parse(argv)
     venv.ensure()
     args.versions, args.urls = venv.installed_versions(), stores.service_urls()
@@ -433,9 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         elif not finished:
             print(f"logs kept in {work}", file=sys.stderr)
-    print(f"\npeers, {time.strftime('%Y-%m-%d')} ({os.cpu_count()} cores, {platform.machine()}):")
+    print(f"\npeers, {time.strftime('%Y-%m-%d')} ({results_file.machine()}):")
     print(markdown(results))
-    if args.json:
-        args.json.write_text(json.dumps({"runs": results}, indent=2) + "\n")
-        print(f"\nraw numbers: {args.json}")
+    recording.save({"runs": results}, args.json)
     return 0

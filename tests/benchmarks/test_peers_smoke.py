@@ -45,7 +45,10 @@ def test_every_peer_starts_each_job_exactly_once(tmp_path: Path) -> None:
     output = tmp_path / "peers.json"
     done = run_peers(output)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    runs = {run["peer"]: run for run in json.loads(output.read_text())["runs"]}
+    record = json.loads(output.read_text())
+    typed = f"-m benchmarks.peers --rates {JOBS} --duration 1 --drain 20 --json {output}"
+    assert record["command"].endswith(typed)
+    runs = {run["peer"]: run for run in record["result"]["runs"]}
     assert sorted(runs) == sorted(PEERS)
     for name, run in runs.items():
         counts = {key: run[key] for key in ("offered", "sent", "started", "not_started", "duplicates")}
