@@ -40,7 +40,8 @@ def _load() -> list[float]:
 
 
 def _commit() -> str:
-    """HEAD, marked `-dirty` when tracked files differ from it; `unknown` outside a git checkout."""
+    """HEAD, marked `-dirty` when tracked files other than the documentation differ from it; `unknown`
+    outside a git checkout."""
 
     def git(*words: str) -> str:
         done = subprocess.run(["git", *words], cwd=REPO, capture_output=True, text=True, check=False)
@@ -49,7 +50,8 @@ def _commit() -> str:
     head = git("rev-parse", "HEAD")
     if not head:
         return "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!*.md", ":!docs", ":!LICENSE")
+    return head + ("-dirty" if changed else "")
 
 
 def _interpreter() -> str:
