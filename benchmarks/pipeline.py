@@ -318,8 +318,12 @@ def warm_up(address: str, queue: str, starts: Starts, mesh: Mesh) -> set[str]:
             request = job_service_pb2.BatchCreateJobsRequest(
                 requests=[job_request(queue, None) for _ in range(20)]
             )
-            response = stub.BatchCreateJobs(request, timeout=30, metadata=mesh.metadata())
-            names.update(result.run.name for result in response.results if result.run.name)
+            try:
+                response = stub.BatchCreateJobs(request, timeout=30, metadata=mesh.metadata())
+                names.update(result.run.name for result in response.results if result.run.name)
+            except grpc.RpcError as error:  # a busy machine: the server asks for a pause, a second is one
+                if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
             time.sleep(1.0)
             starts.read()
             if all(starts.per_executor):
