@@ -67,6 +67,7 @@ class Recording:
     argv: list[str]
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     load_at_start: list[float] = field(default_factory=_load)
+    commit: str = field(default_factory=_commit)  # at the start: the code that runs is the code read then
 
     @property
     def command(self) -> str:
@@ -82,7 +83,7 @@ class Recording:
         record = {
             "benchmark": self.module,
             "command": self.command,
-            "commit": _commit(),
+            "commit": self.commit,
             "machine": machine(),
             "started": self.started.isoformat(timespec="seconds"),
             "finished": datetime.now(UTC).isoformat(timespec="seconds"),
