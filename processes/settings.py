@@ -359,11 +359,13 @@ SETTINGS: tuple[Setting, ...] = (
         parse=queue_url,
         commands=_MESH,
         default="`memory://dev` (in-process)",
-        help="the run queue: `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`"
-        " (or a bare `HOST:PORT` list, as `JOBMESH_KAFKA_BOOTSTRAP` gives it) or `memory://NAME`; a shorter"
-        " consumer session moves a dead executor's partitions sooner, within the broker's"
-        " `group.min.session.timeout.ms`; TLS to the brokers: `security_protocol=SSL&ssl_ca_location=PATH`"
-        " (and `ssl_certificate_location`, `ssl_key_location`)",
+        help="the run queue: `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID"
+        "&session_timeout_ms=MS&delivery_timeout_ms=MS]` (or a bare `HOST:PORT` list, as"
+        " `JOBMESH_KAFKA_BOOTSTRAP` gives it) or `memory://NAME`; a shorter consumer session moves a dead"
+        " executor's partitions sooner, within the broker's `group.min.session.timeout.ms`; a shorter"
+        " delivery timeout hands an undelivered run back to the watcher sooner (30 s by default); TLS to the"
+        " brokers: `security_protocol=SSL&ssl_ca_location=PATH` (and `ssl_certificate_location`,"
+        " `ssl_key_location`)",
         metavar="URL",
     ),
     Setting(

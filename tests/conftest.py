@@ -1,5 +1,11 @@
 """Settings of the whole suite."""
 
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
 from hypothesis import settings
 
 # Generated tests try this many examples in `make test`; `make unit` runs the fast tier with the `unit`
@@ -8,3 +14,24 @@ from hypothesis import settings
 settings.register_profile("thorough", max_examples=10_000)
 settings.register_profile("unit", max_examples=1_500)
 settings.load_profile("thorough")
+
+REDIS_VARIABLES = ("JOBMESH_REDIS_URL", "JOBMESH_REDIS_TLS_URL")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker gets a Redis database of its own (gw0 → 1, gw1 → 2, …), so no worker
+    sees another's keys; databases, schemas, queue names and topics are already made per module or test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return
+    for variable in REDIS_VARIABLES:
+        if url := os.environ.get(variable):
+            os.environ[variable] = redis_database(url, int(worker[2:]) + 1)
+
+
+def redis_database(url: str, number: int) -> str:
+    """`url` with its database number replaced (Redis serves 16 by default: 0 to 15)."""
+    if not 0 <= number <= 15:
+        raise pytest.UsageError(f"Redis has databases 0 to 15: too many xdist workers for {number}")
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{number}"))

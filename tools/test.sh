@@ -22,9 +22,13 @@ if (($#)); then
 	.venv/bin/python -m pytest "$@"
 	exit
 fi
-# The garbage test (tests/server/test_garbage.py, 10,000 examples per RPC on PostgreSQL) runs in a pytest run
-# of its own, on two workers, after the rest, which runs in one process (its timing checks and the service
-# outages it makes must not share the machine). Measured on 2 cores: 14 min and 6 min 49 s. Each run lists
-# its slowest tests, to keep the time in view.
-.venv/bin/python -m pytest --durations=30 --ignore=tests/server/test_garbage.py
-.venv/bin/python -m pytest --durations=10 -n 2 tests/server/test_garbage.py
+# Two pytest runs, each listing its slowest tests to keep the time in view:
+# - everything but the timing tests, on JOBMESH_TEST_WORKERS pytest-xdist workers (4: most tests wait on
+#   processes, streams and timers rather than compute). Each worker has its own Redis database
+#   (tests/conftest.py); databases, queue names and topics are made per module or test; a module that stops
+#   or freezes a service starts its own (tests/acceptance/conftest.py, `private_services`);
+# - then the tests that assert how soon something happens (marked `timing`), alone on the machine, whose
+#   margins are set for a machine that runs nothing else.
+workers=${JOBMESH_TEST_WORKERS:-4}
+.venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not timing" --durations=30
+.venv/bin/python -m pytest -m timing --durations=10

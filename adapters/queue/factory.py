@@ -2,10 +2,10 @@
 
 - `memory://NAME` (NAME may be empty): the in-process queue. The same NAME gives the same queue within one
   process, so the server, watcher and executors of `jobmesh dev` meet on it.
-- `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS]`, or a bare
-  `HOST:PORT[,...]` list: Kafka. TLS to the brokers: `security_protocol=SSL` with `ssl_ca_location=PATH`,
-  and a client certificate with `ssl_certificate_location=PATH&ssl_key_location=PATH` (librdkafka's
-  settings of those names).
+- `kafka://HOST:PORT[,HOST:PORT...][?partitions=N&client_id=ID&session_timeout_ms=MS&delivery_timeout_ms=MS]`,
+  or a bare `HOST:PORT[,...]` list: Kafka. TLS to the brokers: `security_protocol=SSL` with
+  `ssl_ca_location=PATH`, and a client certificate with `ssl_certificate_location=PATH&ssl_key_location=PATH`
+  (librdkafka's settings of those names).
 
 `parse_queue_url` checks a URL without connecting to anything; `open_queue` opens what it names.
 """
@@ -25,7 +25,7 @@ _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$")
 _MEMORY_NAME = re.compile(r"^[A-Za-z0-9._-]*$")
 # librdkafka's TLS settings, passed on as they are (`ssl_ca_location` → `ssl.ca.location`).
 _KAFKA_SECURITY = {"security_protocol", "ssl_ca_location", "ssl_certificate_location", "ssl_key_location"}
-_KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms", *_KAFKA_SECURITY}
+_KAFKA_OPTIONS = {"partitions", "client_id", "session_timeout_ms", "delivery_timeout_ms", *_KAFKA_SECURITY}
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
 # The one shared registry docs/design.md allows ("Values"): in-process components meet only through process
 # state.
@@ -44,6 +44,7 @@ class KafkaQueueAddress:
     client_id: str = "jobmesh"
     partitions: int = 3
     session_timeout_ms: int | None = None
+    delivery_timeout_ms: int | None = None
     security: tuple[tuple[str, str], ...] = ()  # librdkafka settings: (name, value)
 
 
@@ -73,6 +74,7 @@ def open_queue(url: str) -> RunQueue:
         client_id=address.client_id,
         partitions=address.partitions,
         session_timeout_ms=address.session_timeout_ms,
+        delivery_timeout_ms=address.delivery_timeout_ms,
         security=dict(address.security),
     )
 
@@ -92,9 +94,8 @@ def _kafka(hosts: str, query: str) -> KafkaQueueAddress:
     partitions = options.get("partitions", "3")
     if not partitions.isdigit() or int(partitions) < 1:
         raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
-    session = options.get("session_timeout_ms", "")
-    if session and (not session.isdigit() or int(session) < 100):
-        raise ValueError(f"session_timeout_ms must be a number of milliseconds, not {session!r}")
+    session = _milliseconds(options, "session_timeout_ms")
+    delivery = _milliseconds(options, "delivery_timeout_ms")
     protocol = options.get("security_protocol", "PLAINTEXT").upper()
     if protocol not in _SECURITY_PROTOCOLS:
         raise ValueError(
@@ -108,6 +109,14 @@ def _kafka(hosts: str, query: str) -> KafkaQueueAddress:
         ",".join(bootstrap),
         client_id=options.get("client_id") or "jobmesh",
         partitions=int(partitions),
-        session_timeout_ms=int(session) if session else None,
+        session_timeout_ms=session,
+        delivery_timeout_ms=delivery,
         security=security,
     )
+
+
+def _milliseconds(options: dict[str, str], name: str) -> int | None:
+    value = options.get(name, "")
+    if value and (not value.isdigit() or int(value) < 100):
+        raise ValueError(f"{name} must be a number of milliseconds (at least 100), not {value!r}")
+    return int(value) if value else None

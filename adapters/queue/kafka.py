@@ -129,11 +129,14 @@ class KafkaRunQueue:
         partitions: int = 3,
         admin_timeout: float = 10.0,
         session_timeout_ms: int | None = None,
+        delivery_timeout_ms: int | None = None,
         security: Mapping[str, str] | None = None,
     ) -> None:
         """`session_timeout_ms`: how soon a consumer that died stops holding its partitions (the broker's
-        `group.min.session.timeout.ms` bounds it; 6 s by default, the floor of a stock broker). `security`:
-        librdkafka's TLS settings (`security.protocol`, `ssl.ca.location`, ...), for every client."""
+        `group.min.session.timeout.ms` bounds it; 6 s by default, the floor of a stock broker).
+        `delivery_timeout_ms`: how long the producer keeps trying a message before it reports it undelivered
+        (30 s by default); the watcher sends what was not acknowledged again. `security`: librdkafka's TLS
+        settings (`security.protocol`, `ssl.ca.location`, ...), for every client."""
         self._base: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "client.id": client_id,
@@ -141,6 +144,10 @@ class KafkaRunQueue:
             **(security or {}),
         }
         self._consumer_settings = {"session.timeout.ms": session_timeout_ms} if session_timeout_ms else {}
+        self._producer_settings = {
+            **PRODUCER_SETTINGS,
+            **({"message.timeout.ms": delivery_timeout_ms} if delivery_timeout_ms else {}),
+        }
         self._admin_timeout = admin_timeout
         self._topics = _Topics(lambda: AdminClient(dict(self._base)), partitions)
         self._lock = threading.Lock()
@@ -252,7 +259,7 @@ class KafkaRunQueue:
         producer.poll(0)
 
     def _new_producer(self) -> Producer:
-        return Producer({**self._base, **PRODUCER_SETTINGS, "error_cb": self._on_producer_error})
+        return Producer({**self._base, **self._producer_settings, "error_cb": self._on_producer_error})
 
     def _on_producer_error(self, error: KafkaError) -> None:
         if error.fatal():  # e.g. an idempotence sequence gap: this producer will never send again

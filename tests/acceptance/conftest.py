@@ -1,14 +1,28 @@
-"""Fixtures of the acceptance tests: a fresh database per module, and a mesh of processes per test."""
+"""Fixtures of the acceptance tests: a fresh database per module, and a mesh of processes per test.
+
+A mesh uses the suite's Kafka and Redis. A module that stops or freezes them takes `private_services`
+instead: a Kafka and a Redis of its own, so that the tests running beside it on other workers are not
+affected.
+"""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.acceptance.mesh import Mesh
+from tests.acceptance.processes import REPO
 from tests.support import fresh_postgres_database, require_service_url
+
+SERVICES = REPO / "tools" / "services" / "services.sh"
+# Preferred ports of a private set: apart from the suite's own (tools/services/services.sh), and below the
+# kernel's ephemeral range, so no client socket takes one while its service is stopped.
+PRIVATE_PORTS = "25433 27379 28092 28093 27380 28094"
 
 
 @pytest.fixture(scope="module")
@@ -17,15 +31,49 @@ def database() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def private_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A Kafka and a Redis of the module's own (`services.sh up`, PostgreSQL shared); yields their
+    variables, with `JOBMESH_SERVICES_DIR` naming the folder that `services.sh kafka stop|start` takes."""
+    folder = tmp_path_factory.mktemp("services")
+    env = {
+        **os.environ,
+        "JOBMESH_DATABASE_URL": require_service_url("JOBMESH_DATABASE_URL"),
+        "JOBMESH_REDIS_URL": "",
+        "JOBMESH_KAFKA_BOOTSTRAP": "",
+        "JOBMESH_SERVICES_PORTS": PRIVATE_PORTS,
+    }
+    try:
+        subprocess.run(["bash", str(SERVICES), "up", str(folder)], env=env, cwd=REPO, check=True, timeout=180)
+        yield {**_exports(folder / "env"), "JOBMESH_SERVICES_DIR": str(folder)}
+    finally:
+        subprocess.run(["bash", str(SERVICES), "down", str(folder)], cwd=REPO, check=False, timeout=120)
+
+
+def _exports(env_file: Path) -> dict[str, str]:
+    """The variables of an env file that `services.sh up` wrote: `export NAME=VALUE`, quoted by printf %q."""
+    words = (shlex.split(line)[1] for line in env_file.read_text().splitlines() if line.startswith("export "))
+    return dict(word.split("=", 1) for word in words)
+
+
 @pytest.fixture
-def mesh(tmp_path: Path, database: str) -> Iterator[Mesh]:
-    kafka = require_service_url("JOBMESH_KAFKA_BOOTSTRAP")
+def services() -> dict[str, str]:
+    """The Kafka and Redis of a mesh: the suite's own (a module that stops them overrides this fixture)."""
+    return {
+        "JOBMESH_KAFKA_BOOTSTRAP": require_service_url("JOBMESH_KAFKA_BOOTSTRAP"),
+        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
+    }
+
+
+@pytest.fixture
+def mesh(tmp_path: Path, database: str, services: dict[str, str]) -> Iterator[Mesh]:
+    kafka = services["JOBMESH_KAFKA_BOOTSTRAP"]
     env = {
         "JOBMESH_DATABASE_URL": database,
         "JOBMESH_KAFKA_BOOTSTRAP": kafka,
         # A SIGKILLed executor's partitions pass to the others after 2 s (the test broker allows it).
         "JOBMESH_QUEUE_URL": f"kafka://{kafka}?session_timeout_ms=2000",
-        "JOBMESH_REDIS_URL": require_service_url("JOBMESH_REDIS_URL"),
+        "JOBMESH_REDIS_URL": services["JOBMESH_REDIS_URL"],
     }
     mesh = Mesh(tmp_path, env)
     try:

@@ -12,6 +12,8 @@
 # PYTHON (default .venv/bin/python, relative to the repo root) must have confluent-kafka (Kafka readiness check).
 # The Kafka jars are fetched once with Maven (tools/services/kafka/pom.xml) into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/jobmesh/kafka-<version>/libs.
+# JOBMESH_SERVICES_PORTS (six numbers: postgres redis kafka kafka-controller redis-tls kafka-tls) changes the
+# preferred ports, for a second set of services beside the first.
 set -euo pipefail
 shopt -s inherit_errexit
 export LC_NUMERIC=C
@@ -24,7 +26,10 @@ KAFKA_LOG4J=$SCRIPT_DIR/kafka/log4j2.properties
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_PACKAGE=postgresql-15
-DEFAULT_PORTS=(55432 56379 59092 59093 26380 29094) # postgres redis kafka-broker kafka-controller, TLS: redis kafka
+# postgres redis kafka-broker kafka-controller, TLS: redis kafka; preferred, below the kernel's ephemeral range
+# (a second set, for tests that stop their own services, comes from JOBMESH_SERVICES_PORTS)
+read -r -a DEFAULT_PORTS <<<"${JOBMESH_SERVICES_PORTS:-55432 56379 59092 59093 26380 29094}"
+((${#DEFAULT_PORTS[@]} == 6)) || { echo "services: JOBMESH_SERVICES_PORTS needs 6 ports" >&2; exit 2; }
 READY_TIMEOUT=${JOBMESH_SERVICES_TIMEOUT:-90}
 
 log() { printf 'services: %s\n' "$*"; }

@@ -75,3 +75,12 @@ def test_kafka_tls_settings_pass_to_librdkafka_by_their_names() -> None:
     plain = parse_queue_url("kafka://broker:9092")
     assert isinstance(plain, KafkaQueueAddress)
     assert plain.security == ()
+
+
+def test_kafka_timeouts_are_milliseconds_of_at_least_100() -> None:
+    address = parse_queue_url("kafka://broker:9092?session_timeout_ms=2000&delivery_timeout_ms=3000")
+    assert isinstance(address, KafkaQueueAddress)
+    assert (address.session_timeout_ms, address.delivery_timeout_ms) == (2000, 3000)
+    for bad in ("delivery_timeout_ms=99", "delivery_timeout_ms=3s", "session_timeout_ms=-1"):
+        with pytest.raises(ValueError, match="must be a number of milliseconds"):
+            parse_queue_url(f"kafka://broker:9092?{bad}")
