@@ -61,3 +61,9 @@ def eventually(check: Callable[[], T | None], timeout: float, what: str, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+# Where time is the behaviour under test ("at once", "fast"), the upper bound a test may set: what takes
+# milliseconds on an idle machine, with a margin that holds on a loaded 2-core machine running the suite in
+# parallel. What the test tells it apart from (a grace, a timeout, a poll) must be far longer.
+AT_ONCE = 3.0
