@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,6 +53,15 @@ def fresh_postgres_database(base_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+async def arrives(check: Callable[[], object], timeout: float, what: str, interval: float = 0.005) -> None:
+    """`eventually` on an event loop: awaits until `check()` is truthy; AssertionError past `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
 def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
     """`check()` once it is truthy, polled every `interval`; AssertionError naming `what` past `timeout`."""
     deadline = time.monotonic() + timeout
@@ -61,3 +72,18 @@ def eventually(check: Callable[[], T | None], timeout: float, what: str, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+# Where time is the behaviour under test ("at once", "fast"), the upper bound a test may set: what takes
+# milliseconds on an idle machine, with a margin that holds on a loaded 2-core machine running the suite in
+# parallel. What the test tells it apart from (a grace, a timeout, a poll) must be far longer.
+AT_ONCE = 3.0
+
+
+def silence_when_stopped(text: str) -> float:
+    """How long an executor had not kept an attempt alive when it stopped it for lost contact, as `text` (its
+    log, or the attempt's error) says: measured by the executor's own clock when it decided, so without the
+    test's scheduling in it."""
+    said = re.search(r"no heartbeat was known to reach the server for (\d+\.\d) s", text)
+    assert said, text[-2000:]
+    return float(said[1])

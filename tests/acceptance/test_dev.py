@@ -89,7 +89,7 @@ def test_the_commands_of_a_killed_dev_die_with_it(tmp_path: Path) -> None:
         create(jobs, command(escaping_sleeps(tmp_path / "starts", pids)))
         sleeps = eventually(lambda: pids_in(pids, 2), 20, "both sleeps to start")
         os.killpg(process.pid, signal.SIGKILL)  # the dev process and its own group: not the sleeps' sessions
-        eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with jobmesh dev")
+        eventually(lambda: all(pid_gone(pid) for pid in sleeps), 10, "both sleeps to die with jobmesh dev")
 
 
 def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker(tmp_path: Path) -> None:

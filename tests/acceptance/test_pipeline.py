@@ -19,6 +19,7 @@ from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import message_of
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
+from jobmesh.v1.search_service_pb2_grpc import SearchServiceStub
 from tests.acceptance.mesh import (
     FLOOD,
     STAMP,
@@ -41,7 +42,7 @@ from tests.acceptance.mesh import (
     wait_for_run,
     warm_up,
 )
-from tests.support import eventually
+from tests.support import AT_ONCE, eventually
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 
@@ -72,10 +73,9 @@ def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Pat
     [started_later] = eventually(lambda: read_times(later_file), 20, "the job at now+10 s to start")
     assert due <= started_later < due + timedelta(seconds=2), started_later - due
 
-    time.sleep(4)
+    eventually(lambda: len(_under_way(search, cron_job.name)) >= 8, 20, "eight occurrences of the cron job")
     jobs.PauseJob(job_service_pb2.PauseJobRequest(name=cron_job.name))
-    time.sleep(2)
-    runs = [run for run in runs_of(search, cron_job.name) if run.state != run_pb2.RUN_STATE_SCHEDULED]
+    runs = eventually(lambda: _ended(search, cron_job.name), 20, "the occurrences under way to end")
     times = [run.schedule_time.ToDatetime(UTC) for run in runs]
     assert len(times) >= 8
     assert len(set(times)) == len(times), "an occurrence ran twice"
@@ -165,7 +165,7 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
     sleeps = eventually(lambda: pids_in(pids, 2), 10, "the command and its escapee to start")
     killed_at = datetime.now(UTC)
     victim.kill(signal.SIGKILL)
-    eventually(lambda: all(pid_gone(pid) for pid in sleeps), 2, "both sleeps to die with their executor")
+    eventually(lambda: all(pid_gone(pid) for pid in sleeps), 10, "both sleeps to die with their executor")
     gone_at = datetime.now(UTC)
 
     retried = wait_for_run(
@@ -245,18 +245,14 @@ def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp
     jobs, search = mesh.stubs(back)
 
     run_name, pid = running_sleep(mesh, jobs, search, tmp_path / "pid1")
-    cancelled_at = time.monotonic()
     jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
-    eventually(lambda: pid_gone(pid), 1.0, "the process to stop (stream up)", interval=0.02)
-    assert time.monotonic() - cancelled_at < 1.0
+    eventually(lambda: pid_gone(pid), AT_ONCE, "the process to stop (stream up)", interval=0.02)
     eventually(lambda: get_run(search, run_name).state == run_pb2.RUN_STATE_CANCELLED, 10, "CANCELLED")
 
     run_name, pid = running_sleep(mesh, jobs, search, tmp_path / "pid2")
     front.kill(signal.SIGKILL)  # the executor's stream is cut
-    cancelled_at = time.monotonic()
     jobs.CancelRun(job_service_pb2.CancelRunRequest(name=run_name, reason="test"))
-    eventually(lambda: pid_gone(pid), 2.0, "the process to stop (stream cut)", interval=0.02)
-    assert time.monotonic() - cancelled_at < 2.0
+    eventually(lambda: pid_gone(pid), AT_ONCE, "the process to stop (stream cut)", interval=0.02)
 
 
 def test_standby_watcher_takes_over_without_missing_or_doubling(
@@ -275,24 +271,36 @@ def test_standby_watcher_takes_over_without_missing_or_doubling(
     store = open_store(database, migrate=False)
     try:
         leader = eventually(lambda: _lease_holder(store), 15, "a leader")
-        time.sleep(3)
+        eventually(lambda: len(_under_way(search, job.name)) >= 3, 15, "occurrences under the first leader")
         watchers[leader].kill(signal.SIGKILL)
         eventually(lambda: _lease_holder(store) not in (None, leader), 15, "the standby to lead")
-        time.sleep(8)
+        took_over = datetime.now(UTC)
+
+        def enough_under_the_standby() -> bool:
+            runs = _under_way(search, job.name)
+            return len(runs) >= 12 and sum(run.schedule_time.ToDatetime(UTC) > took_over for run in runs) >= 8
+
+        eventually(enough_under_the_standby, 30, "occurrences under the standby")
     finally:
         store.close()
     jobs.PauseJob(job_service_pb2.PauseJobRequest(name=job.name))
-    time.sleep(3)
-    runs = [
-        run
-        for run in runs_of(search, job.name)
-        if run.state in TERMINAL or run.state == run_pb2.RUN_STATE_RUNNING
-    ]
+    runs = eventually(lambda: _ended(search, job.name), 20, "the occurrences under way to end")
     times = [run.schedule_time.ToDatetime(UTC) for run in runs]
     assert len(set(times)) == len(times), "an occurrence ran twice"
     gaps = {later - earlier for earlier, later in itertools.pairwise(times)}
     assert gaps == {timedelta(seconds=1)}, f"an occurrence was missed: {sorted(gaps)}"
     assert len(times) >= 12
+
+
+def _under_way(search: SearchServiceStub, job: str) -> list[run_pb2.Run]:
+    """The job's runs past SCHEDULED (queued, running or ended)."""
+    return [run for run in runs_of(search, job) if run.state != run_pb2.RUN_STATE_SCHEDULED]
+
+
+def _ended(search: SearchServiceStub, job: str) -> list[run_pb2.Run] | None:
+    """The job's runs past SCHEDULED once every one of them has ended; None while some are under way."""
+    runs = _under_way(search, job)
+    return runs if all(run.state in TERMINAL for run in runs) else None
 
 
 def _lease_holder(store: object) -> str | None:

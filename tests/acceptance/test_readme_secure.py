@@ -2,7 +2,9 @@
 with `jobmesh token new`, `jobmesh server` (TLS and tokens) and `jobmesh executor` (its certificate) started
 on them, each a process of its own, the API called with grpcurl over TLS with a token, and a command job run
 on the certified executor. The mesh reaches PostgreSQL, Kafka and Redis over TLS too. A command announced as
-refused must fail, with the code it names if any."""
+refused must fail as it says: with its gRPC code (`# expect: refused PermissionDenied`: grpcurl exits 64 + the
+code and prints it) or with an exit status and a text of the output (`# expect: refused exit 1 (Failed to
+dial target host)`), and never because nothing listens."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -26,11 +29,26 @@ README = REPO / "README.md"
 API, EXECUTORS, QUEUE = "127.0.0.1:50051", "127.0.0.1:50052", "secure"
 
 
+REFUSAL = re.compile(
+    r"# expect: refused (?:(?P<code>[A-Z][A-Za-z]+)|exit (?P<status>\d+) \((?P<says>[^)]+)\))"
+)
+GRPCURL_RPC_ERROR = 64  # grpcurl's exit status for an RPC that ends with a gRPC code is 64 + the code
+
+
 @dataclass(frozen=True)
 class Command:
     line: str
-    refused: bool  # a `# expect: refused [Code]` comment comes before it
+    refused: bool  # a `# expect: refused …` comment comes before it
     code: str = ""  # that comment's grpcurl code name (`Unauthenticated`), if it names one
+    status: int = 0  # the exit status it announces
+    says: str = ""  # a text the output must hold
+
+
+def refusal(line: str, announced: re.Match[str]) -> Command:
+    if code := announced["code"]:
+        number = grpc.StatusCode[re.sub(r"(?<!^)(?=[A-Z])", "_", code).upper()].value[0]
+        return Command(line, True, code, GRPCURL_RPC_ERROR + number, f"Code: {code}")
+    return Command(line, True, status=int(announced["status"]), says=announced["says"])
 
 
 def secure_block() -> list[Command]:
@@ -40,10 +58,11 @@ def secure_block() -> list[Command]:
     commands: list[Command] = []
     expected: re.Match[str] | None = None
     for line in block.splitlines():
-        if announced := re.match(r"# expect: refused ?(\w*)", line):
-            expected = announced
+        if line.startswith("# expect:"):
+            expected = REFUSAL.fullmatch(line)
+            assert expected, f"not a refusal this test knows: {line}"
         elif line and not line.startswith(("#", "```")):
-            commands.append(Command(line, expected is not None, expected[1] if expected else ""))
+            commands.append(refusal(line, expected) if expected else Command(line, False))
             expected = None
     return commands
 
@@ -139,8 +158,10 @@ def test_the_secure_walkthrough_runs_as_written(
 
         result = run()
         said = f"{line}\nexit {result.returncode}\n{result.stdout}{result.stderr}"
-        assert (result.returncode != 0) is command.refused, said
-        assert f"Code: {command.code}" in result.stderr if command.code else True, said
+        assert result.returncode == command.status, said
+        if command.refused:
+            assert command.says in result.stderr, said
+            assert "connection refused" not in result.stderr, said  # refused by a server that listens
         outputs.append(result.stdout)
     assert '"status": "SERVING"' in outputs[-2]  # the executor address, with the client certificate
     eventually(

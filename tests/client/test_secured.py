@@ -105,11 +105,14 @@ def test_the_certificates_name_must_match(secured: Secured) -> None:
 
 
 def test_the_asyncio_client_over_tls_with_a_token(secured: Secured) -> None:
-    async def read() -> list[str]:
+    async def create_then_list() -> tuple[str, list[str]]:
         async with AsyncClient(secured.address, tls=secured.tls, token=secured.admin) as client:
-            return [job.name async for job in client.list_jobs(page_size=5)]
+            created = await client.create_job(immediately(), command(["true"]))
+            return created.job.name, [job.name async for job in client.list_jobs(page_size=1)]
 
-    assert isinstance(asyncio.run(read()), list)
+    name, listed = asyncio.run(create_then_list())
+    assert name.startswith("jobs/")
+    assert name in listed  # written, then read back a page of one at a time
 
 
 def test_the_cli_takes_tls_and_token_from_flags_or_the_environment(secured: Secured) -> None:

@@ -22,6 +22,7 @@ from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.v1 import run_pb2
+from tests.support import arrives
 
 
 @dataclass
@@ -100,11 +101,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         return [line.text for line in self.logs.get(key, []) if stream is None or line.stream == stream]
 
     async def wait_until(self, condition: Callable[[], object], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {condition}")
-            await asyncio.sleep(0.005)
+        await arrives(condition, timeout, str(condition))
 
     def _push(self, response: pb.ConnectResponse) -> None:
         for stream in self._streams:

@@ -103,7 +103,7 @@ def alive(pid: int) -> bool:
     return not gone(pid)
 
 
-def gone_soon(pid: int, timeout: float = 1.0) -> bool:
+def gone_soon(pid: int, timeout: float = 10.0) -> bool:
     """Gone now or within `timeout`: a SIGKILL is delivered asynchronously."""
     deadline = time.monotonic() + timeout
     while not gone(pid):

@@ -4,6 +4,7 @@ be stopped and restarted to cut the stream."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,7 @@ from tests.executor.support import (
     pids_of,
     running_executor,
 )
+from tests.support import AT_ONCE, silence_when_stopped
 
 
 def scenario(test: Callable[[FakeControl], Awaitable[None]]) -> None:
@@ -56,20 +58,23 @@ async def started_pid(rig: Rig, attempt: AttemptRef) -> int:
 
 
 def test_hello_heartbeats_logs_progress_and_result() -> None:
+    beaten = threading.Event()
+
     def work(context: HandlerContext) -> None:
         context.log("working")
         context.report_progress(0.5, "half way")
-        time.sleep(0.5)  # across a few heartbeats (0.2 s)
+        beaten.wait(30)  # until a heartbeat named it
 
     async def test(fake: FakeControl) -> None:
         async with running_executor(fake, {"work": work}) as rig:
             run = dispatched(handler("work"))
             rig.publish(run)
+            await fake.wait_until(lambda: any(key(run) in keys for _, keys in fake.heartbeats))
+            beaten.set()
             await fake.wait_until(lambda: fake.results_for(key(run)))
             [hello] = fake.hellos
             assert hello.executor_id == rig.executor.executor_id
             assert (list(hello.queues), hello.concurrency, list(hello.handlers)) == (["default"], 4, ["work"])
-            assert any(key(run) in keys for _, keys in fake.heartbeats)
             assert fake.log_texts(key(run)) == ["working"]
             assert [(u.progress, u.message) for u in fake.progress] == [(0.5, "half way")]
             result = the_result(fake, key(run))
@@ -95,7 +100,8 @@ def test_never_before_the_start_time_and_promptly_at_it() -> None:
             rig.publish(*runs)
             await fake.wait_until(lambda: all(fake.results_for(key(run)) for run in runs))
             [started] = entered
-            assert due <= started < due + 50_000_000
+            # Never before; on time is within 2 s (docs/design.md); its precision is the benchmarks' to show.
+            assert due <= started < due + 2_000_000_000
             for run in runs:
                 assert the_result(fake, key(run)).start_time.ToNanoseconds() >= due
             [printed] = fake.log_texts(key(runs[1]))
@@ -140,16 +146,15 @@ def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
     scenario(test)
 
 
-def test_cancel_over_the_stream_kills_the_process_within_a_second() -> None:
+def test_cancel_over_the_stream_kills_the_process_at_once() -> None:
     async def test(fake: FakeControl) -> None:
-        async with running_executor(fake, cancel_grace=timedelta(seconds=5)) as rig:
+        # SIGTERM at once, SIGKILL 30 s later: a result within AT_ONCE is the polite stop's.
+        async with running_executor(fake, cancel_grace=timedelta(seconds=30)) as rig:
             run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
             rig.publish(run)
             pid = await started_pid(rig, key(run))
-            began = time.monotonic()
             fake.cancel([key(run)], reason="user asked")
-            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=1.0)
-            assert time.monotonic() - began < 1.0
+            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=AT_ONCE)
             assert gone(pid)
             result = the_result(fake, key(run))
             assert (result.state, result.error.type, result.error.message) == (
@@ -170,10 +175,10 @@ def test_cancel_before_the_start_time_drops_the_waiting_attempt() -> None:
             await fake.wait_until(lambda: key(run) in fake.claims)
             await fake.wait_until(lambda: rig.executor.attempts.holds(key(run)))
             fake.cancel([key(run)])
-            await fake.wait_until(lambda: fake.results_for(key(run)), timeout=1.0)
+            await fake.wait_until(lambda: fake.results_for(key(run)))
             result = the_result(fake, key(run))
             assert result.state == run_pb2.RUN_STATE_CANCELLED
-            assert not result.HasField("start_time")
+            assert not result.HasField("start_time")  # dropped before its start time, 2 s away
             assert fake.log_texts(key(run)) == []
 
     scenario(test)
@@ -190,10 +195,10 @@ def test_stream_down_bus_heartbeats_and_cancel_keys_then_buffered_results_after_
             await fake.wait_until(lambda: not rig.executor.stream.connected)
             held = [key(doomed), key(quick)]
             await fake.wait_until(lambda: set(rig.bus.heartbeats(held)) == set(held))
-            began = time.monotonic()
             rig.bus.set_cancel_keys([key(doomed)], ttl=timedelta(minutes=1))
-            await fake.wait_until(lambda: gone(pid), timeout=2.0)
-            assert time.monotonic() - began < 2.0
+            await fake.wait_until(
+                lambda: gone(pid), timeout=AT_ONCE
+            )  # its grace is 1 s, the bus polled 0.3 s
             await fake.wait_until(lambda: not rig.executor.attempts.holds(key(quick)))
             assert fake.results == []
             await fake.start()  # same port: the executor reconnects and delivers what it kept
@@ -234,7 +239,7 @@ def test_a_fenced_attempt_is_killed_and_never_reported() -> None:
             rig.publish(run)
             pid = await started_pid(rig, key(run))
             fake.fence([key(run)])  # answered on the next heartbeat
-            await fake.wait_until(lambda: gone(pid), timeout=1.0)
+            await fake.wait_until(lambda: gone(pid))
             await fake.wait_until(lambda: not rig.executor.attempts.holds(key(run)))
             await asyncio.sleep(0.3)
             assert fake.results_for(key(run)) == []
@@ -325,10 +330,11 @@ def test_an_attempt_no_heartbeat_answer_keeps_alive_is_killed_before_its_heartbe
             )
             rig.publish(run)
             lived = await silent_for(rig, key(run), timeout=5)
-            assert 1.0 < lived < 2.0, f"killed {lived:.2f} s after the claim; its heartbeat timeout is 2 s"
+            assert lived > 1.0, f"killed {lived:.2f} s after the claim; its heartbeat timeout is 2 s"
             await fake.wait_until(lambda: fake.results_for(key(run)))
             result = the_result(fake, key(run))
             assert (result.state, result.error.type) == (run_pb2.RUN_STATE_FAILED, "ContactLost")
+            assert silence_when_stopped(result.error.message) < 2.0  # before the server may take it for lost
 
     scenario(test)
 
@@ -356,15 +362,13 @@ def test_with_the_stream_down_the_bus_keeps_an_attempt_alive_and_without_it_the_
             await asyncio.sleep(2)  # past its heartbeat timeout, kept alive through the bus
             assert alive(pid), "an attempt the bus kept alive was killed"
             bus.down = True
-            began = time.monotonic()
-            while alive(pid) and time.monotonic() - began < 5:
-                await asyncio.sleep(0.01)
-            assert gone(pid)
-            assert time.monotonic() - began < 1.5, (
-                "killed later than its heartbeat timeout after the last beat"
-            )
+            await fake.wait_until(lambda: gone(pid))
             await fake.start()
             await fake.wait_until(lambda: fake.results_for(key(run)))
-            assert the_result(fake, key(run)).error.type == "ContactLost"
+            result = the_result(fake, key(run))
+            assert result.error.type == "ContactLost"
+            assert silence_when_stopped(result.error.message) < 1.5, (
+                "killed later than its heartbeat timeout after the last beat"
+            )
 
     scenario(test)

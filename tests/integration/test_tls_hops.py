@@ -8,7 +8,6 @@ the right CA and is refused, with the adapter's own error, with another CA or wi
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from datetime import timedelta
@@ -161,8 +160,6 @@ def test_the_queue_refuses_brokers_that_another_ca_vouches_for(other_ca: Path, q
 
 
 def test_the_env_file_names_every_tls_service() -> None:
+    env = (Path(require_service_url("JOBMESH_SERVICES_DIR")) / "env").read_text()
     for variable in ("JOBMESH_DATABASE_TLS_URL", "JOBMESH_REDIS_TLS_URL", "JOBMESH_KAFKA_TLS_BOOTSTRAP"):
-        if not os.environ.get("JOBMESH_SERVICES_DIR"):
-            pytest.skip("the services were not started by tools/services/services.sh")
-        env = (Path(os.environ["JOBMESH_SERVICES_DIR"]) / "env").read_text()
         assert f"export {variable}=" in env

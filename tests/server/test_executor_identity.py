@@ -175,13 +175,18 @@ def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
         secured_server(store, tmp_path, heartbeat_interval=interval) as server,
         grpc.insecure_channel(server.address) as channel,
     ):
-        silent = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+
+        def connect() -> RawStream:
+            return RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+
+        quiet_since = time.monotonic()  # the server hears its hello later: it is quiet for less than this
+        silent = connect()
         silent.next("welcome")
-        time.sleep(10 * interval.total_seconds())  # it sends nothing at all, not even a heartbeat
-        again = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
-        again.next("welcome")
-        with pytest.raises((grpc.RpcError, AssertionError)):
-            silent.next("acks")  # the old stream was ended
+        # `silent` sends nothing at all, not even a heartbeat: a quiet limit (300 ms) later, the name is free.
+        again = eventually(lambda: _welcomed(connect()), 5, "a quiet stream to give its name up")
+        assert time.monotonic() - quiet_since >= 0.3
+        with pytest.raises(AssertionError, match="the stream ended"):
+            silent.next("acks")  # the old stream was ended (one left open would fail at its deadline)
         again.close()
         silent.close()
 

@@ -28,6 +28,7 @@ from jobmesh.server.app import Services, build_services
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.server.conftest import Api
+from tests.support import silence_when_stopped
 
 
 class FlakyStore:
@@ -177,6 +178,7 @@ def test_renewed_sessions_keep_an_attempt_past_its_heartbeat_timeout_and_without
         run = _settled(api, cut, lambda r: r.state in TERMINAL, timeout=10)
         assert (run.state, run.error.type) == (run_pb2.RUN_STATE_FAILED, "ContactLost")
         assert time.monotonic() - began < 5
+        assert silence_when_stopped(run.error.message) < 3.0  # by the executor's clock, its decision
     finally:
         mesh.flaky.sessions_down = False
 

@@ -18,6 +18,7 @@ from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
 from jobmesh.server.feed import FEED_PAGE, FellBehind, RunFeed, Watcher
 from tests.adapters.store.builders import new_job, run
+from tests.support import arrives
 
 
 @pytest.fixture
@@ -57,11 +58,14 @@ def test_a_resumed_watcher_gets_what_it_missed_then_what_came_meanwhile_once_eac
         start = store.feed_cursor()
         missed = add_runs(store, "alpha", 3)
         feed = RunFeed(store)
+        read: list[str] = []
+        feed.listen(lambda changes: read.extend(change.run.job_id for change in changes))
         await feed.start()
         try:
             async with feed.watching(None, (), start) as watcher:
                 meanwhile = add_runs(store, "beta", 2)  # live, while the watcher has not caught up
-                await asyncio.sleep(0.3)  # the feed reads them and holds them for the watcher
+                # The feed reads them and holds them for the watcher.
+                await arrives(lambda: read.count("beta") >= len(meanwhile), 10, "the feed to read them")
                 got = await take(watcher, len(missed) + len(meanwhile))
         finally:
             feed.close()
@@ -80,7 +84,7 @@ def test_a_watcher_that_falls_behind_while_catching_up_is_cut_after_what_it_got(
         try:
             async with feed.watching(None, (), start) as watcher:
                 store.create_jobs([new_job(f"many-{index}", first_run="r") for index in range(FEED_PAGE + 1)])
-                await asyncio.sleep(0.5)  # held past the watcher's capacity
+                await arrives(lambda: watcher.fell_behind, 10, "more held than the watcher's capacity")
                 with pytest.raises(FellBehind) as behind:
                     await read_into(watcher, got)
         finally:

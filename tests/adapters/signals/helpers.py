@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.signals import CancelNotice
+
+T = TypeVar("T")
 
 
 class Inbox:
@@ -41,6 +44,15 @@ def eventually(predicate: Callable[[], bool], timeout: float, interval: float = 
             return False
         time.sleep(interval)
     return True
+
+
+def with_new_listeners(subscribe: Callable[[], T]) -> tuple[T, set[threading.Thread]]:
+    """What `subscribe()` returns, and the listener threads it started (both adapters name theirs
+    `jobmesh-signals:…`)."""
+    before = set(threading.enumerate())
+    subscribed = subscribe()
+    started = {thread for thread in threading.enumerate() if thread not in before}
+    return subscribed, {thread for thread in started if thread.name.startswith("jobmesh-signals:")}
 
 
 def notice(number: int, executor: str = "executors/e1", reason: str = "cancelled by user") -> CancelNotice:

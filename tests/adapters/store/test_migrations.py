@@ -13,6 +13,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import alembic_config, upgrade
@@ -105,7 +106,7 @@ def test_open_store_sets_up_sqlite(tmp_path: Path) -> None:
 
 
 def test_a_foreign_key_protects_runs(backend: Backend) -> None:
-    with pytest.raises(Exception, match=r"(?i)foreign key"):
+    with pytest.raises(IntegrityError, match=r"(?i)foreign key"):
         backend.execute(
             "INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger,"
             " priority, queue, progress, progress_message, create_time, update_time) VALUES ('ghost', 'r',"
