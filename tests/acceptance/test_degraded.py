@@ -87,6 +87,7 @@ def frozen(mesh: Mesh, name: str) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+@pytest.mark.timing
 def test_creates_succeed_while_kafka_is_stopped_and_run_when_it_returns(mesh: Mesh, tmp_path: Path) -> None:
     mesh.env["JOBMESH_WATCHER_SCAN_INTERVAL"] = "5"
     server = mesh.server()
@@ -137,6 +138,7 @@ def test_a_frozen_broker_stalls_no_consumer_once_it_thaws(mesh: Mesh, tmp_path: 
     assert "Traceback" not in mesh.logs(), mesh.logs()
 
 
+@pytest.mark.timing
 def test_cancel_over_the_stream_works_while_redis_is_down(mesh: Mesh, tmp_path: Path) -> None:
     server = mesh.server()
     mesh.watcher()
@@ -164,6 +166,7 @@ def stopped(group: int) -> Iterator[None]:
         os.killpg(group, signal.SIGCONT)
 
 
+@pytest.mark.timing
 def test_an_executor_cut_off_from_server_and_bus_kills_its_attempt_before_it_may_be_retried(
     mesh: Mesh, tmp_path: Path
 ) -> None:

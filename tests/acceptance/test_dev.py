@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
+import pytest
 
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.transport.tls import channel as channel_to
@@ -109,6 +110,7 @@ def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker(tmp_path: Pat
         assert_flood_told_truly(log_texts(search, name), budget_lines=10_000)
 
 
+@pytest.mark.timing
 def test_runs_queued_in_memory_run_at_once_after_a_restart(tmp_path: Path) -> None:
     starts, address = tmp_path / "starts", f"127.0.0.1:{free_port()}"
     with dev(tmp_path, address, "--concurrency", "1") as (process, (jobs, search)):

@@ -47,6 +47,7 @@ from tests.support import AT_ONCE, eventually
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
 
 
+@pytest.mark.timing
 def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Path) -> None:
     server = mesh.server()
     mesh.watcher()
@@ -142,6 +143,7 @@ def _dead_letter_topic(bootstrap: str, wanted: str) -> set[str]:
     return names
 
 
+@pytest.mark.timing
 def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone(
     mesh: Mesh, tmp_path: Path
 ) -> None:
@@ -190,6 +192,7 @@ def test_a_killed_executors_run_is_retried_elsewhere_once_its_processes_are_gone
     assert "executor-" in lost.error.message
 
 
+@pytest.mark.timing
 def test_an_executor_killed_and_started_again_under_its_name_retries_what_it_ran(
     mesh: Mesh, tmp_path: Path
 ) -> None:
@@ -238,6 +241,7 @@ def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker_and_flat_memo
     assert_flood_told_truly(log_texts(search, name), budget_lines=100_000)
 
 
+@pytest.mark.timing
 def test_cancel_stops_the_process_over_the_stream_and_without_it(mesh: Mesh, tmp_path: Path) -> None:
     front, back = mesh.server("server-a"), mesh.server("server-b")
     mesh.watcher()

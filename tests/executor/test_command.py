@@ -99,6 +99,7 @@ def test_killed_by_a_signal_fails_as_signal() -> None:
     assert "SIGKILL" in outcome.error_message
 
 
+@pytest.mark.timing
 def test_timeout_kills_the_whole_process_group() -> None:
     outcome, io, took = run(command("sh", "-c", "sleep 60 & echo $!; wait"), timeout=0.5)
     assert outcome.state == run_pb2.RUN_STATE_TIMED_OUT
@@ -109,6 +110,7 @@ def test_timeout_kills_the_whole_process_group() -> None:
     assert gone_soon(grandchild)
 
 
+@pytest.mark.timing
 def test_cancel_stops_at_once_and_sigkill_follows_the_grace() -> None:
     outcome, io, took = run(command("sleep", "60"), stop_after=0.2, grace=30)
     assert outcome.state == run_pb2.RUN_STATE_CANCELLED
@@ -122,6 +124,7 @@ def test_cancel_stops_at_once_and_sigkill_follows_the_grace() -> None:
     assert any("SIGKILL" in text for text in io.texts(run_pb2.LOG_STREAM_SYSTEM))
 
 
+@pytest.mark.timing
 def test_leftover_background_processes_are_killed_when_the_command_exits() -> None:
     outcome, io, took = run(command("sh", "-c", "sleep 60 & echo $!"))
     assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
@@ -144,6 +147,7 @@ def test_a_program_that_cannot_start_is_a_spawn_error(argv: list[str], cwd: str)
 ESCAPING = "setsid sleep 60 & echo $!; setsid sh -c 'sleep 60 & echo $!; wait' & sleep 0.2; echo ready; wait"
 
 
+@pytest.mark.timing
 def test_a_cancel_kills_processes_that_left_the_group() -> None:
     outcome, io, took = run(command("sh", "-c", ESCAPING), stop_after=0.5, grace=30)
     assert outcome.state == run_pb2.RUN_STATE_CANCELLED
@@ -153,6 +157,7 @@ def test_a_cancel_kills_processes_that_left_the_group() -> None:
     assert all(gone_soon(pid) for pid in escapees)
 
 
+@pytest.mark.timing
 def test_processes_that_left_the_group_die_when_the_command_exits() -> None:
     outcome, io, took = run(command("sh", "-c", ESCAPING.removesuffix("; wait")))
     assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED

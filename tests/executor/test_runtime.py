@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, cast
 
+import pytest
+
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
@@ -146,6 +148,7 @@ def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
     scenario(test)
 
 
+@pytest.mark.timing
 def test_cancel_over_the_stream_kills_the_process_at_once() -> None:
     async def test(fake: FakeControl) -> None:
         # SIGTERM at once, SIGKILL 30 s later: a result within AT_ONCE is the polite stop's.
@@ -184,6 +187,7 @@ def test_cancel_before_the_start_time_drops_the_waiting_attempt() -> None:
     scenario(test)
 
 
+@pytest.mark.timing
 def test_stream_down_bus_heartbeats_and_cancel_keys_then_buffered_results_after_restart() -> None:
     async def test(fake: FakeControl) -> None:
         async with running_executor(fake) as rig:
@@ -264,6 +268,7 @@ def test_a_drain_notice_moves_the_stream_without_stopping_work() -> None:
     scenario(test)
 
 
+@pytest.mark.timing
 def test_drain_lets_short_work_finish_and_reports_the_rest_as_drained() -> None:
     async def test(fake: FakeControl) -> None:
         async with running_executor(fake, drain_grace=timedelta(seconds=2)) as rig:
@@ -318,6 +323,7 @@ async def silent_for(rig: Rig, run_key: AttemptRef, timeout: float) -> float:
     return time.monotonic() - claimed
 
 
+@pytest.mark.timing
 def test_an_attempt_no_heartbeat_answer_keeps_alive_is_killed_before_its_heartbeat_timeout() -> None:
     """The server is up but records no heartbeat (its database is gone, say): past the heartbeat timeout it
     may declare the attempt lost and retry it, so the executor kills it first and reports why."""
@@ -350,6 +356,7 @@ def test_answered_heartbeats_keep_an_attempt_alive_past_its_heartbeat_timeout() 
     scenario(test)
 
 
+@pytest.mark.timing
 def test_with_the_stream_down_the_bus_keeps_an_attempt_alive_and_without_it_the_attempt_is_killed() -> None:
     async def test(fake: FakeControl) -> None:
         name = f"memory://contact-{uuid.uuid4().hex[:8]}"

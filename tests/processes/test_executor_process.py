@@ -10,9 +10,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.executor.fake_control import FakeControl
 
 
+@pytest.mark.timing
 def test_sigterm_drains_and_exits_cleanly() -> None:
     async def scenario() -> None:
         fake = FakeControl()

@@ -162,6 +162,7 @@ def _run_command(api: Api, script: str, heartbeat_timeout: int) -> str:
     return str(api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job)).run.name)
 
 
+@pytest.mark.timing
 @pytest.mark.usefixtures("executor")
 def test_renewed_sessions_keep_an_attempt_past_its_heartbeat_timeout_and_without_them_it_is_stopped(
     api: Api, mesh: Mesh

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
@@ -183,6 +184,7 @@ def test_poll_waits_for_the_first_run_and_returns_on_arrival(backend: Backend) -
     assert 0.2 < waited < 5.0
 
 
+@pytest.mark.timing
 def test_poll_returns_nothing_once_the_timeout_passes(backend: Backend) -> None:
     consumer = backend.consumer()
     backend.queue.publish([backend.run("warm", "0")])  # joined: on Kafka, a close mid-join can take 5 s

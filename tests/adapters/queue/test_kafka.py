@@ -28,6 +28,7 @@ def unreachable() -> Iterator[KafkaRunQueue]:
     queue.close()
 
 
+@pytest.mark.timing
 def test_publish_to_an_unreachable_broker_fails_within_the_timeout(unreachable: KafkaRunQueue) -> None:
     started = time.monotonic()
     with pytest.raises(QueueUnavailable):
@@ -35,6 +36,7 @@ def test_publish_to_an_unreachable_broker_fails_within_the_timeout(unreachable: 
     assert time.monotonic() - started < 1.5 + AT_ONCE  # not the default 5 s, nor librdkafka's minutes
 
 
+@pytest.mark.timing
 def test_undelivered_runs_fail_the_publish_and_are_dropped_from_the_producer(
     unreachable: KafkaRunQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:

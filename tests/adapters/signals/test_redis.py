@@ -80,6 +80,7 @@ def redis_url() -> str:
     return require_service_url("JOBMESH_REDIS_URL")
 
 
+@pytest.mark.timing
 def test_a_dead_redis_fails_every_call_fast() -> None:
     bus = RedisSignalBus(DEAD_URL)
     key = AttemptRef("a", "1", 1)
