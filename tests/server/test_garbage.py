@@ -186,7 +186,21 @@ def _one_of(*makers: Make[T]) -> Make[T]:
 
 
 def _integers(low: int, high: int) -> Make[int]:
-    return lambda rnd: rnd.randint(low, high)
+    """As hypothesis draws them: half the time within 256 of zero, else of a log-uniform magnitude (the sign
+    that fits the bounds)."""
+    near = (max(low, -256), min(high, 256))
+    bits = max(abs(low), abs(high)).bit_length()
+
+    def draw(rnd: random.Random) -> int:
+        if near[0] <= near[1] and rnd.random() < 0.5:
+            return rnd.randint(*near)
+        magnitude = int(2 ** rnd.uniform(0, bits))
+        value = magnitude if rnd.random() < 0.5 else -magnitude
+        if not low <= value <= high:
+            value = -value
+        return min(max(value, low), high)
+
+    return draw
 
 
 def _sampled(values: Sequence[T]) -> Make[T]:
