@@ -3,8 +3,8 @@
 Requests are built from the message descriptors, so new fields are covered without touching this file.
 Strings mix random text with fragments that reach deeper code (names, filters, cron expressions). Each RPC
 gets the hypothesis profile's number of examples (tests/conftest.py). Hypothesis draws one seed per example,
-from which a plain `random.Random` builds the request with hypothesis's proportions, and prints the request
-of a failure.
+from which a plain `random.Random` builds the request with hypothesis's proportions (each request with its
+own share of fields set: swarm testing), and prints the request of a failure.
 """
 
 from __future__ import annotations
@@ -122,8 +122,27 @@ FLOAT_CONSTANT_SHARE = 0.15
 # from seeds, small messages repeat (a one-field request is empty half the time). So each seed takes the first
 # of its candidates that no other seed took.
 MAX_CANDIDATES = 100
+# Swarm testing: each request draws how many of its fields are set and how often its strings are fragments,
+# so that some requests are sparse and well-formed enough to pass validation and reach the code behind it,
+# and others are dense garbage.
+SET_SHARES = (0.1, 0.3, 0.5, 0.7, 0.9)
+FRAGMENT_SHARES = (1 / 3, 0.75)
+# Fields that hold a resource name (`jobs/{job}`, `jobs/{job}/runs/{run}`): half the time one of that shape.
+NAME_FIELDS = frozenset({"name", "parent", "job"})
+ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789-"
 T = TypeVar("T")
-Make = Callable[[random.Random], T]
+
+
+class Swarm(random.Random):
+    """A request's random source, with its swarm's proportions."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.set_share = self.choice(SET_SHARES)
+        self.fragment_share = self.choice(FRAGMENT_SHARES)
+
+
+Make = Callable[[Swarm], T]
 
 
 class Fresh(Generic[T]):
@@ -141,7 +160,7 @@ class Fresh(Generic[T]):
         return f"{self._name}_from_seed"
 
     def __call__(self, seed: int) -> T:
-        rnd = random.Random(seed)
+        rnd = Swarm(seed)
         for _ in range(MAX_CANDIDATES):
             value = self._make(rnd)
             if self._seed_of.setdefault(self._key(value), seed) == seed:
@@ -179,6 +198,27 @@ def _alphabet_text(rnd: random.Random) -> str:
 
 def _fragment(rnd: random.Random) -> str:
     return rnd.choice(FRAGMENTS)
+
+
+def _text(rnd: Swarm) -> str:
+    """A fragment (as often as the swarm says), any text, or text of `ALPHABET`."""
+    if rnd.random() < rnd.fragment_share:
+        return _fragment(rnd)
+    return _any_text(rnd) if rnd.random() < 0.5 else _alphabet_text(rnd)
+
+
+def _resource_id(rnd: random.Random) -> str:
+    if rnd.random() < 0.5:
+        return rnd.choice(("a", "-", "hello", "a" * 64, "A", "a_b"))
+    return "".join(rnd.choices(ID_ALPHABET, k=_size(rnd, 8, 70)))
+
+
+def _resource_name(rnd: Swarm) -> str:
+    """`jobs/{job}` or `jobs/{job}/runs/{run}` half the time, else any string."""
+    if rnd.random() < 0.5:
+        return _text(rnd)
+    job = f"jobs/{_resource_id(rnd)}"
+    return job if rnd.random() < 0.5 else f"{job}/runs/{_resource_id(rnd)}"
 
 
 def _one_of(*makers: Make[T]) -> Make[T]:
@@ -266,9 +306,7 @@ def scalars() -> dict[int, Make[Any]]:
     """Each scalar type's values; built at the first request, once the server's modules (whose literals are
     among the constants) are loaded."""
     return {
-        FieldDescriptor.TYPE_STRING: _with_constants(
-            str, lambda text: len(text) <= 40, _one_of(_fragment, _any_text, _alphabet_text)
-        ),
+        FieldDescriptor.TYPE_STRING: _with_constants(str, lambda text: len(text) <= 40, _text),
         FieldDescriptor.TYPE_BYTES: _with_constants(
             bytes, lambda data: len(data) <= 64, lambda rnd: rnd.randbytes(_size(rnd, 5, 64))
         ),
@@ -292,21 +330,20 @@ def scalars() -> dict[int, Make[Any]]:
     }
 
 
-Setter = Callable[[message.Message, random.Random], None]
+Setter = Callable[[message.Message, Swarm], None]
 
 
 # One builder per message type and depth, made once: the field plans are closures over their values' makers.
 @functools.cache
 def _builder(desc: Any, depth: int) -> Make[message.Message]:
-    """Each field set or not, as by a coin toss; messages below depth 4 are left empty."""
+    """Each field set or not, in the swarm's proportion; messages below depth 4 are left empty."""
     new = message_factory.GetMessageClass(desc)
     setters = [] if depth > 4 else [_setter(field, depth) for field in desc.fields]
 
-    def build(rnd: random.Random) -> message.Message:
+    def build(rnd: Swarm) -> message.Message:
         instance = new()
-        chosen = rnd.getrandbits(len(setters))
-        for index, setter in enumerate(setters):
-            if chosen >> index & 1:
+        for setter in setters:
+            if rnd.random() < rnd.set_share:
                 setter(instance, rnd)
         return instance
 
@@ -320,7 +357,13 @@ def _setter(field: Any, depth: int) -> Setter:
         key = scalars()[field.message_type.fields_by_name["key"].type]
         value = scalars()[field.message_type.fields_by_name["value"].type]
         return lambda instance, rnd: _fill_map(getattr(instance, name), key, value, rnd)
-    make = _builder(field.message_type, depth + 1) if field.message_type else scalars()[field.type]
+    make: Make[Any]
+    if field.message_type:
+        make = _builder(field.message_type, depth + 1)
+    elif field.type == FieldDescriptor.TYPE_STRING and field.name in NAME_FIELDS:
+        make = _resource_name
+    else:
+        make = scalars()[field.type]
     if field.is_repeated:
         return lambda instance, rnd: getattr(instance, name).extend(
             [make(rnd) for _ in range(_size(rnd, 1.5, 3))]
@@ -330,7 +373,7 @@ def _setter(field: Any, depth: int) -> Setter:
     return lambda instance, rnd: setattr(instance, name, make(rnd))
 
 
-def _fill_map(target: Any, key: Make[Any], value: Make[Any], rnd: random.Random) -> None:
+def _fill_map(target: Any, key: Make[Any], value: Make[Any], rnd: Swarm) -> None:
     for _ in range(_size(rnd, 1.5, 3)):
         target[key(rnd)] = value(rnd)
 
@@ -473,7 +516,7 @@ def _mangled(desc: Any) -> st.SearchStrategy[bytes]:
     return seeded(f"mangled_{desc.name}", functools.partial(_mangle, _builder(desc, 0)), bytes)
 
 
-def _mangle(build: Make[message.Message], rnd: random.Random) -> bytes:
+def _mangle(build: Make[message.Message], rnd: Swarm) -> bytes:
     data = bytearray(build(rnd).SerializeToString())
     for _ in range(rnd.randint(1, 3)):
         where = rnd.randint(0, len(data))
