@@ -26,7 +26,8 @@ code = main(sys.argv[2:])
 with open(sys.argv[1], "w") as out:
     json.dump({"code": code, "modules": sorted(sys.modules)}, out)
 """
-# The mesh's side: its drivers, and its packages that the API's commands have no use for.
+# The mesh's side: its drivers, its packages, and what the API's commands have no use for (the contract's
+# descriptor set is for the server's reflection).
 SERVER_SIDE = (
     "sqlalchemy",
     "alembic",
@@ -40,6 +41,7 @@ SERVER_SIDE = (
     "jobmesh.server",
     "jobmesh.watcher",
     "jobmesh.executor",
+    "jobmesh.descriptors",
     "jobmesh.processes.settings",
     "jobmesh.processes.assembly",
 )
