@@ -109,6 +109,11 @@ def read_jobs(paths: Sequence[Path]) -> list[Job]:
     return sorted(jobs, key=lambda job: job.n)
 
 
+def machine() -> str:
+    """The machine a benchmark ran on, as its results name it."""
+    return f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}"
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of sorted values."""
     if not values:
@@ -241,7 +246,7 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
 
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
+        "machine": machine(),
         "rate": args.rate,
         "duration": args.duration,
         "executors": args.executors,

@@ -4,8 +4,6 @@ the numbers and tables made of them (each figure is defined in `benchmarks/peers
 from __future__ import annotations
 
 import math
-import os
-import platform
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import spread
+from benchmarks.figures import machine, spread
 
 
 class Starts:
@@ -99,7 +97,7 @@ def figures(measured: Measured) -> dict[str, Any]:
         "peer": measured.peer,
         "version": measured.version,
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}",
+        "machine": machine(),
         "rate": measured.rate,
         "duration": measured.duration,
         **measured.config,

@@ -1,0 +1,166 @@
+"""How long the `jobmesh` command takes to answer, from the shell's fork to its exit: `jobmesh --help`, and
+`jobmesh jobs get` of a job on a live `jobmesh dev` at rest; the interpreter alone (`python -c pass`) for
+scale.
+
+    .venv/bin/python -m benchmarks.cli_startup [--repeat 30] [--warmup 3] [--results FILE]
+
+Starts `jobmesh dev` on free ports (a throwaway SQLite store, no dashboard, an executor with nothing to run),
+creates one job due tomorrow, then runs each command `--repeat` times in turn, after `--warmup` runs of each
+that are not counted (they fill the page cache). Prints the median, p90 and max of each command against its
+goal (`jobmesh --help` 150 ms, `jobmesh jobs get` 300 ms), and appends the run to the results file
+(`benchmarks/results/cli_startup.json`): every sample, each command's argv, the machine, and its load while
+measuring, since other work on the machine lengthens every sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks import cpu
+from benchmarks.figures import machine, percentile, print_figures
+from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
+
+RESULTS = REPO / "benchmarks" / "results" / "cli_startup.json"
+JOB = "jobs/cli-startup"
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A command to time, and how long it should take at most (None: no goal, a reference)."""
+
+    name: str
+    argv: list[str]
+    goal_ms: float | None
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="benchmarks.cli_startup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=30, help="counted runs of each command (30)")
+    parser.add_argument("--warmup", type=int, default=3, help="runs of each command not counted (3)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the run is appended to")
+    return parser.parse_args(argv)
+
+
+def commands(address: str) -> list[Timed]:
+    jobmesh = str(BIN / "jobmesh")
+    return [
+        Timed("python -c pass", [sys.executable, "-c", "pass"], None),
+        Timed("jobmesh --help", [jobmesh, "--help"], 150.0),
+        Timed("jobmesh jobs get", [jobmesh, "jobs", "get", JOB, "--server", address], 300.0),
+    ]
+
+
+def elapsed_ms(argv: list[str]) -> float:
+    """One run, from the fork to the exit; a failed run stops the benchmark."""
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    took = (time.perf_counter() - began) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{argv} exited {done.returncode}:\n{done.stderr.decode(errors='replace')}")
+    return took
+
+
+def measure(timed: list[Timed], repeat: int, warmup: int) -> dict[str, Any]:
+    """Each command in turn, `warmup` rounds then `repeat` counted ones: the samples, and the machine's load
+    meanwhile."""
+    for _ in range(warmup):
+        for each in timed:
+            elapsed_ms(each.argv)
+    samples: dict[str, list[float]] = {each.name: [] for each in timed}
+    busy_before, all_before = cpu.machine_jiffies()
+    load_before = os.getloadavg()
+    for _ in range(repeat):
+        for each in timed:
+            samples[each.name].append(round(elapsed_ms(each.argv), 2))
+    busy_after, all_after = cpu.machine_jiffies()
+    return {
+        "load_average_1m": [load_before[0], os.getloadavg()[0]],  # before and after
+        "machine_busy_pct": round(100.0 * (busy_after - busy_before) / max(all_after - all_before, 1), 1),
+        "commands": [
+            {
+                "name": each.name,
+                "argv": [Path(each.argv[0]).name, *each.argv[1:]],  # the program by its name, not its path
+                "goal_ms": each.goal_ms,
+                "samples_ms": samples[each.name],
+            }
+            for each in timed
+        ],
+    }
+
+
+def summary(result: dict[str, Any]) -> dict[str, str]:
+    """One line a command: median, p90, max, and whether the median meets its goal."""
+    lines = {}
+    for each in result["commands"]:
+        ordered = sorted(each["samples_ms"])
+        figures = f"median {percentile(ordered, 0.5):.0f} ms, p90 {percentile(ordered, 0.9):.0f} ms"
+        figures += f", max {ordered[-1]:.0f} ms"
+        if each["goal_ms"] is not None:
+            met = "met" if percentile(ordered, 0.5) <= each["goal_ms"] else "MISSED"
+            figures += f" (goal {each['goal_ms']:.0f} ms: {met})"
+        lines[each["name"]] = figures
+    lines["machine"] = result["machine"]
+    load = result["load_average_1m"]
+    lines["machine load"] = f"{result['machine_busy_pct']}% busy, load average {load[0]:.1f} → {load[1]:.1f}"
+    return lines
+
+
+def append(path: Path, result: dict[str, Any]) -> None:
+    """Adds the run to the file's runs (kept from earlier runs)."""
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"runs": [*runs, result]}, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    address = f"127.0.0.1:{free_port()}"
+    with tempfile.TemporaryDirectory(prefix="jobmesh-cli-startup-") as folder:
+        dev = ["dev", "--listen", address, "--dashboard", "off", "--demo", "off"]
+        dev += ["--database-url", f"sqlite:///{folder}/dev.sqlite3"]
+        with jobmesh_process(dev, address, Path(folder) / "dev.log"):
+            tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+            job_id = JOB.removeprefix("jobs/")
+            elapsed_ms(
+                [
+                    str(BIN / "jobmesh"),
+                    "jobs",
+                    "create",
+                    "--id",
+                    job_id,
+                    "--at",
+                    tomorrow,
+                    "--server",
+                    address,
+                    "--",
+                    "true",
+                ]
+            )
+            result = {
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "benchmark": " ".join(["python -m benchmarks.cli_startup", *(argv or sys.argv[1:])]),
+                "machine": machine(),
+                "python": sys.version.split()[0],
+                "repeat": args.repeat,
+                "warmup": args.warmup,
+                **measure(commands(address), args.repeat, args.warmup),
+            }
+    append(args.results, result)
+    print_figures("jobmesh CLI start-up", summary(result))
+    print(f"\nraw results: {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
