@@ -86,11 +86,6 @@ def run_migrations(connections: Connections) -> None:
     print(f"schema up to date: {redacted(connections.database_url)}")
 
 
-def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-
-
 async def run_server(
     connections: Connections, config: ServerConfig, ready: Callable[[], None] | None = None
 ) -> None:

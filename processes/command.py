@@ -9,30 +9,33 @@ the API's commands (`jobmesh jobs`, `jobmesh runs`) from the Python SDK's CLI (`
 
 Every option can also come from its `JOBMESH_*` variable (`--help` names it). A bad value stops the command
 before anything starts: exit code 2, and a message that names the option and the variable.
+
+Each command imports what it runs when it runs, so that `jobmesh --help` and the API's commands answer at
+once: the processes' wiring loads SQLAlchemy, Alembic, Kafka and Redis; the SDK loads grpc and the contract's
+stubs (`tests/processes/test_command_imports.py` checks what each loads; `benchmarks/cli_startup.py` times
+them).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
-import yaml
 
-from jobmesh.client._cli import jobs, runs
-from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.processes import assembly, settings
-from jobmesh.processes.exposure import Exposure, refuse_insecure_public
-from jobmesh.processes.server_workers import run_server_workers
-from jobmesh.processes.settings import Setting, SettingsError
-from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
+if TYPE_CHECKING:
+    from jobmesh.executor.handlers import HandlerRegistry
+    from jobmesh.processes.settings import Setting
 
-F = TypeVar("F", bound=Callable[..., Any])
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+# The SDK's command groups (`jobmesh.client._cli`) and their summaries.
+_API_GROUPS = {
+    "jobs": "Create, read and steer jobs (JobService, SearchService).",
+    "runs": "Read, follow and steer runs.",
+}
 
 
 class _SettingType(click.ParamType[Any, str]):
@@ -51,29 +54,67 @@ class _SettingType(click.ParamType[Any, str]):
             self.fail(str(error), param, ctx)
 
 
-def _with_settings(command: str) -> Callable[[F], F]:
+def _setting_options(command: str) -> list[click.Parameter]:
     """The command's options, one per setting that applies to it."""
+    from jobmesh.processes import settings
 
-    def decorate(function: F) -> F:
-        for setting in reversed(settings.settings_of(command)):
-            function = click.option(
-                setting.flag,
-                setting.name,
-                envvar=list(setting.variables),
-                show_envvar=True,
-                type=_SettingType(setting),
-                default=None,
-                metavar=setting.metavar,
-                help=f"{setting.help} (default: {setting.default})".replace("`", ""),
-            )(function)
-        return function
+    return [
+        click.Option(
+            [setting.flag, setting.name],
+            envvar=list(setting.variables),
+            show_envvar=True,
+            type=_SettingType(setting),
+            default=None,
+            metavar=setting.metavar,
+            help=f"{setting.help} (default: {setting.default})".replace("`", ""),
+        )
+        for setting in settings.settings_of(command)
+    ]
 
-    return decorate
+
+class _ProcessCommand(click.Command):
+    """A process of the mesh (its name is a command of `settings`): its options are made from the settings
+    table when first asked for, since that table imports the adapters' URL parsers."""
+
+    _options: list[click.Parameter] | None = None
+    _declared: list[click.Parameter]
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if self._options is None:
+            self._options = [*_setting_options(str(self.name)), *self._declared]
+        return self._options
+
+    @params.setter
+    def params(self, declared: list[click.Parameter]) -> None:
+        self._declared, self._options = declared, None
+
+
+class _Unloaded(click.Command):
+    """One of the SDK's groups, by its name and summary alone, until it is called."""
+
+
+class _Mesh(click.Group):
+    """The `jobmesh` group: the SDK's groups are imported when one of them is called; its help and its
+    suggestions for a mistyped command name them without."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if isinstance(self.commands.get(cmd_name), _Unloaded):
+            from jobmesh.client._cli import jobs, runs
+
+            self.add_command(jobs)
+            self.add_command(runs)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        click.Group(commands=self.commands).format_commands(ctx, formatter)
 
 
 @contextlib.contextmanager
 def _blamed() -> Iterator[None]:
     """A value that parsed but that a component refused: the same usage error, naming its setting."""
+    from jobmesh.processes.settings import SettingsError
+
     try:
         yield
     except SettingsError as error:
@@ -84,30 +125,39 @@ def _blamed() -> Iterator[None]:
 
 
 def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
+    from jobmesh.executor.handlers import HandlerRegistry
+    from jobmesh.processes import settings
+
     spec = values.get("handlers")
     if spec is None:
         return None
     try:
         return HandlerRegistry.load(spec)
     except ValueError as error:
-        raise SettingsError(settings.BY_NAME["handlers"], str(error)) from None
+        raise settings.SettingsError(settings.BY_NAME["handlers"], str(error)) from None
 
 
-@click.group(context_settings=_CONTEXT)
+@click.group(cls=_Mesh, context_settings=_CONTEXT)
 def jobmesh() -> None:
     """A distributed job scheduler: the processes of the mesh (dev, server, watcher, executor, migrate,
     token), and the API from a shell (jobs, runs)."""
-    assembly.configure_logging()
+    from jobmesh.processes.logs import configure_logging
+
+    configure_logging()
 
 
-jobmesh.add_command(jobs)
-jobmesh.add_command(runs)
+for _name, _summary in _API_GROUPS.items():
+    jobmesh.add_command(_Unloaded(_name, help=_summary))
 
 
-@jobmesh.command(context_settings=_CONTEXT)
-@_with_settings(settings.DEV)
+@jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def dev(**values: Any) -> None:
     """The whole mesh in one process on the embedded adapters (SQLite by default)."""
+    import asyncio
+
+    from jobmesh.processes import assembly, settings
+    from jobmesh.processes.exposure import Exposure, refuse_insecure_public
+
     with _blamed():
         plan = (
             settings.connections(values),
@@ -128,10 +178,14 @@ def dev(**values: Any) -> None:
     asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))
 
 
-@jobmesh.command(context_settings=_CONTEXT)
-@_with_settings(settings.SERVER)
+@jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def server(**values: Any) -> None:
     """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
+    import asyncio
+
+    from jobmesh.processes import assembly, settings
+    from jobmesh.processes.server_workers import run_server_workers
+
     with _blamed():
         plan = settings.connections(values), settings.server_config(values)
         workers = settings.server_workers(values, plan[0])
@@ -140,29 +194,36 @@ def server(**values: Any) -> None:
     asyncio.run(assembly.run_server(*plan))
 
 
-@jobmesh.command(context_settings=_CONTEXT)
-@_with_settings(settings.WATCHER)
+@jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def watcher(**values: Any) -> None:
     """The scheduling loop (any number may run: one leads, the others stand by)."""
+    import asyncio
+
+    from jobmesh.processes import assembly, settings
+
     with _blamed():
         plan = settings.connections(values), settings.watcher_config(values)
     asyncio.run(assembly.run_watcher(*plan))
 
 
-@jobmesh.command(context_settings=_CONTEXT)
-@_with_settings(settings.EXECUTOR)
+@jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def executor(**values: Any) -> None:
     """A worker that runs jobs; it connects to the server given by --server."""
+    import asyncio
+
+    from jobmesh.processes import assembly, settings
+
     with _blamed():
         config = settings.executor_config(values)
         handlers = _handlers(values)
     asyncio.run(assembly.run_executor(config, handlers))
 
 
-@jobmesh.command(context_settings=_CONTEXT)
-@_with_settings(settings.MIGRATE)
+@jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def migrate(**values: Any) -> None:
     """Upgrades a database's schema to the latest version."""
+    from jobmesh.processes import assembly, settings
+
     with _blamed():
         connections = settings.connections(values)
     assembly.run_migrations(connections)
@@ -228,6 +289,10 @@ def new_token(  # noqa: PLR0917 - click passes options by name
 ) -> None:
     """A new opaque token, printed once, and its entry for the token file (only the token's SHA-256 is kept
     there). Give the token to its caller; it cannot be read back."""
+    import yaml
+
+    from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
+
     grant: dict[str, object] = {}
     if roles:
         grant["roles"] = _pairs(roles, "'--role'")

@@ -25,6 +25,7 @@ from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event
 
 from jobmesh.processes import assembly
+from jobmesh.processes.logs import configure_logging
 from jobmesh.processes.settings import Connections
 from jobmesh.server.config import ServerConfig
 
@@ -157,5 +158,5 @@ def _worker(connections: Connections, config: ServerConfig, parent: int, ready: 
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above
         sys.exit(1)
-    assembly.configure_logging()
+    configure_logging()
     asyncio.run(assembly.run_server(connections, config, ready=ready.set))

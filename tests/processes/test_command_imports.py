@@ -1,0 +1,106 @@
+"""What the `jobmesh` command loads before it answers: `jobmesh --help` and the API's commands (`jobmesh jobs
+…`, `jobmesh runs …`) load nothing of the mesh's processes (no SQLAlchemy, Alembic, Kafka or Redis client),
+so that they start at once; the processes' own commands still load their wiring when they run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from jobmesh.processes.command import jobmesh
+
+# Runs the console script's `main` on argv[2:], then writes the modules it loaded to the file argv[1]. Help
+# is wrapped at 80 columns, as click's CliRunner wraps it.
+PROBE = """\
+import json, sys
+import click.formatting
+from jobmesh.processes.command import main
+click.formatting.FORCED_WIDTH = 80
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+# The mesh's side: its drivers, its packages, and what the API's commands have no use for (the contract's
+# descriptor set is for the server's reflection).
+SERVER_SIDE = (
+    "sqlalchemy",
+    "alembic",
+    "confluent_kafka",
+    "redis",
+    "psycopg",
+    "opentelemetry",
+    "yaml",
+    "jobmesh.core",
+    "jobmesh.adapters",
+    "jobmesh.server",
+    "jobmesh.watcher",
+    "jobmesh.executor",
+    "jobmesh.descriptors",
+    "jobmesh.processes.settings",
+    "jobmesh.processes.assembly",
+)
+# Nothing listens on port 1: the call is made, and refused.
+UNREACHABLE = ["--server", "127.0.0.1:1"]
+
+
+def loaded_by(tmp_path: Path, *args: str) -> tuple[int, list[str], str]:
+    """The exit code of `jobmesh ARGS` in a fresh interpreter, the modules it had loaded at the end, and what
+    it printed."""
+    report = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(report), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    loaded = json.loads(report.read_text())
+    return loaded["code"], loaded["modules"], done.stdout
+
+
+def of(modules: list[str], packages: tuple[str, ...]) -> list[str]:
+    """Those of `packages` that were loaded (a package, or any module of it)."""
+    return [p for p in packages if any(name == p or name.startswith(f"{p}.") for name in modules)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["jobs", "get", "jobs/x", *UNREACHABLE],
+        ["runs", "list", "--job", "jobs/x", *UNREACHABLE],
+        ["jobs", "get", "--help"],
+        ["runs", "--help"],
+    ],
+    ids=["jobs-get", "runs-list", "jobs-get-help", "runs-help"],
+)
+def test_the_api_commands_load_nothing_of_the_mesh(tmp_path: Path, args: list[str]) -> None:
+    code, modules, _ = loaded_by(tmp_path, *args)
+    assert code == (0 if "--help" in args else 6)  # 6: UNAVAILABLE, the call was made
+    assert "jobmesh.client._cli" in modules
+    assert of(modules, SERVER_SIDE) == []
+
+
+def test_the_command_list_loads_neither_the_mesh_nor_the_sdk(tmp_path: Path) -> None:
+    code, modules, listed = loaded_by(tmp_path, "--help")
+    assert code == 0
+    assert of(modules, (*SERVER_SIDE, "jobmesh.client", "grpc", "google.protobuf")) == []
+    # The SDK's groups are listed by their summaries as they describe themselves once loaded.
+    assert CliRunner().invoke(jobmesh, ["jobs", "--help"]).exit_code == 0
+    assert isinstance(jobmesh.commands["jobs"], click.Group)
+    assert isinstance(jobmesh.commands["runs"], click.Group)
+    assert CliRunner().invoke(jobmesh, ["--help"]).stdout == listed
+
+
+def test_a_process_command_still_loads_its_wiring(tmp_path: Path) -> None:
+    code, modules, _ = loaded_by(
+        tmp_path, "migrate", "--database-url", f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    )
+    assert code == 0
+    assert "sqlalchemy" in modules
+    assert "alembic" in modules
