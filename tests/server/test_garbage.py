@@ -156,7 +156,7 @@ class Fresh(Generic[T]):
         self._seed_of: dict[bytes, int] = {}
 
     def __repr__(self) -> str:
-        """Hypothesis shows a failure's input as this, called with the seed."""
+        """Hypothesis shows a failure's input as this, called with its seed."""
         return f"{self._name}_from_seed"
 
     def __call__(self, seed: int) -> T:
