@@ -18,11 +18,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
+from sqlalchemy import select
 
+from jobmesh.adapters.store.factory import open_store
+from jobmesh.adapters.store.schema import executor_sessions
+from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.adapters.store.sql_leases import RELEASED
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.ports.pipeline_store import SchedulerStore
@@ -42,7 +47,7 @@ from jobmesh.v1 import (
 from tests.server.errors import error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.tokens import bearer
-from tests.support import eventually
+from tests.support import eventually, fresh_postgres_database, require_service_url
 
 
 class RawStream:
@@ -56,6 +61,7 @@ class RawStream:
         queues: tuple[str, ...],
         running: tuple[pb.AttemptRef, ...] = (),
     ) -> None:
+        self.name = name
         self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
         hello = pb.ExecutorHello(executor_id=name, queues=queues, running=running)
         self._requests.put(pb.ConnectRequest(hello=hello))
@@ -91,7 +97,7 @@ def channel(secured: Secured) -> Iterator[grpc.Channel]:
 
 
 @pytest.fixture
-def streams(channel: grpc.Channel, secured: Secured) -> Iterator[Any]:
+def streams(channel: grpc.Channel, secured: Secured, store: SchedulerStore) -> Iterator[Any]:
     opened: list[RawStream] = []
 
     def open_stream(subject: str | None, name: str, queues: tuple[str, ...] = ("default",)) -> RawStream:
@@ -102,6 +108,35 @@ def streams(channel: grpc.Channel, secured: Secured) -> Iterator[Any]:
     yield open_stream
     for stream in opened:
         stream.close()
+    # The server lets go of an ended stream's name after the stream ends, in the background: the next test
+    # may use the same name only once it has.
+    names = {stream.name for stream in opened}
+    eventually(lambda: not _held(cast(SqlStore, store), names), 30, f"the server to release {sorted(names)}")
+
+
+@pytest.fixture
+def own_store(store: SchedulerStore, tmp_path: Path) -> Iterator[SchedulerStore]:
+    """An empty store of the module's kind, for a test that runs servers of its own: the sessions they leave
+    (a closing server lets its sessions lapse rather than release them) stay out of the module server's
+    way."""
+    if cast(SqlStore, store).engine.dialect.name != "postgresql":
+        own = open_store(f"sqlite:///{tmp_path / 'own.sqlite3'}")
+        yield own
+        own.close()
+        return
+    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
+        own = open_store(url)
+        yield own
+        own.close()
+
+
+def _held(store: SqlStore, names: set[str]) -> set[str]:
+    """Which of `names` a server holds (a stream's session, not released)."""
+    query = select(executor_sessions.c.executor_id).where(
+        executor_sessions.c.executor_id.in_(names), executor_sessions.c.server_id != RELEASED
+    )
+    with store.engine.connect() as connection:
+        return set(connection.execute(query).scalars())
 
 
 def refused_with(stream: RawStream, code: grpc.StatusCode) -> grpc.RpcError:
@@ -166,13 +201,13 @@ def test_a_second_connection_under_a_live_executors_name_is_refused(streams: Any
 
 
 def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
-    store: SchedulerStore, tmp_path: Path
+    own_store: SchedulerStore, tmp_path: Path
 ) -> None:
     """A stream that dropped without the server noticing (no message for three heartbeat intervals) does not
     lock its executor out: the new connection ends it and takes the name."""
     interval = timedelta(milliseconds=100)
     with (
-        secured_server(store, tmp_path, heartbeat_interval=interval) as server,
+        secured_server(own_store, tmp_path, heartbeat_interval=interval) as server,
         grpc.insecure_channel(server.address) as channel,
     ):
 
@@ -191,7 +226,9 @@ def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
         silent.close()
 
 
-def test_one_stream_per_executor_name_across_server_processes(store: SchedulerStore, tmp_path: Path) -> None:
+def test_one_stream_per_executor_name_across_server_processes(
+    own_store: SchedulerStore, tmp_path: Path
+) -> None:
     """Two servers on one database, as server workers or replicas are: a name live on one is refused on the
     other; a stream that ends frees it at once, one that goes quiet a quiet limit later; and a stream whose
     name the other server took meanwhile is ended once it speaks again."""
@@ -202,8 +239,8 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
         "session_renewal_interval": timedelta(milliseconds=100),
     }
     with (
-        secured_server(store, tmp_path / "a", **fast) as a,
-        secured_server(store, tmp_path / "b", **fast) as b,
+        secured_server(own_store, tmp_path / "a", **fast) as a,
+        secured_server(own_store, tmp_path / "b", **fast) as b,
         grpc.insecure_channel(a.address) as on_a,
         grpc.insecure_channel(b.address) as on_b,
     ):

@@ -458,7 +458,11 @@ EOF
 		-Djava.awt.headless=true -Djava.net.preferIPv4Stack=true
 		"-Dlog4j2.configurationFile=$KAFKA_LOG4J" "-Dkafka.logs.dir=$dir/logs"
 		-cp "$libs/*")
-	cluster_id=$("$PY" -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+	# A random id in Kafka's form (URL-safe base64 of 16 bytes), never starting with `-`, which the storage
+	# tool would read as an option (as Kafka's own Uuid.randomUuid avoids).
+	cluster_id=$("$PY" -c 'import base64, uuid
+while (i := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
+print(i)')
 	"${java_cmd[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/server.properties" --standalone \
 		</dev/null >"$dir/logs/format.log" 2>&1 || {
 		show_log "$dir/logs/format.log" "$dir/logs/server.log"
