@@ -2,8 +2,10 @@
 
 A run's `change_position` is, on PostgreSQL, the id of the transaction that last changed it visibly. Ids
 are handed out when transactions begin writing, not when they commit, so a reader takes only positions below
-the oldest transaction still open (`pg_snapshot_xmin`): every transaction below it has ended, so nothing can
-appear there later, and the feed never skips a change. On SQLite, where one writer at a time advances a
+the oldest transaction still open in this database (`HORIZON`): every transaction below it has ended, so
+nothing can appear there later, and the feed never skips a change. Transactions of the cluster's other
+databases cannot write here, so their ids are left out: a long transaction of another application on the
+same server would otherwise hold every feed back until it ends. On SQLite, where one writer at a time advances a
 counter, every committed position is final.
 
 Notices: writers here call the store's listeners after each commit; PostgreSQL's triggers and log writes send
@@ -30,14 +32,30 @@ CHANNELS = {"jobmesh_runs": RUNS_CHANGED, "jobmesh_logs": LOGS_CHANGED}
 RECONNECT_DELAY = 1.0
 
 
+# The oldest transaction still open, of those not known to belong to another database (an id that
+# pg_stat_activity does not show elsewhere counts as this database's: never too far), else the next id.
+HORIZON = text(
+    """
+    WITH snapshot AS (SELECT pg_current_snapshot() AS current),
+    elsewhere AS (
+        SELECT backend_xid FROM pg_stat_activity
+        WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+    )
+    SELECT coalesce(
+        (SELECT min(open::text::bigint) FROM snapshot, pg_snapshot_xip(snapshot.current) AS open
+         WHERE open::xid NOT IN (SELECT backend_xid FROM elsewhere)),
+        (SELECT pg_snapshot_xmax(current)::text::bigint FROM snapshot)
+    )
+    """
+)
+
+
 def horizon(connection: Connection) -> int | None:
     """The lowest position a transaction still open may write (PostgreSQL); None where every committed
     position is final."""
     if connection.dialect.name != "postgresql":
         return None
-    return int(
-        connection.execute(text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")).scalar_one()
-    )
+    return int(connection.execute(HORIZON).scalar_one())
 
 
 def feed_cursor(connection: Connection) -> FeedCursor:

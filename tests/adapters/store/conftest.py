@@ -20,14 +20,17 @@ from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from tests.adapters.store.backend import Backend, pg_schema
-from tests.support import require_service_url
+from tests.support import fresh_postgres_database, require_service_url
 
 TABLES = ("jobs", "job_runs", "run_attempts", "run_logs", "leases", "executor_sessions", "audit_events")
 
 
 @pytest.fixture(scope="session")
-def pg_base_url() -> str:
-    return require_service_url("JOBMESH_DATABASE_URL")
+def pg_base_url() -> Iterator[str]:
+    """A database of the test session's own (each pytest-xdist worker has one), in which tests make schemas:
+    no other worker's transactions run in it, so none holds its change feed back."""
+    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

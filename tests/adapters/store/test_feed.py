@@ -16,6 +16,7 @@ from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, FeedCursor, New
 from jobmesh.core.records import RunState, RunTrigger
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, job, log, new_job, run
+from tests.support import fresh_postgres_database, require_service_url
 
 
 def everything_after(
@@ -107,6 +108,28 @@ def test_a_transaction_that_commits_late_is_not_skipped(backend: Backend) -> Non
         assert sorted(c.run.run_id for c in changes) == ["early", "late"]
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_transaction_open_in_another_database_holds_nothing_back(backend: Backend) -> None:
+    """Another database on the same server (another application's, say) cannot write here: its long
+    transaction must not stall the feed, as it would if the horizon were the whole cluster's."""
+    if backend.name != "postgres":
+        pytest.skip("SQLite has no other databases")
+    store = backend.store
+    store.create_jobs([new_job("alpha")])
+    store.create_run(run("alpha", "before"))
+    cursor = everything_after(store, FeedCursor(0))[1]
+    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as other_url:
+        engine = create_engine(other_url)
+        try:
+            with engine.connect() as other, other.begin():
+                other.execute(text("CREATE TABLE held (id int)"))  # it now has a transaction id, open
+                store.create_run(run("alpha", "after"))
+                changes, _ = everything_after(store, cursor)
+                assert [c.run.run_id for c in changes] == ["after"]
+        finally:
+            engine.dispose()
 
 
 @pytest.mark.postgres
