@@ -27,9 +27,10 @@ from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
-from jobmesh.processes.dashboard import DashboardConfig, Envoy, ensure_free, ip_of
+from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
-from jobmesh.processes.settings import Connections
+from jobmesh.processes.ports import ensure_free
+from jobmesh.processes.settings import BY_NAME, Connections
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.transport.tls import ChannelTls
@@ -95,6 +96,8 @@ async def run_server(
     connections: Connections, config: ServerConfig, ready: Callable[[], None] | None = None
 ) -> None:
     """`jobmesh server`: the gRPC server alone (one of its workers: `ready` is called once it serves)."""
+    if not config.share_port:  # a worker's ports are its parent's, checked there
+        ensure_addresses_free(config)
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(config, store, queue, signals)
@@ -112,6 +115,13 @@ async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
     async with adapters(connections) as (store, queue, signals):
         print(f"jobmesh watcher {config.watcher_id}: store {redacted(connections.database_url)}", flush=True)
         await Watcher(config, store, queue, signals).run(stop)
+
+
+def ensure_addresses_free(config: ServerConfig) -> None:
+    """Refuses, in one line and before anything starts, an address that another program holds."""
+    ensure_free(config.listen, BY_NAME["listen"], "gRPC")
+    if config.executor_listen is not None:
+        ensure_free(config.executor_listen, BY_NAME["executor_listen"], "executors'")
 
 
 def _announce(banner: str, config: ServerConfig, connections: Connections, running: RunningServer) -> None:
@@ -171,8 +181,10 @@ async def run_dev(
     """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals, and
     Envoy in front for the dashboard (unless it is off)."""
     dashboard = dashboard or DashboardConfig(dashboard=False)
+    ensure_addresses_free(server_config)
     if dashboard.dashboard:
-        ensure_free(dashboard)
+        setting = BY_NAME["dashboard_listen"]
+        ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(server_config, store, queue, signals)
