@@ -27,6 +27,7 @@ from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
+from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
 from jobmesh.processes.ports import ensure_free
@@ -124,16 +125,23 @@ def ensure_addresses_free(config: ServerConfig) -> None:
         ensure_free(config.executor_listen, BY_NAME["executor_listen"], "executors'")
 
 
-def _announce(banner: str, config: ServerConfig, connections: Connections, running: RunningServer) -> None:
+def _announce(
+    banner: str,
+    config: ServerConfig,
+    connections: Connections,
+    running: RunningServer,
+    tls: ChannelTls | None = None,
+) -> None:
+    """What serves where, and a command to try that works as printed (`tls`: how a client verifies it)."""
     host = config.listen.rsplit(":", 1)[0]
     security = "plaintext" if config.tls is None else "TLS"
     store = redacted(connections.database_url)
-    print(f"{banner}: gRPC on {host}:{running.port} ({security}; store: {store})", flush=True)
+    print(f"{banner}: gRPC on {host}:{running.port} ({security}; store: {store}); Ctrl-C stops", flush=True)
     if running.executor_port is not None and config.executor_listen is not None:
         executors = f"{config.executor_listen.rsplit(':', 1)[0]}:{running.executor_port}"
         print(f"  executors: {executors} (mutual TLS; ExecutorControl is served there only)", flush=True)
-    flags = "-plaintext" if config.tls is None else "-cacert CA.pem"
-    print(f"  try: grpcurl {flags} {host}:{running.port} list   (Ctrl-C stops)", flush=True)
+    if (command := grpcurl_command(config, running.port, tls)) is not None:
+        print(f"  try: {command}", flush=True)
 
 
 async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
@@ -203,7 +211,7 @@ async def run_dev(
         )
         watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
-        _announce("jobmesh dev", server_config, connections, running)
+        _announce("jobmesh dev", server_config, connections, running, executor_config.tls)
         print(f"  executor {executor_config.policy.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
