@@ -26,11 +26,13 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.queue_reach import QueueUnreachable
 from jobmesh.executor.runtime import Executor
 from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
 from jobmesh.processes.ports import ensure_free
+from jobmesh.processes.refusal import Refused
 from jobmesh.processes.settings import BY_NAME, Connections
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
@@ -161,7 +163,10 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
         signalled = True
 
     _on_signals(on_signal)
-    await executor.run()
+    try:
+        await executor.run()
+    except QueueUnreachable as error:
+        raise Refused(error.message) from None
 
 
 async def _start_dashboard(

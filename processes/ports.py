@@ -1,6 +1,6 @@
 """The addresses a process listens on, checked before anything starts: one that cannot be bound (another
 program holds its port, the host is not this machine's, the port is privileged) stops the process with one
-line that names the setting to change, and exit code 2, as any other bad setting.
+line that names the setting to change (processes/refusal.py).
 """
 
 from __future__ import annotations
@@ -9,15 +9,12 @@ import contextlib
 import errno
 import socket
 
-import click
-
+from jobmesh.processes.refusal import Refused
 from jobmesh.processes.settings import Setting
 
 
-class AddressTaken(click.ClickException):
-    """Shown as one line (`Error: …`) by the `jobmesh` command, which exits with `exit_code`."""
-
-    exit_code = 2
+class AddressTaken(Refused):
+    """No address of the setting's host can be bound to its port."""
 
 
 def ensure_free(address: str, setting: Setting, what: str, alternative: str = "") -> None:

@@ -46,18 +46,23 @@ from tests.support import eventually
 
 
 class RawStream:
-    """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker)."""
+    """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker) in the
+    server's process: its hello names the server's in-process queue."""
 
     def __init__(
         self,
         channel: grpc.Channel,
+        server: Secured,
         token: str | None,
         name: str,
         queues: tuple[str, ...],
+        *,
         running: tuple[pb.AttemptRef, ...] = (),
     ) -> None:
         self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
-        hello = pb.ExecutorHello(executor_id=name, queues=queues, running=running)
+        hello = pb.ExecutorHello(
+            executor_id=name, queues=queues, running=running, in_process_queue=server.in_process_queue
+        )
         self._requests.put(pb.ConnectRequest(hello=hello))
         stub = executor_control_pb2_grpc.ExecutorControlStub(channel)
         metadata = bearer(token) if token else ()
@@ -95,7 +100,7 @@ def streams(channel: grpc.Channel, secured: Secured) -> Iterator[Any]:
     opened: list[RawStream] = []
 
     def open_stream(subject: str | None, name: str, queues: tuple[str, ...] = ("default",)) -> RawStream:
-        stream = RawStream(channel, secured.token(subject) if subject else None, name, queues)
+        stream = RawStream(channel, secured, secured.token(subject) if subject else None, name, queues)
         opened.append(stream)
         return stream
 
@@ -175,10 +180,10 @@ def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
         secured_server(store, tmp_path, heartbeat_interval=interval) as server,
         grpc.insecure_channel(server.address) as channel,
     ):
-        silent = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+        silent = RawStream(channel, server, server.token("exec-1"), "exec-1", ("default",))
         silent.next("welcome")
         time.sleep(10 * interval.total_seconds())  # it sends nothing at all, not even a heartbeat
-        again = RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+        again = RawStream(channel, server, server.token("exec-1"), "exec-1", ("default",))
         again.next("welcome")
         with pytest.raises((grpc.RpcError, AssertionError)):
             silent.next("acks")  # the old stream was ended
@@ -204,7 +209,7 @@ def test_one_stream_per_executor_name_across_server_processes(store: SchedulerSt
     ):
 
         def connect(channel: grpc.Channel, server: Secured) -> RawStream:
-            return RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+            return RawStream(channel, server, server.token("exec-1"), "exec-1", ("default",))
 
         first = connect(on_a, a)
         first.next("welcome")
@@ -261,12 +266,14 @@ def test_what_a_name_held_and_its_new_stream_does_not_hold_ends_not_held(
     """A grant whose answer was lost with the stream, or an attempt of a process that died and came back
     under the same name: nobody runs it, so it must not stay RUNNING while the name's session is renewed."""
     kept, orphan = new_run(channel, secured), new_run(channel, secured)
-    first = RawStream(channel, secured.token("exec-1"), "exec-1", ("default",))
+    first = RawStream(channel, secured, secured.token("exec-1"), "exec-1", ("default",))
     first.next("welcome")
     assert [claimed(first, kept), claimed(first, orphan)] == [pb.CLAIM_OUTCOME_GRANTED] * 2
     first.close()
     again = eventually(
-        lambda: _welcomed(RawStream(channel, secured.token("exec-1"), "exec-1", ("default",), (kept,))),
+        lambda: _welcomed(
+            RawStream(channel, secured, secured.token("exec-1"), "exec-1", ("default",), running=(kept,))
+        ),
         10,
         "the name to be free again",
     )
