@@ -22,7 +22,8 @@ JOBMESH_DATABASE_URL ?= sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
 
 .PHONY: run test unit examples setup install gen lint check-gen services-up services-down lock clean
 
-# Its Python and Node halves are set up side by side: both mostly wait on the disk.
+# The whole mesh on the embedded store, set up first with Python and Node alone (the two halves side by side:
+# both mostly wait on the disk). Ctrl-C stops it.
 run:
 	@$(MAKE) --no-print-directory -j 2 setup
 	@$(BIN)/jobmesh dev --database-url '$(JOBMESH_DATABASE_URL)' --demo on

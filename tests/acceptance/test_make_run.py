@@ -102,7 +102,10 @@ def test_make_run_from_a_fresh_clone_needs_python_and_node_only(tmp_path: Path) 
             process.wait()
             raise
     output_text = log.read_text()
-    assert code == 0, output_text
+    # Make passes a Ctrl-C on by dying of it once its recipe has ended (a shell shows 130); it prints a
+    # `make: *** [run] …` line when the recipe failed or was killed, and only then.
+    assert code in (0, -signal.SIGINT), output_text
+    assert "make: ***" not in output_text
     assert "jobmesh dev: stopping" in output_text
     assert "Traceback" not in output_text
     assert not (clone / ".jobmesh" / "tools").exists()  # no code generator was installed

@@ -45,10 +45,17 @@ def _assert_dev_still_runs_jobs(stubs: Stubs) -> None:
     wait_for_run(search, name, lambda r: r.state == run_pb2.RUN_STATE_SUCCEEDED, 60, "dev's own executor")
 
 
-def test_the_executor_process_is_refused_within_5s_with_the_fix(live_dev: tuple[str, Stubs]) -> None:
+@pytest.mark.parametrize(
+    "queue_flags",
+    [[], ["--queue-url", f"kafka://127.0.0.1:{free_port()}"]],  # its default (memory://), and a Kafka
+    ids=["default-queue", "kafka-queue"],
+)
+def test_the_executor_process_is_refused_within_5s_with_the_fix(
+    live_dev: tuple[str, Stubs], queue_flags: list[str]
+) -> None:
     address, stubs = live_dev
     executor = subprocess.Popen(
-        [str(BIN / "jobmesh"), "executor", "--server", address, "--executor-id", "outside-process"],
+        [str(BIN / "jobmesh"), "executor", "--server", address, *queue_flags],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
