@@ -7,10 +7,12 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 import sqlalchemy
+
+from jobmesh.core.ports.queue import RunQueue
 
 T = TypeVar("T")
 
@@ -61,3 +63,16 @@ def eventually(check: Callable[[], T | None], timeout: float, what: str, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+class BrokerQueue:
+    """An in-process queue that presents itself as a broker's (as Kafka's), which any process may reach: a
+    server on it says so to executors, and welcomes them wherever they run."""
+
+    in_process_id = ""
+
+    def __init__(self, queue: RunQueue) -> None:
+        self._queue = queue
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)

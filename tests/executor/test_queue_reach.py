@@ -26,14 +26,9 @@ from tests.executor.fake_control import FakeControl
 from tests.executor.support import command, dispatched, key, running_executor
 from tests.executor.test_out_of_contact import RecordingQueue
 from tests.executor.test_runtime import scenario
+from tests.support import BrokerQueue
 
 SAYS_SO_WITHIN = 5.0  # seconds, from `run()` to the error: what the executor promises
-
-
-class BrokerQueue(RecordingQueue):
-    """An in-process queue that presents itself as a broker's (as Kafka's), which any process may reach."""
-
-    in_process_id = ""
 
 
 def _executor(fake: FakeControl, queue: RunQueue) -> Executor:
