@@ -111,6 +111,9 @@ class Executor:
         self._draining.set()
 
     async def run(self) -> None:
+        """Takes and runs work until `drain()` has run its course. Raises QueueUnreachable at the first
+        connection when the server says that the mesh queues its runs where this executor's queue cannot
+        take them (it logs why first)."""
         queue = self._queue
         if queue is None:  # a Kafka producer connects when it is made: not on the loop
             queue = await asyncio.to_thread(open_queue, self.config.queue_url)

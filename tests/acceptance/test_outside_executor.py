@@ -14,10 +14,9 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from jobmesh.client import Executor, ExecutorConfig
+from jobmesh.client import Executor, ExecutorConfig, QueueUnreachable
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.control.v1 import executor_control_pb2_grpc
-from jobmesh.executor.queue_reach import QueueUnreachable
 from jobmesh.v1 import run_pb2
 from tests.acceptance.mesh import create, wait_for_run
 from tests.acceptance.processes import BIN, REPO, free_port
