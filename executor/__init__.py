@@ -13,6 +13,9 @@ program's own Python functions as `handler` targets (`jobmesh.client` re-exports
     config = ExecutorConfig(server="scheduler:50051", queue_url="kafka://kafka:9092", queues=("reports",))
     await Executor(config, handlers).run()   # until executor.drain()
 
+`run()` raises QueueUnreachable at once when the mesh queues its runs where this executor's queue cannot take
+them (its server says so: a `jobmesh dev` refuses any executor outside its process).
+
 `jobmesh executor --handlers MODULE:ATTR` runs the same `Executor` as a process of its own.
 
 The names are imported when first asked for, so that importing one of the package's modules (a handler
@@ -29,9 +32,18 @@ if TYPE_CHECKING:
     from jobmesh.executor.config import ExecutorConfig
     from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
     from jobmesh.executor.policy import ExecutionPolicy
+    from jobmesh.executor.queue_reach import QueueUnreachable
     from jobmesh.executor.runtime import Executor
 
-__all__ = ["ExecutionPolicy", "Executor", "ExecutorConfig", "Handler", "HandlerContext", "HandlerRegistry"]
+__all__ = [
+    "ExecutionPolicy",
+    "Executor",
+    "ExecutorConfig",
+    "Handler",
+    "HandlerContext",
+    "HandlerRegistry",
+    "QueueUnreachable",
+]
 
 _MODULES = {
     "ExecutionPolicy": "policy",
@@ -40,6 +52,7 @@ _MODULES = {
     "Handler": "handlers",
     "HandlerContext": "handlers",
     "HandlerRegistry": "handlers",
+    "QueueUnreachable": "queue_reach",
 }
 
 

@@ -111,9 +111,13 @@ class Executor:
         self._draining.set()
 
     async def run(self) -> None:
+        """Takes and runs work until `drain()` has run its course. Raises QueueUnreachable at the first
+        connection when the server says that the mesh queues its runs where this executor's queue cannot
+        take them (it logs why first)."""
         queue = self._queue
         if queue is None:  # a Kafka producer connects when it is made: not on the loop
             queue = await asyncio.to_thread(open_queue, self.config.queue_url)
+        self.stream.in_process_queue = queue.in_process_id
         signals = self._signals if self._signals is not None else open_signals(self.config.signals_url)
         # One thread for the consumer: adapters are not thread-safe, and a poll blocks.
         consumer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobmesh-consumer")
@@ -171,6 +175,8 @@ class Executor:
             if task is drained:
                 continue
             task.result()  # a loop that failed: leave rather than limp on
+            if self.stream.unreachable is not None:  # the stream closed itself: the runs would never come
+                raise self.stream.unreachable
             if not self._draining.is_set():  # the claim loop ends by itself on a drain, and only then
                 raise RuntimeError(f"{task.get_name()} ended unexpectedly")
         log.info("draining: no new work; running work may finish within %gs", self._drain_grace)

@@ -25,6 +25,7 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
+from jobmesh.executor.queue_reach import QueueUnreachable, mismatch_of, refusal_of
 from jobmesh.transport.tls import aio_channel
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,10 @@ class ControlStream:
         self._wrote = asyncio.Event()  # set by the writer after each request it writes
         self._no_claims = asyncio.Event()
         self._no_claims.set()
+        # The identity of the in-process queue this executor reads (empty for Kafka), for its hello; and,
+        # once its server said that this queue cannot be the mesh's, why: the stream is then closed.
+        self.in_process_queue = ""
+        self.unreachable: QueueUnreachable | None = None
 
     @property
     def connected(self) -> bool:
@@ -149,23 +154,37 @@ class ControlStream:
         call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(metadata=metadata)
         welcomed = False
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()
+        hello = self._listener.hello()
+        hello.in_process_queue = self.in_process_queue
         try:
             async with asyncio.timeout(self._config.connect_timeout.total_seconds()):
-                await call.write(pb.ConnectRequest(hello=self._listener.hello()))
+                await call.write(pb.ConnectRequest(hello=hello))
                 first = await call.read()
             if not isinstance(first, pb.ConnectResponse) or first.WhichOneof("message") != "welcome":
                 log.warning("the server did not welcome this executor (answered %r)", first)
+                return False
+            if mismatch := mismatch_of(first.welcome, self.in_process_queue, self._config.server):
+                self._stop_unreachable(mismatch)
                 return False
             welcomed = True
             self._welcomed(first.welcome, outgoing)
             await self._pump(call, outgoing)
         except (grpc.RpcError, asyncio.InvalidStateError, TimeoutError) as exc:
-            self._log_end(exc, welcomed)
+            if not welcomed and (refusal := refusal_of(exc)):
+                self._stop_unreachable(refusal)
+            else:
+                self._log_end(exc, welcomed)
         finally:
             self._set_disconnected(outgoing, welcomed)
             call.cancel()
             await channel.close()
         return welcomed
+
+    def _stop_unreachable(self, problem: QueueUnreachable) -> None:
+        """Never to be welcomed with this queue: says so, and closes (`Executor.run()` raises it)."""
+        log.error("%s", problem.message)
+        self.unreachable = problem
+        self.close()
 
     def _welcomed(self, welcome: pb.ExecutorWelcome, outgoing: asyncio.Queue[pb.ConnectRequest]) -> None:
         if welcome.HasField("heartbeat_interval") and seconds_of(welcome.heartbeat_interval) > 0:

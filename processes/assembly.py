@@ -26,10 +26,14 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
+from jobmesh.executor.queue_reach import QueueUnreachable
 from jobmesh.executor.runtime import Executor
-from jobmesh.processes.dashboard import DashboardConfig, Envoy, ensure_free, ip_of
+from jobmesh.processes.banner import grpcurl_command
+from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
-from jobmesh.processes.settings import Connections
+from jobmesh.processes.ports import ensure_free
+from jobmesh.processes.refusal import Refused
+from jobmesh.processes.settings import BY_NAME, Connections
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.transport.tls import ChannelTls
@@ -90,6 +94,8 @@ async def run_server(
     connections: Connections, config: ServerConfig, ready: Callable[[], None] | None = None
 ) -> None:
     """`jobmesh server`: the gRPC server alone (one of its workers: `ready` is called once it serves)."""
+    if not config.share_port:  # a worker's ports are its parent's, checked there
+        ensure_addresses_free(config)
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(config, store, queue, signals)
@@ -109,16 +115,30 @@ async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
         await Watcher(config, store, queue, signals).run(stop)
 
 
-def _announce(banner: str, config: ServerConfig, connections: Connections, running: RunningServer) -> None:
+def ensure_addresses_free(config: ServerConfig) -> None:
+    """Refuses, in one line and before anything starts, an address that another program holds."""
+    ensure_free(config.listen, BY_NAME["listen"], "gRPC")
+    if config.executor_listen is not None:
+        ensure_free(config.executor_listen, BY_NAME["executor_listen"], "executors'")
+
+
+def _announce(
+    banner: str,
+    config: ServerConfig,
+    connections: Connections,
+    running: RunningServer,
+    tls: ChannelTls | None = None,
+) -> None:
+    """What serves where, and a command to try that works as printed (`tls`: how a client verifies it)."""
     host = config.listen.rsplit(":", 1)[0]
     security = "plaintext" if config.tls is None else "TLS"
     store = redacted(connections.database_url)
-    print(f"{banner}: gRPC on {host}:{running.port} ({security}; store: {store})", flush=True)
+    print(f"{banner}: gRPC on {host}:{running.port} ({security}; store: {store}); Ctrl-C stops", flush=True)
     if running.executor_port is not None and config.executor_listen is not None:
         executors = f"{config.executor_listen.rsplit(':', 1)[0]}:{running.executor_port}"
         print(f"  executors: {executors} (mutual TLS; ExecutorControl is served there only)", flush=True)
-    flags = "-plaintext" if config.tls is None else "-cacert CA.pem"
-    print(f"  try: grpcurl {flags} {host}:{running.port} list   (Ctrl-C stops)", flush=True)
+    if (command := grpcurl_command(config, running.port, tls)) is not None:
+        print(f"  try: {command}", flush=True)
 
 
 async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
@@ -138,7 +158,10 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
         signalled = True
 
     _on_signals(on_signal)
-    await executor.run()
+    try:
+        await executor.run()
+    except QueueUnreachable as error:
+        raise Refused(error.message) from None
 
 
 async def _start_dashboard(
@@ -166,8 +189,10 @@ async def run_dev(
     """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals, and
     Envoy in front for the dashboard (unless it is off)."""
     dashboard = dashboard or DashboardConfig(dashboard=False)
+    ensure_addresses_free(server_config)
     if dashboard.dashboard:
-        ensure_free(dashboard)
+        setting = BY_NAME["dashboard_listen"]
+        ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(server_config, store, queue, signals)
@@ -186,7 +211,7 @@ async def run_dev(
         )
         watcher = Watcher(watcher_config, store, queue, signals)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
-        _announce("jobmesh dev", server_config, connections, running)
+        _announce("jobmesh dev", server_config, connections, running, executor_config.tls)
         print(f"  executor {executor_config.policy.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)

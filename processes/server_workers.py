@@ -42,6 +42,7 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
     stopping: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, _: stopping.append(received))
+    assembly.ensure_addresses_free(config)
     reserved, address = _reserve(config.listen)
     held = [reserved]
     shared = dataclasses.replace(config, listen=address, share_port=True)

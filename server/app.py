@@ -207,6 +207,7 @@ def build_services(
         stream_lag,
         server_id=server_id,
         heartbeat_interval=config.heartbeat_interval,
+        in_process_queue=queue.in_process_id,
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling)

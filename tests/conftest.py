@@ -1,9 +1,11 @@
-"""Settings of the whole suite."""
+"""Settings and fixtures of the whole suite."""
 
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -35,3 +37,12 @@ def redis_database(url: str, number: int) -> str:
         raise pytest.UsageError(f"Redis has databases 0 to 15: too many xdist workers for {number}")
     parts = urllib.parse.urlsplit(url)
     return urllib.parse.urlunsplit(parts._replace(path=f"/{number}"))
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port that a listening socket holds for the test."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]

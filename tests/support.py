@@ -9,10 +9,12 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 import sqlalchemy
+
+from jobmesh.core.ports.queue import RunQueue
 
 T = TypeVar("T")
 
@@ -87,3 +89,16 @@ def silence_when_stopped(text: str) -> float:
     said = re.search(r"no heartbeat was known to reach the server for (\d+\.\d) s", text)
     assert said, text[-2000:]
     return float(said[1])
+
+
+class BrokerQueue:
+    """An in-process queue that presents itself as a broker's (as Kafka's), which any process may reach: a
+    server on it says so to executors, and welcomes them wherever they run."""
+
+    in_process_id = ""
+
+    def __init__(self, queue: RunQueue) -> None:
+        self._queue = queue
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)

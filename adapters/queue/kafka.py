@@ -120,6 +120,7 @@ class KafkaRunQueue:
     """The run queue on Kafka. Thread-safe for publishing; each consumer belongs to one thread."""
 
     durable = True
+    in_process_id = ""
 
     def __init__(
         self,

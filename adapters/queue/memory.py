@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -201,6 +202,7 @@ class MemoryRunQueue:
 
     def __init__(self) -> None:
         self._broker = _Broker()
+        self.in_process_id = secrets.token_hex(8)
 
     def publish(self, runs: Sequence[dispatch_pb2.DispatchedRun], *, timeout: float = 5.0) -> None:
         by_topic: dict[str, list[dispatch_pb2.DispatchedRun]] = {}

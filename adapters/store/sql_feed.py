@@ -5,8 +5,8 @@ are handed out when transactions begin writing, not when they commit, so a reade
 the oldest transaction still open in this database (`HORIZON`): every transaction below it has ended, so
 nothing can appear there later, and the feed never skips a change. Transactions of the cluster's other
 databases cannot write here, so their ids are left out: a long transaction of another application on the
-same server would otherwise hold every feed back until it ends. On SQLite, where one writer at a time advances a
-counter, every committed position is final.
+same server would otherwise hold every feed back until it ends. On SQLite, where one writer at a time
+advances a counter, every committed position is final.
 
 Notices: writers here call the store's listeners after each commit; PostgreSQL's triggers and log writes send
 `NOTIFY jobmesh_runs` / `NOTIFY jobmesh_logs`, which `Listener` turns into the same calls in other processes.

@@ -9,9 +9,9 @@ typed errors, and the embeddable `Executor` that serves a program's own Python h
         created = client.create_job(immediately(), command(["echo", "hello"]))
         run = client.wait_for_run(created.run.name, timedelta(seconds=30))
 
-The executor's names (`Executor`, `ExecutorConfig`, `HandlerRegistry`, `HandlerContext`, `ExecutionPolicy`)
-are the mesh's own executor (`jobmesh.executor`), loaded on first use: a program that only calls the API
-never imports it.
+The executor's names (`Executor`, `ExecutorConfig`, `HandlerRegistry`, `HandlerContext`, `ExecutionPolicy`,
+`QueueUnreachable`) are the mesh's own executor (`jobmesh.executor`), loaded on first use: a program that only
+calls the API never imports it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,14 @@ from jobmesh.v1.job_pb2 import JobState
 from jobmesh.v1.run_pb2 import RunState
 
 if TYPE_CHECKING:
-    from jobmesh.executor import ExecutionPolicy, Executor, ExecutorConfig, HandlerContext, HandlerRegistry
+    from jobmesh.executor import (
+        ExecutionPolicy,
+        Executor,
+        ExecutorConfig,
+        HandlerContext,
+        HandlerRegistry,
+        QueueUnreachable,
+    )
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -71,6 +78,7 @@ __all__ = [
     "JobmeshError",
     "NotFound",
     "PermissionDenied",
+    "QueueUnreachable",
     "ResourceExhausted",
     "RetryConfig",
     "RunState",
@@ -88,7 +96,7 @@ __all__ = [
 ]
 
 _EXECUTOR_NAMES = frozenset(
-    {"ExecutionPolicy", "Executor", "ExecutorConfig", "HandlerContext", "HandlerRegistry"}
+    {"ExecutionPolicy", "Executor", "ExecutorConfig", "HandlerContext", "HandlerRegistry", "QueueUnreachable"}
 )
 
 

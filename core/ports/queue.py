@@ -58,6 +58,10 @@ class RunQueue(Protocol):
     # False when the messages live in this process only (the in-process queue): whatever was QUEUED before
     # the process started is gone, and the watcher sends it again at once rather than after `requeue_after`.
     durable: bool
+    # Who can take its runs: empty for a broker that any process may reach (Kafka); for the in-process queue,
+    # an identity of its own, which only the components of this process know (an executor's hello names it,
+    # and its server refuses an executor that does not: `jobmesh.control.v1.ExecutorHello.in_process_queue`).
+    in_process_id: str
 
     def publish(self, runs: Sequence[dispatch_pb2.DispatchedRun], *, timeout: float = 5.0) -> None:
         """Sends the runs (each to its queue's lane topic, keyed by job) and returns once the broker has them

@@ -41,6 +41,7 @@ from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
+from jobmesh.server.queue_reach import queue_kind, refuse_unreachable
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import ExecutorNameInUse, SessionQueue, Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
@@ -71,8 +72,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         *,
         server_id: str,
         heartbeat_interval: timedelta,
+        in_process_queue: str,
     ) -> None:
         self._reports = reports
+        self._in_process_queue = in_process_queue  # the queue's `in_process_id`: see server/queue_reach.py
         self._sessions = sessions
         self._renewals = renewals
         self._stream_lag = stream_lag
@@ -101,6 +104,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         queue = SessionQueue(asyncio.get_running_loop())
         try:
             grant = _granted(current_principal(), hello)
+            refuse_unreachable(hello, self._in_process_queue)
             quiet_limit = quiet_limit_of(self._heartbeat_interval).total_seconds()
             self._sessions.register(hello.executor_id, queue, quiet_limit=quiet_limit)
             if not await self._in_thread(lambda: self._renewals.take(hello.executor_id)):
@@ -145,7 +149,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
     def _welcome(self) -> pb.ConnectResponse:
         return pb.ConnectResponse(
             welcome=pb.ExecutorWelcome(
-                heartbeat_interval=to_duration(self._heartbeat_interval), server_id=self._server_id
+                heartbeat_interval=to_duration(self._heartbeat_interval),
+                server_id=self._server_id,
+                queue_kind=queue_kind(self._in_process_queue),
             )
         )
 

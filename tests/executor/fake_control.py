@@ -47,6 +47,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.ack_results = True
         self.answer_heartbeats = True  # as the real server does; off: a server that cannot record them
         self.refuse_with: grpc.StatusCode | None = None  # set: every hello is answered with this code
+        self.queue_kind: pb.QueueKind.ValueType = pb.QUEUE_KIND_UNSPECIFIED  # what the welcome says
         # Claim answers held back until this many batches wait, then sent newest first (the real server
         # handles a stream's claims at once, and answers them in any order); 0: each at once.
         self.hold_claims = 0
@@ -121,7 +122,10 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         stream = _Stream(first.hello.executor_id)
         interval = duration_pb2.Duration()
         interval.FromNanoseconds(int(self.heartbeat_interval * 1e9))
-        yield pb.ConnectResponse(welcome=pb.ExecutorWelcome(heartbeat_interval=interval, server_id="fake"))
+        welcome = pb.ExecutorWelcome(
+            heartbeat_interval=interval, server_id="fake", queue_kind=self.queue_kind
+        )
+        yield pb.ConnectResponse(welcome=welcome)
         self._streams.append(stream)
         reader = asyncio.create_task(self._read(request_iterator, stream))
         taking: asyncio.Task[pb.ConnectResponse] | None = None

@@ -30,6 +30,7 @@ class Secured:
     signer: Signer
     server: RunningServer
     names: str  # the in-process queue and signal bus the server uses
+    in_process_queue: str  # that queue's identity: what the hello of an executor in this process names
 
     def token(self, subject: str) -> str:
         return self.tokens.tokens[subject]
@@ -88,7 +89,7 @@ def secured_server(
         await asyncio.gather(*others, return_exceptions=True)
 
     try:
-        yield Secured(f"127.0.0.1:{running.port}", tokens, signer, running, names)
+        yield Secured(f"127.0.0.1:{running.port}", tokens, signer, running, names, queue.in_process_id)
     finally:
         run(stop())
         loop.call_soon_threadsafe(loop.stop)

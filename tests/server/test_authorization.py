@@ -212,9 +212,16 @@ def _list_audit(api: Api, md: Metadata) -> Any:
 
 
 def _connect(api: Api, md: Metadata) -> Any:
-    """An executor's hello as `exec-1` for the `default` queue, up to the server's welcome."""
+    """An executor's hello as `exec-1` for the `default` queue, from the server's process (it names the
+    server's in-process queue), up to the server's welcome."""
+    assert isinstance(api, CallerApi)
     hello = executor_control_pb2.ConnectRequest(
-        hello=executor_control_pb2.ExecutorHello(executor_id="exec-1", queues=["default"], hostname="test")
+        hello=executor_control_pb2.ExecutorHello(
+            executor_id="exec-1",
+            queues=["default"],
+            hostname="test",
+            in_process_queue=api.secured.in_process_queue,
+        )
     )
     with grpc.insecure_channel(api.address) as channel:
         stream = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(

@@ -51,19 +51,24 @@ from tests.support import eventually, fresh_postgres_database, require_service_u
 
 
 class RawStream:
-    """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker)."""
+    """An ExecutorControl stream driven message by message, as a hand-written client (or an attacker) in the
+    server's process: its hello names the server's in-process queue."""
 
     def __init__(
         self,
         channel: grpc.Channel,
+        server: Secured,
         token: str | None,
         name: str,
         queues: tuple[str, ...],
+        *,
         running: tuple[pb.AttemptRef, ...] = (),
     ) -> None:
         self.name = name
         self._requests: queue.Queue[pb.ConnectRequest | None] = queue.Queue()
-        hello = pb.ExecutorHello(executor_id=name, queues=queues, running=running)
+        hello = pb.ExecutorHello(
+            executor_id=name, queues=queues, running=running, in_process_queue=server.in_process_queue
+        )
         self._requests.put(pb.ConnectRequest(hello=hello))
         stub = executor_control_pb2_grpc.ExecutorControlStub(channel)
         metadata = bearer(token) if token else ()
@@ -101,7 +106,7 @@ def streams(channel: grpc.Channel, secured: Secured, store: SchedulerStore) -> I
     opened: list[RawStream] = []
 
     def open_stream(subject: str | None, name: str, queues: tuple[str, ...] = ("default",)) -> RawStream:
-        stream = RawStream(channel, secured.token(subject) if subject else None, name, queues)
+        stream = RawStream(channel, secured, secured.token(subject) if subject else None, name, queues)
         opened.append(stream)
         return stream
 
@@ -212,7 +217,7 @@ def test_a_quiet_stream_gives_its_name_up_to_a_reconnecting_executor(
     ):
 
         def connect() -> RawStream:
-            return RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+            return RawStream(channel, server, server.token("exec-1"), "exec-1", ("default",))
 
         quiet_since = time.monotonic()  # the server hears its hello later: it is quiet for less than this
         silent = connect()
@@ -246,7 +251,7 @@ def test_one_stream_per_executor_name_across_server_processes(
     ):
 
         def connect(channel: grpc.Channel, server: Secured) -> RawStream:
-            return RawStream(channel, server.token("exec-1"), "exec-1", ("default",))
+            return RawStream(channel, server, server.token("exec-1"), "exec-1", ("default",))
 
         first = connect(on_a, a)
         first.next("welcome")
@@ -303,12 +308,14 @@ def test_what_a_name_held_and_its_new_stream_does_not_hold_ends_not_held(
     """A grant whose answer was lost with the stream, or an attempt of a process that died and came back
     under the same name: nobody runs it, so it must not stay RUNNING while the name's session is renewed."""
     kept, orphan = new_run(channel, secured), new_run(channel, secured)
-    first = RawStream(channel, secured.token("exec-1"), "exec-1", ("default",))
+    first = RawStream(channel, secured, secured.token("exec-1"), "exec-1", ("default",))
     first.next("welcome")
     assert [claimed(first, kept), claimed(first, orphan)] == [pb.CLAIM_OUTCOME_GRANTED] * 2
     first.close()
     again = eventually(
-        lambda: _welcomed(RawStream(channel, secured.token("exec-1"), "exec-1", ("default",), (kept,))),
+        lambda: _welcomed(
+            RawStream(channel, secured, secured.token("exec-1"), "exec-1", ("default",), running=(kept,))
+        ),
         10,
         "the name to be free again",
     )

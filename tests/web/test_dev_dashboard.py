@@ -1,4 +1,4 @@
-"""`jobmesh dev`'s Envoy: a taken dashboard port is refused before anything starts, an Envoy that cannot
+"""`jobmesh dev`'s Envoy (a taken dashboard port: tests/processes/test_taken_ports.py): an Envoy that cannot
 start is reported with its own words, `--dashboard off` starts none, and none outlives a killed dev; and
 `--demo on`, which `make run` passes."""
 
@@ -8,9 +8,7 @@ import asyncio
 import os
 import signal
 import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -24,39 +22,7 @@ from jobmesh.v1 import (
     search_service_pb2,
     search_service_pb2_grpc,
 )
-from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
-
-
-def test_dev_refuses_a_taken_dashboard_port(tmp_path: Path, taken_port: int) -> None:
-    done = subprocess.run(
-        [
-            str(BIN / "jobmesh"),
-            "dev",
-            "--listen",
-            "127.0.0.1:0",
-            "--dashboard-listen",
-            f"127.0.0.1:{taken_port}",
-            "--database-url",
-            f"sqlite:///{tmp_path / 'dev.db'}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert f"127.0.0.1:{taken_port} is taken" in done.stderr
-    assert "--dashboard-listen" in done.stderr
-    assert "gRPC on" not in done.stdout  # refused before the server started
+from tests.acceptance.processes import free_port, jobmesh_process
 
 
 def test_an_envoy_that_cannot_start_is_reported_with_its_log(taken_port: int) -> None:

@@ -83,6 +83,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """`UNAVAILABLE`: the server cannot reach its database. Retry with backoff."""
     ERROR_REASON_STORE_FAILURE: _ErrorReason.ValueType  # 16
     """`INTERNAL`: the database refused a statement for a reason the caller cannot act on (the server logs it)."""
+    ERROR_REASON_QUEUE_UNREACHABLE: _ErrorReason.ValueType  # 17
+    """`FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
+    this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
+    message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Why a call failed, for a program to act on.
@@ -155,6 +160,11 @@ ERROR_REASON_STORE_UNAVAILABLE: ErrorReason.ValueType  # 15
 """`UNAVAILABLE`: the server cannot reach its database. Retry with backoff."""
 ERROR_REASON_STORE_FAILURE: ErrorReason.ValueType  # 16
 """`INTERNAL`: the database refused a statement for a reason the caller cannot act on (the server logs it)."""
+ERROR_REASON_QUEUE_UNREACHABLE: ErrorReason.ValueType  # 17
+"""`FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
+this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
+message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

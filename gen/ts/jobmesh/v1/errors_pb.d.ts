@@ -196,6 +196,15 @@ export enum ErrorReason {
    * @generated from enum value: ERROR_REASON_STORE_FAILURE = 16;
    */
   STORE_FAILURE = 16,
+
+  /**
+   * `FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
+   * this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
+   * message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+   *
+   * @generated from enum value: ERROR_REASON_QUEUE_UNREACHABLE = 17;
+   */
+  QUEUE_UNREACHABLE = 17,
 }
 
 /**

@@ -172,6 +172,16 @@ public enum ErrorReason
    * <code>ERROR_REASON_STORE_FAILURE = 16;</code>
    */
   ERROR_REASON_STORE_FAILURE(16),
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
+   * this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
+   * message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+   * </pre>
+   *
+   * <code>ERROR_REASON_QUEUE_UNREACHABLE = 17;</code>
+   */
+  ERROR_REASON_QUEUE_UNREACHABLE(17),
   UNRECOGNIZED(-1),
   ;
 
@@ -333,6 +343,16 @@ public enum ErrorReason
    * <code>ERROR_REASON_STORE_FAILURE = 16;</code>
    */
   public static final int ERROR_REASON_STORE_FAILURE_VALUE = 16;
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
+   * this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
+   * message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+   * </pre>
+   *
+   * <code>ERROR_REASON_QUEUE_UNREACHABLE = 17;</code>
+   */
+  public static final int ERROR_REASON_QUEUE_UNREACHABLE_VALUE = 17;
 
 
   public final int getNumber() {
@@ -376,6 +396,7 @@ public enum ErrorReason
       case 14: return ERROR_REASON_EXECUTOR_NAME_IN_USE;
       case 15: return ERROR_REASON_STORE_UNAVAILABLE;
       case 16: return ERROR_REASON_STORE_FAILURE;
+      case 17: return ERROR_REASON_QUEUE_UNREACHABLE;
       default: return null;
     }
   }

@@ -22,6 +22,34 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _QueueKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _QueueKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QueueKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    QUEUE_KIND_UNSPECIFIED: _QueueKind.ValueType  # 0
+    """Not said."""
+    QUEUE_KIND_KAFKA: _QueueKind.ValueType  # 1
+    """Kafka: executors anywhere that reach its brokers take the runs."""
+    QUEUE_KIND_IN_PROCESS: _QueueKind.ValueType  # 2
+    """The server process's own memory (`jobmesh dev`, a `memory://` queue URL): only executors inside that
+    process take the runs, and the server refuses every other.
+    """
+
+class QueueKind(_QueueKind, metaclass=_QueueKindEnumTypeWrapper):
+    """Where a mesh queues its runs."""
+
+QUEUE_KIND_UNSPECIFIED: QueueKind.ValueType  # 0
+"""Not said."""
+QUEUE_KIND_KAFKA: QueueKind.ValueType  # 1
+"""Kafka: executors anywhere that reach its brokers take the runs."""
+QUEUE_KIND_IN_PROCESS: QueueKind.ValueType  # 2
+"""The server process's own memory (`jobmesh dev`, a `memory://` queue URL): only executors inside that
+process take the runs, and the server refuses every other.
+"""
+Global___QueueKind: _TypeAlias = QueueKind  # noqa: Y015
+
 class _ClaimOutcome:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -220,6 +248,7 @@ class ExecutorHello(_message.Message):
     CONCURRENCY_FIELD_NUMBER: _builtins.int
     HANDLERS_FIELD_NUMBER: _builtins.int
     RUNNING_FIELD_NUMBER: _builtins.int
+    IN_PROCESS_QUEUE_FIELD_NUMBER: _builtins.int
     executor_id: _builtins.str
     """The executor's name: unique per executor process and stable across its reconnects, for example
     `host-1234-9f2c`; what a token's grant or a certificate's common name binds. Required.
@@ -228,6 +257,10 @@ class ExecutorHello(_message.Message):
     """The host it runs on, for the server's logs."""
     concurrency: _builtins.int
     """How many attempts it runs at once."""
+    in_process_queue: _builtins.str
+    """Set only by an executor inside the server's own process, reading its in-process queue: the identity of
+    that queue, which nothing outside the process knows. Empty otherwise.
+    """
     @_builtins.property
     def queues(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The executor queues it takes runs from (`Job.queue`; `default` when a job leaves it empty). Each must be
@@ -257,10 +290,11 @@ class ExecutorHello(_message.Message):
         concurrency: _builtins.int = ...,
         handlers: _abc.Iterable[_builtins.str] | None = ...,
         running: _abc.Iterable[Global___AttemptRef] | None = ...,
+        in_process_queue: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["concurrency", b"concurrency", "executor_id", b"executor_id", "handlers", b"handlers", "hostname", b"hostname", "queues", b"queues", "running", b"running"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["concurrency", b"concurrency", "executor_id", b"executor_id", "handlers", b"handlers", "hostname", b"hostname", "in_process_queue", b"in_process_queue", "queues", b"queues", "running", b"running"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -274,8 +308,13 @@ class ExecutorWelcome(_message.Message):
 
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _builtins.int
     SERVER_ID_FIELD_NUMBER: _builtins.int
+    QUEUE_KIND_FIELD_NUMBER: _builtins.int
     server_id: _builtins.str
     """The server replica that holds this stream, for logs."""
+    queue_kind: Global___QueueKind.ValueType
+    """Where the mesh queues its runs (`DispatchedRun`s): the executor must take them from there.
+    `QUEUE_KIND_UNSPECIFIED` from a server that does not say.
+    """
     @_builtins.property
     def heartbeat_interval(self) -> _duration_pb2.Duration:
         """How often to send heartbeats (3 s by default). A stream silent for three intervals may lose its name."""
@@ -285,10 +324,11 @@ class ExecutorWelcome(_message.Message):
         *,
         heartbeat_interval: _duration_pb2.Duration | None = ...,
         server_id: _builtins.str = ...,
+        queue_kind: Global___QueueKind.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "server_id", b"server_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "queue_kind", b"queue_kind", "server_id", b"server_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -55,7 +55,14 @@ class ExecutorControlStub:
          `PERMISSION_DENIED` (metadata `executor` or `queues`);
        - a name that a live stream holds: `ALREADY_EXISTS`, reason `EXECUTOR_NAME_IN_USE`. A stream that has
          sent nothing for three heartbeat intervals is taken for a dropped one: the next connection under its
-         name ends it and takes its place, so a reconnecting executor waits that long at most.
+         name ends it and takes its place, so a reconnecting executor waits that long at most;
+       - on a server whose queue is in its own process (`QUEUE_KIND_IN_PROCESS`, such as `jobmesh dev`'s), an
+         executor outside that process (its hello's `in_process_queue` does not name that queue):
+         `FAILED_PRECONDITION`, reason `QUEUE_UNREACHABLE` (metadata `queue_kind`), whose message says what to
+         change. It would never receive a run. Do not reconnect: stop, and say why.
+       Then compare `ExecutorWelcome.queue_kind` with the queue the executor reads: an executor that cannot
+       take runs from that kind of queue (this one: an in-process queue against `QUEUE_KIND_KAFKA`) would wait
+       for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
        never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
@@ -138,7 +145,14 @@ class ExecutorControlAsyncStub(ExecutorControlStub):
          `PERMISSION_DENIED` (metadata `executor` or `queues`);
        - a name that a live stream holds: `ALREADY_EXISTS`, reason `EXECUTOR_NAME_IN_USE`. A stream that has
          sent nothing for three heartbeat intervals is taken for a dropped one: the next connection under its
-         name ends it and takes its place, so a reconnecting executor waits that long at most.
+         name ends it and takes its place, so a reconnecting executor waits that long at most;
+       - on a server whose queue is in its own process (`QUEUE_KIND_IN_PROCESS`, such as `jobmesh dev`'s), an
+         executor outside that process (its hello's `in_process_queue` does not name that queue):
+         `FAILED_PRECONDITION`, reason `QUEUE_UNREACHABLE` (metadata `queue_kind`), whose message says what to
+         change. It would never receive a run. Do not reconnect: stop, and say why.
+       Then compare `ExecutorWelcome.queue_kind` with the queue the executor reads: an executor that cannot
+       take runs from that kind of queue (this one: an in-process queue against `QUEUE_KIND_KAFKA`) would wait
+       for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
        never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
@@ -217,7 +231,14 @@ class ExecutorControlServicer(metaclass=_abc_1.ABCMeta):
          `PERMISSION_DENIED` (metadata `executor` or `queues`);
        - a name that a live stream holds: `ALREADY_EXISTS`, reason `EXECUTOR_NAME_IN_USE`. A stream that has
          sent nothing for three heartbeat intervals is taken for a dropped one: the next connection under its
-         name ends it and takes its place, so a reconnecting executor waits that long at most.
+         name ends it and takes its place, so a reconnecting executor waits that long at most;
+       - on a server whose queue is in its own process (`QUEUE_KIND_IN_PROCESS`, such as `jobmesh dev`'s), an
+         executor outside that process (its hello's `in_process_queue` does not name that queue):
+         `FAILED_PRECONDITION`, reason `QUEUE_UNREACHABLE` (metadata `queue_kind`), whose message says what to
+         change. It would never receive a run. Do not reconnect: stop, and say why.
+       Then compare `ExecutorWelcome.queue_kind` with the queue the executor reads: an executor that cannot
+       take runs from that kind of queue (this one: an in-process queue against `QUEUE_KIND_KAFKA`) would wait
+       for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
        never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
