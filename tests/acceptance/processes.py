@@ -53,13 +53,15 @@ def jobmesh_process(
     tls: ChannelTls | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Runs `jobmesh ARGS`, waits until it serves on `address` (over `tls` when given), and stops it with
-    SIGINT afterwards."""
+    SIGINT afterwards. It sees none of the suite's `JOBMESH_*` variables (the services `make test` started):
+    `jobmesh dev` runs on its embedded default, as `make run` starts it; `env` adds what a test means."""
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
     with log.open("wb") as output:
         process = subprocess.Popen(
             [str(BIN / "jobmesh"), *args],
             stdout=output,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**inherited, **(env or {})},
             cwd=REPO,
             start_new_session=True,
         )

@@ -5,6 +5,8 @@ both addresses each serve TLS."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import grpc
@@ -14,7 +16,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import job_service_pb2, run_pb2, search_service_pb2, search_service_pb2_grpc
 from tests.acceptance.mesh import TERMINAL, Mesh, Process, command_job, create, wait_for_run
-from tests.acceptance.processes import free_port
+from tests.acceptance.processes import REPO, free_port
+from tests.acceptance.test_banner import TRY
 from tests.acceptance.test_dev_authenticated import new_token
 from tests.support import eventually
 from tests.support_certificates import CertificateAuthority, Leaf
@@ -56,7 +59,21 @@ def test_an_executor_over_mutual_tls_runs_a_command_job(mesh: Mesh, tmp_path: Pa
     tls = ChannelTls(ca_bundle=trust)
     banner = server.log.read_text()
     assert f"executors: {executor_address} (mutual TLS" in banner
-    assert "grpcurl -cacert" in banner
+    # The server knows no CA of its callers: its command verifies it by the machine's trust store (a
+    # machine whose store holds the CA, as SSL_CERT_FILE makes it here, runs it as printed).
+    [command] = set(TRY.findall(banner))  # each worker prints the same
+    offered = subprocess.run(
+        command,
+        shell=True,
+        cwd=REPO,
+        env={**os.environ, "SSL_CERT_FILE": str(trust)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert offered.returncode == 0, offered.stdout + offered.stderr
+    assert "jobmesh.v1.JobService" in offered.stdout
     uncertified = mesh.executor(
         server, "uncertified", address=executor_address, args=["--tls-ca", str(trust)]
     )
