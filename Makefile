@@ -14,8 +14,9 @@ CODEGEN := .jobmesh/tools/.installed
 # What the Go and Java examples build with, fetched once: their tests then build offline.
 EXAMPLES := .jobmesh/tools/.examples-fetched
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
-# Every test that needs no service (nor a browser, nor a fresh clone's setup): the markers name those that do.
-UNIT := not postgres and not kafka and not redis and not browser and not fresh_clone
+# Every test that needs no service (nor a browser, a fresh clone's setup or the examples' toolchains): the
+# markers name those that do.
+UNIT := not postgres and not kafka and not redis and not browser and not fresh_clone and not examples
 # `make run`'s store, unless the environment names another; every other setting of `jobmesh dev` may come from
 # its JOBMESH_* variable (JOBMESH_LISTEN, JOBMESH_DASHBOARD_LISTEN, ...).
 JOBMESH_DATABASE_URL ?= sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3

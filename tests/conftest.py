@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
+from tests.support import SUITE_SETTINGS
+
 # Generated tests try this many examples in `make test`; `make unit` runs the fast tier with the `unit`
 # profile (`--hypothesis-profile=unit`). A test may scale the count (the garbage tests take a tenth of it on
 # SQLite) or set its own.
@@ -23,6 +25,7 @@ REDIS_VARIABLES = ("JOBMESH_REDIS_URL", "JOBMESH_REDIS_TLS_URL")
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist each worker gets a Redis database of its own (gw0 → 1, gw1 → 2, …), so no worker
     sees another's keys; databases, schemas, queue names and topics are already made per module or test."""
+    os.environ.update(SUITE_SETTINGS)  # for the processes tests start
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw"):
         return

@@ -9,6 +9,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any, NoReturn, TypeVar
 
 import pytest
@@ -17,6 +18,20 @@ import sqlalchemy
 from jobmesh.core.ports.queue import RunQueue
 
 T = TypeVar("T")
+
+
+# The loop lag past which a server refuses creates (`--max-loop-lag`, 1 s by default), for every server the
+# suite starts: a machine running the suite on parallel workers lags longer than that now and then, and only
+# tests/server/test_overload.py is about the refusal (with limits of its own).
+SUITE_LOOP_LAG = timedelta(seconds=30)
+SUITE_SETTINGS = {"JOBMESH_MAX_LOOP_LAG": f"{int(SUITE_LOOP_LAG.total_seconds())}s"}
+
+
+def environment_without_services() -> dict[str, str]:
+    """This process's environment for a `jobmesh dev` on its embedded default: none of the suite's
+    `JOBMESH_*` variables (the services `make test` started), but its `SUITE_SETTINGS`."""
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    return {**inherited, **SUITE_SETTINGS}
 
 
 def require_service_url(variable: str) -> str:

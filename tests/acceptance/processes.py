@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.transport.tls import channel as channel_to
+from tests.support import environment_without_services
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -55,7 +56,7 @@ def jobmesh_process(
     """Runs `jobmesh ARGS`, waits until it serves on `address` (over `tls` when given), and stops it with
     SIGINT afterwards. It sees none of the suite's `JOBMESH_*` variables (the services `make test` started):
     `jobmesh dev` runs on its embedded default, as `make run` starts it; `env` adds what a test means."""
-    inherited = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    inherited = environment_without_services()
     with log.open("wb") as output:
         process = subprocess.Popen(
             [str(BIN / "jobmesh"), *args],

@@ -35,7 +35,7 @@ from tests.acceptance.mesh import (
     wait_for_run,
 )
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
-from tests.support import eventually
+from tests.support import environment_without_services, eventually
 
 Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]
 
@@ -46,7 +46,7 @@ def dev(
 ) -> Iterator[tuple[subprocess.Popen[bytes], Stubs]]:
     """`jobmesh dev` on a store in tmp_path, with nothing of the environment's services; `tls` when its
     flags make it serve TLS."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}
+    env = environment_without_services()
     env["JOBMESH_DASHBOARD"] = "off"  # no Envoy on :8080 here: tests/web runs the dashboard on a free port
     store = f"sqlite:///{tmp_path / 'dev.sqlite3'}"
     with (tmp_path / "dev.log").open("ab") as log:

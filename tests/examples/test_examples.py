@@ -21,6 +21,7 @@ from tests.acceptance.test_dev_authenticated import new_token
 from tests.support import missing
 from tests.web.conftest import Dashboard
 
+pytestmark = pytest.mark.examples
 BUILD = REPO / ".jobmesh" / "clients"
 JAVA = REPO / "clients" / "java"
 

@@ -29,7 +29,7 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.app import Services, build_services, new_grpc_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
-from tests.support import fresh_postgres_database, require_service_url
+from tests.support import SUITE_LOOP_LAG, fresh_postgres_database, require_service_url
 
 T = TypeVar("T")
 
@@ -124,7 +124,7 @@ def _grpc_server(store: SchedulerStore) -> AioServerThread:
 @pytest.fixture(scope="module")
 def server_config() -> ServerConfig:
     """The servers' config; a module overrides it to test a limit."""
-    return ServerConfig(listen="127.0.0.1:0")
+    return ServerConfig(listen="127.0.0.1:0", max_loop_lag=SUITE_LOOP_LAG)
 
 
 @pytest.fixture(scope="module")

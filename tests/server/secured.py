@@ -21,6 +21,7 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
 from tests.server.tokens import AUDIENCE, ISSUER, Signer, TokenFile, ec_signer
+from tests.support import SUITE_LOOP_LAG
 
 
 @dataclass
@@ -51,6 +52,7 @@ def secured_config(
     signer = ec_signer(directory)
     config = ServerConfig(
         listen="127.0.0.1:0",
+        max_loop_lag=SUITE_LOOP_LAG,
         authentication=True,
         token_hashes_file=tokens.path,
         jwt_public_keys=(signer.public_pem,),

@@ -28,7 +28,7 @@ from jobmesh.server.app import Services, build_services
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.server.conftest import Api
-from tests.support import silence_when_stopped
+from tests.support import SUITE_LOOP_LAG, silence_when_stopped
 
 
 class FlakyStore:
@@ -76,7 +76,9 @@ def grpc_servicer(mesh: Mesh) -> Iterator[Services]:
     queue, signals = open_queue(mesh.names), open_signals(mesh.names)
     store = cast(SchedulerStore, mesh.flaky)
     # Writes held by a test make the stream lag: creates must not be refused for it here (test_overload.py).
-    config = ServerConfig(listen="127.0.0.1:0", max_stream_lag=timedelta(minutes=5))
+    config = ServerConfig(
+        listen="127.0.0.1:0", max_stream_lag=timedelta(minutes=5), max_loop_lag=SUITE_LOOP_LAG
+    )
     services = build_services(config, store, queue, signals)
     yield services
     services.close()
