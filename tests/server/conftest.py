@@ -11,6 +11,7 @@ the probing socket open, so the free port is found with a socket that is closed 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import uuid
@@ -91,20 +92,29 @@ class Api:
     address: str
 
 
+@contextlib.contextmanager
+def new_store(kind: str, folder: Path) -> Iterator[SchedulerStore]:
+    """An empty store: SQLite in `folder` (`kind` "sqlite"), or a fresh PostgreSQL database."""
+    if kind == "sqlite":
+        url_of: contextlib.AbstractContextManager[str] = contextlib.nullcontext(
+            f"sqlite:///{folder / 'jobmesh.sqlite3'}"
+        )
+    else:
+        url_of = fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL"))
+    with url_of as url:
+        store = open_store(url)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulerStore]:
-    if request.param == "sqlite":
-        path: Path = tmp_path_factory.mktemp("api") / "jobmesh.sqlite3"
-        store = open_store(f"sqlite:///{path}")
+    with new_store(request.param, tmp_path_factory.mktemp("api")) as store:
         yield store
-        store.close()
-        return
-    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
-        store = open_store(url)
-        yield store
-        store.close()
 
 
 # Both take the store so that each store backend gets a server of its own: pytest-grpc's `grpc_server`, which

@@ -24,7 +24,6 @@ import grpc
 import pytest
 from sqlalchemy import select
 
-from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.schema import executor_sessions
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.adapters.store.sql_leases import RELEASED
@@ -44,10 +43,11 @@ from jobmesh.v1 import (
     search_service_pb2,
     search_service_pb2_grpc,
 )
+from tests.server.conftest import new_store
 from tests.server.errors import error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.tokens import bearer
-from tests.support import eventually, fresh_postgres_database, require_service_url
+from tests.support import eventually
 
 
 class RawStream:
@@ -124,15 +124,9 @@ def own_store(store: SchedulerStore, tmp_path: Path) -> Iterator[SchedulerStore]
     """An empty store of the module's kind, for a test that runs servers of its own: the sessions they leave
     (a closing server lets its sessions lapse rather than release them) stay out of the module server's
     way."""
-    if cast(SqlStore, store).engine.dialect.name != "postgresql":
-        own = open_store(f"sqlite:///{tmp_path / 'own.sqlite3'}")
+    kind = "postgres" if cast(SqlStore, store).engine.dialect.name == "postgresql" else "sqlite"
+    with new_store(kind, tmp_path) as own:
         yield own
-        own.close()
-        return
-    with fresh_postgres_database(require_service_url("JOBMESH_DATABASE_URL")) as url:
-        own = open_store(url)
-        yield own
-        own.close()
 
 
 def _held(store: SqlStore, names: set[str]) -> set[str]:
