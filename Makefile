@@ -14,9 +14,10 @@ CODEGEN := .jobmesh/tools/.installed
 # What the Go and Java examples build with, fetched once: their tests then build offline.
 EXAMPLES := .jobmesh/tools/.examples-fetched
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
-# Every test that needs no service (nor a browser, a fresh clone's setup or the examples' toolchains): the
-# markers name those that do.
-UNIT := not postgres and not kafka and not redis and not browser and not fresh_clone and not examples
+# The in-process tier: no service, browser, fresh clone or examples' toolchain, no process of the mesh or
+# of its tools, and no bound on how soon something happens (those wait for a quiet machine, in `make test`).
+# The markers name the tests that need them.
+UNIT := not postgres and not kafka and not redis and not browser and not fresh_clone and not examples and not processes and not timing
 # `make run`'s store, unless the environment names another; every other setting of `jobmesh dev` may come from
 # its JOBMESH_* variable (JOBMESH_LISTEN, JOBMESH_DASHBOARD_LISTEN, ...).
 JOBMESH_DATABASE_URL ?= sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
@@ -32,7 +33,7 @@ run:
 test: install
 	bash tools/test.sh
 
-# Four at a time: most of the fast tier waits (on subprocesses, streams, timers) rather than computes.
+# Four at a time: most of the fast tier waits (on servers, streams, commands) rather than computes.
 unit: install
 	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q -n 4
 

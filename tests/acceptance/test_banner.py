@@ -19,6 +19,8 @@ from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
 from tests.support import eventually
 from tests.support_certificates import CertificateAuthority
 
+pytestmark = pytest.mark.processes
+
 TRY = re.compile(r"^  try: (.+)$", re.MULTILINE)
 
 

@@ -34,7 +34,7 @@ from tests.acceptance.mesh import (
 from tests.acceptance.processes import REPO
 from tests.support import AT_ONCE, eventually, silence_when_stopped
 
-pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
 # The producer gives up on a message after 3 s here (30 s by default): outages longer than that, than the
 # consumers' session (2 s here) and than the admin client's timeout (10 s) make the clients give up and start
 # again, as a long outage does in production.

@@ -37,6 +37,8 @@ from tests.acceptance.mesh import (
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
 from tests.support import environment_without_services, eventually
 
+pytestmark = pytest.mark.processes
+
 Stubs = tuple[job_service_pb2_grpc.JobServiceStub, search_service_pb2_grpc.SearchServiceStub]
 
 

@@ -15,6 +15,8 @@ from tests.acceptance.processes import BIN, REPO, free_port
 from tests.acceptance.test_dev import command, dev
 from tests.support import eventually
 
+pytestmark = pytest.mark.processes
+
 
 def new_token(path: Path, *args: str) -> str:
     made = subprocess.run(

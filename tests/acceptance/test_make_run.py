@@ -23,6 +23,8 @@ from tests.acceptance.processes import REPO, free_port
 from tests.acceptance.test_banner import assert_each_works_as_printed, offered_commands
 from tests.web.browser import wait_http
 
+pytestmark = pytest.mark.processes
+
 # What `make run` runs: make and its shell, `find` and `touch` in the Makefile, Node and npm for the
 # dashboard (npm's scripts use sh), Python; setpriv ties Envoy to the mesh when it is there.
 NEEDED = ("make", "bash", "sh", "find", "touch", "node", "npm", "setpriv")

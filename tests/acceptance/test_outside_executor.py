@@ -23,6 +23,8 @@ from tests.acceptance.processes import BIN, REPO, free_port
 from tests.acceptance.test_dev import Stubs, command, dev
 from tests.server.errors import error_info
 
+pytestmark = pytest.mark.processes
+
 SAYS_SO_WITHIN = 5.0  # seconds from the executor's start to its error: what the issue asks
 # The fix the refusal names: dev's own executor, or a queue and a signal bus that other processes reach.
 FIX = (

@@ -44,7 +44,7 @@ from tests.acceptance.mesh import (
 )
 from tests.support import AT_ONCE, eventually
 
-pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
 
 
 @pytest.mark.timing

@@ -25,6 +25,8 @@ from jobmesh.transport.tls import ChannelTls
 from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
 from tests.support import eventually, require_service_url
 
+pytestmark = pytest.mark.processes
+
 README = REPO / "README.md"
 API, EXECUTORS, QUEUE = "127.0.0.1:50051", "127.0.0.1:50052", "secure"
 

@@ -7,8 +7,12 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
 from tests.support import eventually
+
+pytestmark = pytest.mark.processes
 
 README = REPO / "README.md"
 DEFAULT_ADDRESS = "127.0.0.1:50051"

@@ -15,6 +15,8 @@ from google.protobuf import descriptor_pb2
 from jobmesh.server.reflection import contract_pool
 from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
 
+pytestmark = pytest.mark.processes
+
 DESCRIPTOR_SET = REPO / "gen/descriptors/jobmesh.binpb"
 
 

@@ -15,7 +15,7 @@ from tests.acceptance.mesh import Mesh, Process, command_job, create, get_run, p
 from tests.acceptance.processes import wait_serving
 from tests.support import eventually
 
-pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
 
 
 def workers_of(server: Process) -> list[int]:

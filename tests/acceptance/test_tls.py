@@ -22,7 +22,7 @@ from tests.acceptance.test_dev_authenticated import new_token
 from tests.support import eventually
 from tests.support_certificates import CertificateAuthority, Leaf
 
-pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
 
 
 def tls_server(

@@ -18,6 +18,8 @@ from click.testing import CliRunner, Result
 from jobmesh.processes.command import jobmesh
 from tests.acceptance.processes import BIN, REPO
 
+pytestmark = pytest.mark.processes
+
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAVAILABLE, EXIT_FAILED_RUN = 2, 3, 4, 6, 7
 
 

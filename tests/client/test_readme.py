@@ -9,7 +9,11 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.acceptance.processes import REPO
+
+pytestmark = pytest.mark.processes
 
 README = REPO / "README.md"
 DEFAULT_ADDRESS = "127.0.0.1:50051"

@@ -159,6 +159,10 @@ def test_the_queue_refuses_brokers_that_another_ca_vouches_for(other_ca: Path, q
         queue.close()
 
 
+# The services' folder is written by services.sh, which starts all three.
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.kafka
 def test_the_env_file_names_every_tls_service() -> None:
     env = (Path(require_service_url("JOBMESH_SERVICES_DIR")) / "env").read_text()
     for variable in ("JOBMESH_DATABASE_TLS_URL", "JOBMESH_REDIS_TLS_URL", "JOBMESH_KAFKA_TLS_BOOTSTRAP"):

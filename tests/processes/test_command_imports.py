@@ -15,6 +15,8 @@ from click.testing import CliRunner
 
 from jobmesh.processes.command import jobmesh
 
+pytestmark = pytest.mark.processes
+
 # Runs the console script's `main` on argv[2:], then writes the modules it loaded to the file argv[1]. Help
 # is wrapped at 80 columns, as click's CliRunner wraps it.
 PROBE = """\

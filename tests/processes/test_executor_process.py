@@ -14,6 +14,8 @@ import pytest
 
 from tests.executor.fake_control import FakeControl
 
+pytestmark = pytest.mark.processes
+
 
 @pytest.mark.timing
 def test_sigterm_drains_and_exits_cleanly() -> None:

@@ -17,6 +17,9 @@ from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.processes import command as cli
 from tests.executor.fake_control import FakeControl
 
+pytestmark = pytest.mark.processes
+
+
 MODULE = """
 from jobmesh.executor.handlers import HandlerRegistry
 

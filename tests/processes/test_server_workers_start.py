@@ -6,6 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.processes
+
 
 def test_a_worker_that_dies_before_serving_stops_the_server_with_a_message() -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("JOBMESH_")}

@@ -12,6 +12,8 @@ import pytest
 from tests.acceptance.processes import BIN, REPO
 from tests.support_certificates import CertificateAuthority
 
+pytestmark = pytest.mark.processes
+
 
 def _refused(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -11,6 +11,8 @@ import pytest
 
 from tests.acceptance.processes import REPO
 
+pytestmark = pytest.mark.processes
+
 GIT = [
     "git",
     "-c",

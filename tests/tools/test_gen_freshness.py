@@ -6,7 +6,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.processes import REPO
+
+pytestmark = pytest.mark.processes
 
 
 def _copy_contract(target: Path) -> Path:

@@ -25,6 +25,8 @@ from jobmesh.v1 import (
 )
 from tests.acceptance.processes import free_port, jobmesh_process
 
+pytestmark = pytest.mark.processes
+
 
 def test_an_envoy_that_cannot_start_is_reported_with_its_log(taken_port: int) -> None:
     envoy = Envoy(DashboardConfig(dashboard_listen=f"127.0.0.1:{taken_port}"), ("127.0.0.1", free_port()))

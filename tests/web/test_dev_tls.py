@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2
 from jobmesh.v1 import search_service_pb2_grpc as search_grpc
@@ -12,6 +14,8 @@ from tests.acceptance.processes import free_port, jobmesh_process
 from tests.support import eventually
 from tests.support_certificates import CertificateAuthority
 from tests.web.test_envoy import grpc_web
+
+pytestmark = pytest.mark.processes
 
 
 def test_dev_over_tls_runs_a_job_and_serves_the_dashboard(tmp_path: Path) -> None:

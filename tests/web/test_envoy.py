@@ -33,6 +33,8 @@ from jobmesh.v1 import job_pb2, search_service_pb2, search_service_pb2_grpc
 from tests.acceptance.processes import BIN, REPO, free_port
 from tests.support_certificates import CertificateAuthority
 
+pytestmark = pytest.mark.processes
+
 CONFIGS = sorted((REPO / "deploy" / "envoy").glob("*.yaml"))
 
 
