@@ -37,7 +37,7 @@ from jobmesh.core.errors import (
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
-from jobmesh.core.ports.store import CreateStatus, NewJob, Store
+from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     REPLAYABLE_RUN_STATES,
     JobRecord,
@@ -49,6 +49,7 @@ from jobmesh.core.records import (
     version_of_etag,
 )
 from jobmesh.server.authorization import Access
+from jobmesh.server.group_commit import GroupCommit
 from jobmesh.server.validation import (
     Violations,
     check_job,
@@ -90,6 +91,10 @@ class JobCommands:
         cancels: CancelRouter | None = None,
     ) -> None:
         self._store = store
+        # Concurrent creates share a transaction: one job per call scales with the callers.
+        self._creates: GroupCommit[NewJob, CreateJobOutcome] = GroupCommit(
+            store.create_jobs, max_items=MAX_BATCH
+        )
         self._policy = policy
         self._clock = clock
         self._dispatcher = dispatcher
@@ -132,7 +137,7 @@ class JobCommands:
                 results.append(None)
             except JobmeshError as error:
                 results.append(Created(error=error))
-        outcomes = self._store.create_jobs([item for _, item in pending]) if pending else []
+        outcomes = self._creates.submit([item for _, item in pending])
         for (index, item), outcome in zip(pending, outcomes, strict=True):
             results[index] = _created(item, outcome.status, outcome.job, outcome.first_run)
         self._hand_off(

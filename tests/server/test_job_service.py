@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -131,6 +132,35 @@ def test_each_kind_of_bad_input_names_its_field(api: Api, mutate: object, field:
     request = job_service_pb2.CreateJobRequest(job=job)
     error = call_error(lambda: api.jobs.CreateJob(request), grpc.StatusCode.INVALID_ARGUMENT)
     assert field in field_violations(error)
+
+
+def test_concurrent_single_creates_each_get_their_own_job_and_one_request_id_makes_one(api: Api) -> None:
+    """Creates of many callers at once share transactions (group commit): each is answered with its own job,
+    a taken id is refused to its caller alone, and one request id still makes one job."""
+    job = command_job(run_at=datetime.now(UTC) + timedelta(hours=1))
+    request_id, taken = unique("req"), unique("taken")
+    api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=taken))
+
+    def create(n: int) -> str:
+        if n % 4 == 0:
+            request = job_service_pb2.CreateJobRequest(job=job, request_id=request_id)
+        elif n % 4 == 1:
+            request = job_service_pb2.CreateJobRequest(job=job, job_id=taken)
+        else:
+            request = job_service_pb2.CreateJobRequest(job=job, job_id=f"{taken}-{n}")
+        try:
+            return api.jobs.CreateJob(request, timeout=60).job.name
+        except grpc.RpcError as error:
+            return str(error.code())
+
+    with ThreadPoolExecutor(32) as pool:
+        names = list(pool.map(create, range(64)))
+    assert len({names[n] for n in range(0, 64, 4)}) == 1
+    assert names[0].startswith("jobs/")
+    assert {names[n] for n in range(1, 64, 4)} == {str(grpc.StatusCode.ALREADY_EXISTS)}
+    assert [names[n] for n in range(64) if n % 4 >= 2] == [
+        f"jobs/{taken}-{n}" for n in range(64) if n % 4 >= 2
+    ]
 
 
 def test_request_id_makes_create_idempotent(api: Api) -> None:

@@ -37,7 +37,8 @@ MAX_LOOP_LAG = timedelta(seconds=1)  # past what a loaded test machine shows, le
 
 
 class HeldStore:
-    """The store, but creates wait until `release` is set (a database that has slowed to a crawl)."""
+    """The store, but creates wait until `release` is set (a database that has slowed to a crawl); `waiting`
+    counts the transactions held."""
 
     def __init__(self, store: SchedulerStore) -> None:
         self._store = store
@@ -96,9 +97,13 @@ def test_past_the_limit_creates_are_refused_at_once_and_reads_are_answered(
             accepted: list[Future[job_service_pb2.CreateJobResponse]] = [
                 pool.submit(api.jobs.CreateJob, one_job(), timeout=30) for _ in range(WRITE_THREADS)
             ]
-            while held.waiting < WRITE_THREADS:  # every write thread is held by a create
-                threading.Event().wait(0.01)
-            assert grpc_servicer.workers.pending_creates == WRITE_THREADS
+            # Every write thread is taken by a create: one in the store, held, the others queued behind it
+            # for the next transaction (group commit).
+            eventually(
+                lambda: grpc_servicer.workers.pending_creates == WRITE_THREADS and held.waiting == 1,
+                10,
+                "every write thread taken by a create",
+            )
             # A read does not wait for a write thread.
             got = api.jobs.GetJob(job_service_pb2.GetJobRequest(name=existing), timeout=5).job
             assert got.name == existing
