@@ -248,6 +248,9 @@ def figures(args: argparse.Namespace, measured: Measured, starts: Starts) -> dic
         "server_workers": args.server_workers,
         "secure": bool(getattr(args, "secure", False)),  # TLS and tokens on (pipeline --secure)
         "concurrency": args.concurrency,
+        # BatchCreateJobs of at most this many jobs; 1: a CreateJob a job, from `callers` callers a sender
+        "jobs_per_call": getattr(args, "jobs_per_call", 1000),
+        "callers": getattr(args, "callers", 0) if getattr(args, "jobs_per_call", 1000) == 1 else 0,
         "scheduled_share": args.scheduled_share,
         "ahead": args.ahead,
         "drain": args.drain,
@@ -315,6 +318,12 @@ def args_ahead(result: dict[str, Any]) -> str:
     return f"{min(result['ahead'], result['duration'] / 2):g}"
 
 
+def _calls(result: dict[str, Any]) -> str:
+    if result.get("jobs_per_call", 1000) == 1:
+        return f"one job a CreateJob call, at most {result['callers']} calls in flight a sender"
+    return f"BatchCreateJobs calls of at most {result.get('jobs_per_call', 1000):,} jobs"
+
+
 def report(result: dict[str, Any]) -> str:
     lines = [
         "",
@@ -322,6 +331,7 @@ def report(result: dict[str, Any]) -> str:
         f"  offered {result['rate']:,.0f} jobs/s for {result['duration']:g} s: {result['offered']:,} jobs "
         f"({result['scheduled_share']:.0%} run_at +{result['ahead']:g} s), {result['executors']} executors "
         f"(concurrency {result['concurrency']}), {result['server_workers']} server worker(s)",
+        f"  {_calls(result)}",
         f"  created {result['created']:,} (not created {result['not_created']:,}; "
         f"answered in time {result['answered']:,}), started {result['started']:,}, "
         f"completed {result['completed']:,}",

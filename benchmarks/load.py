@@ -8,15 +8,21 @@ scheduled (`run_at` = offered instant + `ahead`), the rest immediate; both run t
 
 Each sender writes one line per job to its output file:
 `n kind offered_ns submit_ns answer_ns status run_name schedule_ns` (kind `i` or `s`; status 0 when created).
+
+With `jobs_per_call` 1 a sender instead makes one `CreateJob` call a job, as a service inside a mesh does,
+from `callers` callers of its own: a job whose instant has come waits for a caller free of its previous call,
+so the calls in flight never pass `callers` a sender.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
@@ -46,6 +52,8 @@ class Plan:
     output: str
     ca_bundle: str = ""  # TLS to the server, verified with this CA bundle; plaintext when empty
     token: str = ""  # sent as a bearer token when given
+    jobs_per_call: int = MAX_BATCH  # 1: CreateJob calls; more: BatchCreateJobs calls of at most this many
+    callers: int = 8  # with one job a call: calls in flight at most, per sender
 
     def channel_tls(self) -> ChannelTls | None:
         return ChannelTls(ca_bundle=Path(self.ca_bundle)) if self.ca_bundle else None
@@ -72,12 +80,15 @@ def job_request(queue: str, run_at_ns: int | None) -> job_service_pb2.CreateJobR
     return job_service_pb2.CreateJobRequest(job=job)
 
 
+Answer = job_service_pb2.BatchCreateJobsResponse | job_service_pb2.CreateJobResponse
+
+
 @dataclass(slots=True)
 class _Call:
     jobs: list[int]
     submit_ns: int
     # None: not sent, the server having asked for a pause (RESOURCE_EXHAUSTED with a RetryInfo) meanwhile
-    future: grpc.Future[job_service_pb2.BatchCreateJobsResponse] | None
+    future: grpc.Future[Any] | None  # of an `Answer`
     answer_ns: int = 0
 
 
@@ -122,6 +133,7 @@ def offer(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, t0: float) -> l
     calls: list[_Call] = []
     backoff = _Backoff()
     position = 0
+    free = threading.BoundedSemaphore(plan.callers)
     while position < len(mine):
         now = time.time()
         if now < t0:
@@ -131,13 +143,30 @@ def offer(plan: Plan, stub: job_service_pb2_grpc.JobServiceStub, t0: float) -> l
         last_due = math.floor((now - t0) * plan.rate)
         due = min(len(mine), max(0, (last_due - plan.index) // plan.senders + 1))
         while position < due:
-            batch = list(mine[position : min(due, position + MAX_BATCH)])
+            batch = list(mine[position : min(due, position + plan.jobs_per_call)])
             position += len(batch)
-            calls.append(_send(plan, stub, batch, t0_ns, backoff))
+            if plan.jobs_per_call == 1:
+                free.acquire()
+                calls.append(_send_one(plan, stub, batch, t0_ns, backoff, free=free))
+            else:
+                calls.append(_send(plan, stub, batch, t0_ns, backoff))
         # the next tick is keyed to the clock, not to how long this one took
         next_tick = t0 + (math.floor((now - t0) / plan.tick) + 1) * plan.tick
         time.sleep(max(next_tick - time.time(), 0.0))
     return calls
+
+
+def _requests(plan: Plan, batch: list[int], t0_ns: int) -> list[job_service_pb2.CreateJobRequest]:
+    requests = []
+    for n in batch:
+        offered_ns = t0_ns + round(n * 1e9 / plan.rate)
+        run_at = offered_ns + round(plan.ahead * 1e9) if is_scheduled(n, plan.scheduled_share) else None
+        requests.append(job_request(plan.queue, run_at))
+    return requests
+
+
+def _timeout(plan: Plan, t0_ns: int, submit_ns: int) -> float:
+    return max(t0_ns / 1e9 + plan.answer_within - submit_ns / 1e9, 1.0)
 
 
 def _send(
@@ -145,26 +174,51 @@ def _send(
 ) -> _Call:
     if (now_ns := time.time_ns()) < backoff.until_ns:  # the server asked for a pause: refused unsent
         return _Call(batch, now_ns, None, answer_ns=now_ns)
-    requests = []
-    for n in batch:
-        offered_ns = t0_ns + round(n * 1e9 / plan.rate)
-        run_at = offered_ns + round(plan.ahead * 1e9) if is_scheduled(n, plan.scheduled_share) else None
-        requests.append(job_request(plan.queue, run_at))
+    requests = _requests(plan, batch, t0_ns)
     submit_ns = time.time_ns()
-    timeout = max(t0_ns / 1e9 + plan.answer_within - submit_ns / 1e9, 1.0)
     future = stub.BatchCreateJobs.future(
-        job_service_pb2.BatchCreateJobsRequest(requests=requests), timeout=timeout, metadata=plan.metadata()
+        job_service_pb2.BatchCreateJobsRequest(requests=requests),
+        timeout=_timeout(plan, t0_ns, submit_ns),
+        metadata=plan.metadata(),
+    )
+    call = _Call(batch, submit_ns, future)
+    future.add_done_callback(lambda done: _answered(call, done, backoff))
+    return call
+
+
+def _send_one(
+    plan: Plan,
+    stub: job_service_pb2_grpc.JobServiceStub,
+    batch: list[int],
+    t0_ns: int,
+    backoff: _Backoff,
+    *,
+    free: threading.BoundedSemaphore,
+) -> _Call:
+    """One job in one `CreateJob` call; the caller's slot in `free` is given back with the answer."""
+    if (now_ns := time.time_ns()) < backoff.until_ns:
+        free.release()
+        return _Call(batch, now_ns, None, answer_ns=now_ns)
+    [request] = _requests(plan, batch, t0_ns)
+    submit_ns = time.time_ns()
+    future = stub.CreateJob.future(
+        request, timeout=_timeout(plan, t0_ns, submit_ns), metadata=plan.metadata()
     )
     call = _Call(batch, submit_ns, future)
 
-    def answered(done: grpc.Future[job_service_pb2.BatchCreateJobsResponse]) -> None:
-        call.answer_ns = time.time_ns()
-        error = done.exception()
-        if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-            backoff.refused(error)
+    def answered(done: grpc.Future[Any]) -> None:
+        _answered(call, done, backoff)
+        free.release()
 
     future.add_done_callback(answered)
     return call
+
+
+def _answered(call: _Call, done: grpc.Future[Any], backoff: _Backoff) -> None:
+    call.answer_ns = time.time_ns()
+    error = done.exception()
+    if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        backoff.refused(error)
 
 
 HELD_BACK = "held-back"  # the run name recorded for a job its sender held back
@@ -183,8 +237,7 @@ def write_records(plan: Plan, calls: list[_Call], t0: float) -> int:
             try:
                 if call.future is None:
                     raise _Unsent
-                response: job_service_pb2.BatchCreateJobsResponse = call.future.result()
-                results: list[job_service_pb2.BatchCreateJobsResult | None] = list(response.results)
+                results = _results(call.future.result())
             except _Unsent:
                 results = [None] * len(call.jobs)
                 failed_status = grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
@@ -208,3 +261,9 @@ def write_records(plan: Plan, calls: list[_Call], t0: float) -> int:
                 )
             out.write("".join(lines))
     return errors
+
+
+def _results(response: Answer) -> list[job_service_pb2.BatchCreateJobsResult | None]:
+    if isinstance(response, job_service_pb2.CreateJobResponse):
+        return [job_service_pb2.BatchCreateJobsResult(run=response.run)]
+    return list(response.results)

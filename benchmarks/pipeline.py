@@ -76,7 +76,7 @@ from benchmarks.figures import (
     report,
 )
 from benchmarks.handlers import STARTS_VARIABLE
-from benchmarks.load import Plan, job_request, run_sender
+from benchmarks.load import MAX_BATCH, Plan, job_request, run_sender
 from benchmarks.secure import Security
 from jobmesh.transport import tls
 from jobmesh.transport.tls import ChannelTls
@@ -272,6 +272,16 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="attempts each executor holds (default: enough for the jobs waiting for their start time)",
     )
     parser.add_argument("--senders", type=int, default=2, help="load generator processes (2)")
+    parser.add_argument(
+        "--jobs-per-call",
+        type=int,
+        default=MAX_BATCH,
+        help=f"1: a CreateJob call a job, from --callers callers a sender; more: BatchCreateJobs calls of"
+        f" at most this many ({MAX_BATCH})",
+    )
+    parser.add_argument(
+        "--callers", type=int, default=8, help="with one job a call: calls in flight at most, a sender (8)"
+    )
     parser.add_argument("--scheduled-share", type=float, default=0.5, help="share of run_at jobs (0.5)")
     parser.add_argument("--ahead", type=float, default=3.0, help="run_at: seconds after the offer (3)")
     parser.add_argument("--tick", type=float, default=0.05, help="seconds between a sender's batches (0.05)")
@@ -292,6 +302,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--scheduled-share is a fraction from 0 to 1")
     if args.rate <= 0 or args.duration <= 0 or args.executors < 1 or args.senders < 1 or args.tick <= 0:
         parser.error("--rate, --duration, --tick must be positive; --executors and --senders at least 1")
+    if not 1 <= args.jobs_per_call <= MAX_BATCH or args.callers < 1:
+        parser.error(f"--jobs-per-call takes 1 to {MAX_BATCH}; --callers at least 1")
     profile = {name.strip() for name in args.profile.split(",") if name.strip()}
     if unknown := profile - {"server", "watcher", "executor"}:
         parser.error(f"--profile takes server, watcher, executor; not {', '.join(sorted(unknown))}")
@@ -379,6 +391,8 @@ def start_senders(args: argparse.Namespace, mesh: Mesh, outputs: Sequence[Path])
             output=str(output),
             ca_bundle=str(mesh.security.ca_bundle) if mesh.security else "",
             token=mesh.security.token if mesh.security else "",
+            jobs_per_call=args.jobs_per_call,
+            callers=args.callers,
         )
         ours, theirs = context.Pipe()
         process = context.Process(target=run_sender, args=(plan, theirs), name=f"sender-{index + 1}")

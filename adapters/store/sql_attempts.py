@@ -31,6 +31,27 @@ from jobmesh.core.records import RunState
 
 _CLAIMABLE = (RunState.SCHEDULED, RunState.QUEUED)
 _MILLISECOND = timedelta(milliseconds=1)
+# The batches' columns and expressions, built once: `update_by_key` keeps a statement built per shape.
+_GRANT_COLUMNS = (("start", UtcDateTime()), ("first_start_time", UtcDateTime()), ("deadline", UtcDateTime()))
+_BEAT_COLUMNS = (("deadline", UtcDateTime()),)
+_PROGRESS_COLUMNS = (("progress", Float()), ("message", Text()))
+_RETRY_COLUMNS = (
+    ("due_time", UtcDateTime()),
+    ("end_time", UtcDateTime()),
+    ("first_start_time", UtcDateTime()),
+    ("times_clamped", Boolean()),
+)
+_FINAL_COLUMNS = (
+    ("state", Text()),
+    ("start_time", UtcDateTime()),
+    ("first_start_time", UtcDateTime()),
+    ("end_time", UtcDateTime()),
+    ("exit_code", Integer()),
+    ("error_type", Text()),
+    ("error_message", Text()),
+    ("times_clamped", Boolean()),
+)
+_NEXT_ATTEMPT = job_runs.c.attempt + 1
 
 
 # Claims ----------------------------------------------------------------------------------------------------
@@ -67,7 +88,7 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
         update_by_key(
             connection,
             "grants",
-            (("start", UtcDateTime()), ("first_start_time", UtcDateTime()), ("deadline", UtcDateTime())),
+            _GRANT_COLUMNS,
             [
                 (r.job_id, r.run_id, r.schedule_time, r.start_time, r.first_start_time, r.heartbeat_deadline)
                 for r in started
@@ -121,7 +142,7 @@ def heartbeat(
         update_by_key(
             connection,
             "beats",
-            (("deadline", UtcDateTime()),),
+            _BEAT_COLUMNS,
             [(row["job_id"], row["run_id"], row["schedule_time"], latest[ref]) for ref, row in held.items()],
             # update_time is left alone: it marks changes a reader can see, and beats are not one.
             last_heartbeat_time=now,
@@ -142,7 +163,7 @@ def report_progress(connection: Connection, reports: Sequence[ProgressReport], n
         update_by_key(
             connection,
             "progress",
-            (("progress", Float()), ("message", Text())),
+            _PROGRESS_COLUMNS,
             [
                 (row["job_id"], row["run_id"], row["schedule_time"], report.progress, report.message)
                 for row, report in latest.values()
@@ -176,12 +197,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
         update_by_key(
             connection,
             "retries",
-            (
-                ("due_time", UtcDateTime()),
-                ("end_time", UtcDateTime()),
-                ("first_start_time", UtcDateTime()),
-                ("times_clamped", Boolean()),
-            ),
+            _RETRY_COLUMNS,
             [
                 (
                     r["job_id"],
@@ -195,7 +211,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
                 for e, r in retries
             ],
             # The next attempt starts from scratch; first_start_time and the history keep the earlier ones.
-            attempt=job_runs.c.attempt + 1,
+            attempt=_NEXT_ATTEMPT,
             state=RunState.SCHEDULED.value,
             due_time=FromBatch("due_time"),
             first_start_time=FromBatch("first_start_time"),
@@ -206,22 +222,12 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
             progress_message="",
         )
     if finals:
-        columns = (
-            ("state", Text()),
-            ("start_time", UtcDateTime()),
-            ("first_start_time", UtcDateTime()),
-            ("end_time", UtcDateTime()),
-            ("exit_code", Integer()),
-            ("error_type", Text()),
-            ("error_message", Text()),
-            ("times_clamped", Boolean()),
-        )
         update_by_key(
             connection,
             "finals",
-            columns,
+            _FINAL_COLUMNS,
             [_final_row(e, r) for e, r in finals],
-            **{name: FromBatch(name) for name, _ in columns},
+            **{name: FromBatch(name) for name, _ in _FINAL_COLUMNS},
             update_time=FromBatch("end_time"),
             heartbeat_deadline=None,  # not running any more: out of the sweeper's index
         )

@@ -1,8 +1,8 @@
 """Batches as tables: many rows in one statement, joined to `job_runs` by key and pruned to their partitions.
 
 A batch is `unnest(array, array, ...)` on PostgreSQL (one typed parameter per column whatever the batch size:
-the statement text stays the same, so psycopg prepares it once and the planner knows every type) and a
-`WITH name(...) AS (VALUES ...)` CTE on SQLite (which has no arrays). Both join like a table.
+the statement text stays the same, so psycopg prepares it once and the planner knows every type) and a CTE
+of `SELECT ... UNION ALL SELECT ...` rows on SQLite (which has no arrays). Both join like a table.
 
 Writes about attempts go in two steps: `lock_runs` reads the batch's runs by key, locked in (job_id, run_id)
 order, the caller checks its fence on them in Python, and `update_by_key` writes the passing ones by primary
@@ -14,6 +14,12 @@ key. Two reasons:
   partition holds almost no running runs), PostgreSQL read every running run of the partition through
   `ix_job_runs_deadline` for each batch (measured: 20k rows read for 500 written, 4x slower and growing).
   Keyed statements leave it the primary key only.
+
+Statements are built once per shape (`functools.lru_cache` on the builders) with placeholders, and each call
+binds its values: building a statement costs far more than executing it (SQLAlchemy coerces every element),
+and the hot path runs these on every create, claim and result. On PostgreSQL the shape is the same whatever
+the number of rows; SQLite binds every value, so a batch goes in chunks of a power of two rows, of which
+there are few shapes.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -28,8 +35,10 @@ from sqlalchemy import (
     Connection,
     FromClause,
     RowMapping,
+    Select,
     Table,
     Text,
+    Update,
     and_,
     bindparam,
     column,
@@ -38,8 +47,8 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    union_all,
     update,
-    values,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import ARRAY, TypeEngine
@@ -54,6 +63,11 @@ T = TypeVar("T")
 
 # Rows per statement: SQLite binds every value (at most 32,766 parameters a statement); arrays do not mind.
 CHUNK = 1000
+# SQLite's largest chunk: a power of two, so that a batch is a few chunks of the shapes 1, 2, 4, ... 256,
+# and below the 500 selects SQLite allows in a UNION ALL.
+_SQLITE_CHUNK = 256
+# Shapes of statements kept built: a few per statement on PostgreSQL, ten sizes each on SQLite.
+_SHAPES = 512
 # The window of a run id not made by `new_run_id`: any schedule time (the lookup probes every partition).
 EVER = (datetime(1, 1, 2, tzinfo=UTC), FAR_FUTURE)
 _MICROSECOND = timedelta(microseconds=1)
@@ -75,20 +89,50 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def batch_table(
-    connection: Connection, name: str, columns: Columns, rows: Sequence[Sequence[Any]]
-) -> FromClause:
-    """`rows` (not empty) as a table `name` with `columns`."""
-    if not rows:
-        raise ValueError("an empty batch has no table")
-    typed = [column(col, type_) for col, type_ in columns]
+def batch_chunks(connection: Connection, items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """`items` in the chunks a batch statement takes: up to CHUNK on PostgreSQL; on SQLite, powers of two
+    (a batch of 37 is 32, 4 and 1), the sizes its statements are built for."""
     if connection.dialect.name == "postgresql":
-        arrays = [
-            bindparam(f"{name}_{col}", [row[i] for row in rows], type_=ARRAY(type_))
-            for i, (col, type_) in enumerate(columns)
-        ]
+        yield from chunks(items)
+        return
+    start = 0
+    while start < len(items):
+        size = min(_SQLITE_CHUNK, 1 << ((len(items) - start).bit_length() - 1))
+        yield items[start : start + size]
+        start += size
+
+
+def batch_size(connection: Connection, rows: int) -> int:
+    """A batch table's shape: its number of rows on SQLite (one parameter a value), none on PostgreSQL."""
+    return 0 if connection.dialect.name == "postgresql" else rows
+
+
+@lru_cache(maxsize=_SHAPES)
+def batch_table(dialect: str, name: str, columns: Columns, size: int) -> FromClause:
+    """A table `name` with `columns` whose rows `batch_values` binds: `size` rows on SQLite. Parameter names
+    hold double underscores, which SQLAlchemy's own (`column_1`) never do."""
+    typed = [column(col, type_) for col, type_ in columns]
+    if dialect == "postgresql":
+        arrays = [bindparam(f"{name}__{col}", type_=ARRAY(type_)) for col, type_ in columns]
         return func.unnest(*arrays).table_valued(*typed).render_derived(name)
-    return values(*typed, name=name).data([tuple(row) for row in rows]).cte(name)
+    if size < 1:
+        raise ValueError("an empty batch has no table")
+    # Rows of a UNION ALL, not VALUES: SQLAlchemy caches no compiled VALUES, and would compile it anew on
+    # every call.
+    rows = [
+        select(*(bindparam(f"{name}__{col}__{i}", type_=type_).label(col) for col, type_ in columns))
+        for i in range(size)
+    ]
+    return (rows[0] if size == 1 else union_all(*rows)).cte(name)
+
+
+def batch_values(
+    connection: Connection, name: str, columns: Columns, rows: Sequence[Sequence[Any]]
+) -> dict[str, Any]:
+    """The parameters that give `batch_table(..., name, columns, ...)` the `rows`."""
+    if connection.dialect.name == "postgresql":
+        return {f"{name}__{col}": [row[i] for row in rows] for i, (col, _) in enumerate(columns)}
+    return {f"{name}__{col}__{r}": row[i] for r, row in enumerate(rows) for i, (col, _) in enumerate(columns)}
 
 
 def insert_rows(
@@ -104,21 +148,42 @@ def insert_rows(
     `skip_taken` ignoring rows whose key exists; the `returning` column of the rows inserted. One statement
     text whatever the number of rows, which SQLAlchemy's multi-row VALUES is not (psycopg parses each anew,
     and SQLAlchemy sends `ON CONFLICT` inserts one statement a row)."""
-    names = [name for name, _ in columns]
     returned: list[Any] = []
-    for chunk in chunks(rows):
-        batch = batch_table(connection, f"new_{table.name}", columns, chunk)
-        # SQLite needs a WHERE in an INSERT ... SELECT ... ON CONFLICT to tell the clauses apart.
-        source = select(*(batch.c[name] for name in names)).where(true())
-        dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-        statement = dialect_insert(table).from_select(names, source)
-        if skip_taken:
-            statement = statement.on_conflict_do_nothing()
+    name = f"new_{table.name}"
+    for chunk in batch_chunks(connection, rows):
+        statement = _insert_statement(
+            connection.dialect.name,
+            table,
+            columns,
+            batch_size(connection, len(chunk)),
+            skip_taken=skip_taken,
+            returning=returning,
+        )
+        result = connection.execute(statement, batch_values(connection, name, columns, chunk))
         if returning is not None:
-            returned += connection.execute(statement.returning(returning)).scalars().all()
-        else:
-            connection.execute(statement)
+            returned += result.scalars().all()
     return returned
+
+
+@lru_cache(maxsize=_SHAPES)
+def _insert_statement(
+    dialect: str,
+    table: Table,
+    columns: Columns,
+    size: int,
+    *,
+    skip_taken: bool,
+    returning: ColumnElement[Any] | None,
+) -> Any:
+    names = [name for name, _ in columns]
+    batch = batch_table(dialect, f"new_{table.name}", columns, size)
+    # SQLite needs a WHERE in an INSERT ... SELECT ... ON CONFLICT to tell the clauses apart.
+    source = select(*(batch.c[name] for name in names)).where(true())
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = dialect_insert(table).from_select(names, source)
+    if skip_taken:
+        statement = statement.on_conflict_do_nothing()
+    return statement.returning(returning) if returning is not None else statement
 
 
 def insert_runs(connection: Connection, runs: Sequence[RunRecord]) -> None:
@@ -159,10 +224,17 @@ def run_match(batch: FromClause) -> ColumnElement[bool]:
     )
 
 
-def runs_of(connection: Connection, rows: Sequence[RunRow]) -> tuple[FromClause, ColumnElement[bool]]:
-    """The batch table of `run_rows` and the join condition with `job_runs`, pruned to their partitions."""
-    batch = batch_table(connection, "runs", RUN_COLUMNS, rows)
-    return batch, and_(run_match(batch), partitions([(row[2], row[3]) for row in rows]))
+Params = dict[str, Any]
+
+
+def runs_of(connection: Connection, rows: Sequence[RunRow]) -> tuple[FromClause, ColumnElement[bool], Params]:
+    """The batch table of `run_rows`, the join condition with `job_runs` pruned to their partitions, and
+    the parameters of both."""
+    dialect, size = connection.dialect.name, batch_size(connection, len(rows))
+    ranges = day_ranges([(row[2], row[3]) for row in rows])
+    batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
+    match = and_(run_match(batch), _partitions(_shape_of(ranges)))
+    return batch, match, batch_values(connection, "runs", RUN_COLUMNS, rows) | _range_values(ranges)
 
 
 def key_match(batch: FromClause) -> ColumnElement[bool]:
@@ -173,26 +245,54 @@ def key_match(batch: FromClause) -> ColumnElement[bool]:
     )
 
 
-def partitions(windows: Sequence[tuple[datetime, datetime]]) -> ColumnElement[bool]:
-    """A schedule-time condition made of constants, so PostgreSQL prunes the statement to the partitions
-    (days) the batch touches; the per-row windows in a join cannot prune. One range per UTC day."""
+# Partition pruning: the days a batch touches --------------------------------------------------------------
+
+Ranges = list[tuple[datetime, datetime]] | None  # None: every partition
+
+
+def day_ranges(windows: Sequence[tuple[datetime, datetime]]) -> Ranges:
+    """One schedule-time range per UTC day the windows touch, or None when one of them is any time."""
     days: dict[object, tuple[datetime, datetime]] = {}
     for lo, hi in windows:
         if (lo, hi) == EVER:
-            return and_(True)  # an id without a window: every partition
+            return None  # an id without a window: every partition
         day = lo.astimezone(UTC).date()
         low, high = days.get(day, (lo, hi))
         days[day] = (min(low, lo), max(high, hi))
+    return sorted(days.values())
+
+
+def _shape_of(ranges: Ranges) -> int:
+    return -1 if ranges is None else len(ranges)
+
+
+@lru_cache(maxsize=_SHAPES)
+def _partitions(count: int) -> ColumnElement[bool]:
+    """A schedule-time condition of `count` ranges bound as parameters (-1: none), so that PostgreSQL
+    prunes the statement to the partitions (days) the batch touches when it runs; the per-row windows in a
+    join cannot prune."""
+    if count < 0:
+        return and_(True)
     return or_(
         *(
-            and_(job_runs.c.schedule_time >= lo, job_runs.c.schedule_time < hi)
-            for lo, hi in sorted(days.values())
+            and_(
+                job_runs.c.schedule_time >= bindparam(f"day__lo__{i}", type_=UtcDateTime()),
+                job_runs.c.schedule_time < bindparam(f"day__hi__{i}", type_=UtcDateTime()),
+            )
+            for i in range(count)
         )
     )
 
 
-def key_partitions(times: Sequence[datetime]) -> ColumnElement[bool]:
-    return partitions([(moment, moment + _MICROSECOND) for moment in times]) if times else and_(True)
+def _range_values(ranges: Ranges) -> Params:
+    params: Params = {}
+    for i, (lo, hi) in enumerate(ranges or ()):
+        params[f"day__lo__{i}"], params[f"day__hi__{i}"] = lo, hi
+    return params
+
+
+def _key_ranges(times: Sequence[datetime]) -> Ranges:
+    return day_ranges([(moment, moment + _MICROSECOND) for moment in times]) if times else None
 
 
 # Writes about attempts ---------------------------------------------------------------------------------
@@ -208,18 +308,28 @@ def lock_runs(
     """The current rows of the refs' runs, whatever their attempt and state (all columns, or `columns`),
     locked in key order against concurrent claims, ends and cancels until the transaction ends."""
     found: dict[tuple[str, str], RowMapping] = {}
-    selected = [job_runs.c[name] for name in columns] if columns else [job_runs]
-    for chunk in chunks(run_rows(refs)):
-        batch, match = runs_of(connection, chunk)
-        statement = (
-            select(*selected)
-            .join_from(job_runs, batch, match)
-            .order_by(job_runs.c.job_id, job_runs.c.run_id)
-            .with_for_update(of=job_runs, key_share=True)
+    wanted = tuple(columns) if columns else None
+    for chunk in batch_chunks(connection, run_rows(refs)):
+        ranges = day_ranges([(row[2], row[3]) for row in chunk])
+        statement = _lock_statement(
+            connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges)
         )
-        for row in connection.execute(statement).mappings():
+        params = batch_values(connection, "runs", RUN_COLUMNS, chunk) | _range_values(ranges)
+        for row in connection.execute(statement, params).mappings():
             found[(row["job_id"], row["run_id"])] = row
     return found
+
+
+@lru_cache(maxsize=_SHAPES)
+def _lock_statement(dialect: str, columns: tuple[str, ...] | None, size: int, ranges: int) -> Select[Any]:
+    batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
+    selected = [job_runs.c[name] for name in columns] if columns else [job_runs]
+    return (
+        select(*selected)
+        .join_from(job_runs, batch, and_(run_match(batch), _partitions(ranges)))
+        .order_by(job_runs.c.job_id, job_runs.c.run_id)
+        .with_for_update(of=job_runs, key_share=True)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,22 +339,58 @@ class FromBatch:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """In a cached UPDATE's shape: a SET value bound as a parameter (the value itself is not the shape)."""
+
+
+_BOUND = _Bound()
+SetShape = tuple[tuple[str, object], ...]
+
+
 def update_by_key(
     connection: Connection, name: str, columns: Columns, rows: list[tuple[Any, ...]], **sets: Any
 ) -> int:
     """UPDATE job_runs from a batch of (job_id, run_id, schedule_time, *columns) rows, by primary key: rows
-    `lock_runs` locked and the caller's fence passed."""
+    `lock_runs` locked and the caller's fence passed. A SET value is a `FromBatch`, None, an expression
+    built once (such as `job_runs.c.attempt + 1` kept in a constant) or a value, bound."""
+    shape: SetShape = tuple(sorted((col, _set_shape(value)) for col, value in sets.items()))
+    bound = {f"set__{col}": value for col, value in sets.items() if _set_shape(value) is _BOUND}
+    batch_columns = (*KEY_COLUMNS, *columns)
     changed = 0
-    for chunk in chunks(sorted(rows, key=lambda row: (row[0], row[1]))):
-        batch = batch_table(connection, name, (*KEY_COLUMNS, *columns), chunk)
-        values = {
-            column: batch.c[value.name] if isinstance(value, FromBatch) else value
-            for column, value in sets.items()
-        }
-        statement = (
-            update(job_runs)
-            .where(key_match(batch), key_partitions([row[2] for row in chunk]))
-            .values(**values)
+    for chunk in batch_chunks(connection, sorted(rows, key=lambda row: (row[0], row[1]))):
+        ranges = _key_ranges([row[2] for row in chunk])
+        statement = _update_statement(
+            connection.dialect.name,
+            name,
+            batch_columns,
+            batch_size(connection, len(chunk)),
+            ranges=_shape_of(ranges),
+            sets=shape,
         )
-        changed += connection.execute(statement).rowcount
+        params = batch_values(connection, name, batch_columns, chunk) | _range_values(ranges) | bound
+        changed += connection.execute(statement, params).rowcount
     return changed
+
+
+def _set_shape(value: Any) -> object:
+    if value is None or isinstance(value, (FromBatch, ColumnElement)):
+        return value
+    return _BOUND
+
+
+@lru_cache(maxsize=_SHAPES)
+def _update_statement(
+    dialect: str, name: str, columns: Columns, size: int, *, ranges: int, sets: SetShape
+) -> Update:
+    batch = batch_table(dialect, name, columns, size)
+    values = {col: _set_value(batch, col, value) for col, value in sets}
+    return update(job_runs).where(key_match(batch), _partitions(ranges)).values(**values)
+
+
+def _set_value(batch: FromClause, col: str, value: object) -> Any:
+    if isinstance(value, FromBatch):
+        return batch.c[value.name]
+    if value is _BOUND:
+        return bindparam(f"set__{col}", type_=job_runs.c[col].type)
+    return value

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Text, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from jobmesh.adapters.store.schema import UtcDateTime, executor_sessions, leases
-from jobmesh.adapters.store.sql_batch import batch_table, chunks
+from jobmesh.adapters.store.sql_batch import batch_chunks, batch_table, batch_values, chunks
 
 RELEASED = ""  # the server id of a session whose stream ended cleanly
 
@@ -42,6 +42,9 @@ def release_lease(connection: Connection, name: str, holder: str) -> None:
     connection.execute(delete(leases).where(leases.c.name == name, leases.c.holder == holder))
 
 
+_RENEWED_COLUMNS = (("executor_id", Text()), ("server_id", Text()), ("at", UtcDateTime()))
+
+
 def renew_sessions(
     connection: Connection,
     executor_ids: Sequence[str],
@@ -57,14 +60,10 @@ def renew_sessions(
     dialect_insert = postgresql.insert if postgres else sqlite.insert
     latest = func.greatest if postgres else func.max
     held: set[str] = set()
-    for chunk in chunks(sorted(set(executor_ids))):
+    for chunk in batch_chunks(connection, sorted(set(executor_ids))):
         rows = [(executor_id, server_id, now) for executor_id in chunk]
-        batch = batch_table(
-            connection,
-            "renewed",
-            (("executor_id", Text()), ("server_id", Text()), ("at", UtcDateTime())),
-            rows,
-        )
+        size = len(chunk) if not postgres else 0
+        batch = batch_table(connection.dialect.name, "renewed", _RENEWED_COLUMNS, size)
         insert = dialect_insert(executor_sessions).from_select(
             ["executor_id", "server_id", "renewed_at"],
             select(batch.c.executor_id, batch.c.server_id, batch.c.at).where(
@@ -83,7 +82,8 @@ def renew_sessions(
                 executor_sessions.c.renewed_at <= now - stale_after,
             ),
         ).returning(executor_sessions.c.executor_id)
-        held.update(connection.execute(statement).scalars())
+        params = batch_values(connection, "renewed", _RENEWED_COLUMNS, rows)
+        held.update(connection.execute(statement, params).scalars())
     return frozenset(held)
 
 

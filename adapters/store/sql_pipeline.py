@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, RowMapping, Select, literal_column, select, update
 
@@ -17,6 +18,7 @@ from jobmesh.adapters.store.sql_batch import (
     ACTIVE,
     FENCE_COLUMNS,
     HELD,
+    batch_chunks,
     chunks,
     insert_runs,
     lock_runs,
@@ -30,11 +32,13 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 
 
-def _dispatchables(connection: Connection, statement: Select[tuple[object, ...]]) -> list[Dispatchable]:
+def _dispatchables(
+    connection: Connection, statement: Select[tuple[object, ...]], params: Mapping[str, Any] | None = None
+) -> list[Dispatchable]:
     """The runs `statement` selects, with their jobs' specs fetched by primary key in a second statement.
     Not a join: the planner misjudges how few runs a window scan returns (due time and partition are
     correlated) and would hash-join a sequential scan of every job; this way each spec also travels once."""
-    runs = [run_from_row(row) for row in connection.execute(statement).mappings()]
+    runs = [run_from_row(row) for row in connection.execute(statement, params).mappings()]
     specs: dict[str, bytes] = {}
     for chunk in chunks(sorted({run.job_id for run in runs})):
         found = connection.execute(select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(chunk)))
@@ -183,9 +187,9 @@ def attempts_held_by(connection: Connection, executor: str) -> list[Dispatchable
 def attempts(connection: Connection, refs: Sequence[AttemptRef]) -> dict[AttemptRef, Dispatchable]:
     wanted = set(refs)
     found: dict[AttemptRef, Dispatchable] = {}
-    for chunk in chunks(run_rows(wanted)):
-        batch, match = runs_of(connection, chunk)
-        for item in _dispatchables(connection, select(job_runs).join(batch, match)):
+    for chunk in batch_chunks(connection, run_rows(wanted)):
+        batch, match, params = runs_of(connection, chunk)
+        for item in _dispatchables(connection, select(job_runs).join(batch, match), params):
             current = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
             if current in wanted:
                 found[current] = item

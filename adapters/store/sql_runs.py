@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Connection, RowMapping, func, literal, select, text, tuple_, update
+from sqlalchemy import Connection, RowMapping, Select, Text, and_, func, literal, select, text, update
 
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
-from jobmesh.adapters.store.sql_batch import chunks, insert_rows
+from jobmesh.adapters.store.sql_batch import batch_chunks, batch_size, batch_table, batch_values, insert_rows
 from jobmesh.adapters.store.sql_jobs import upsert_ignoring_conflicts
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.adapters.store.sql_rows import (
@@ -194,6 +196,27 @@ def list_logs(
 _LOG_LOCK_CLASS = 0x6A6D_0003
 
 
+_LOG_COLUMNS = tuple((column.name, column.type) for column in run_logs.c)
+_LOGGED_COLUMNS = (("job_id", Text()), ("run_id", Text()))
+_LOCK_LOGS = text(
+    "SELECT pg_advisory_xact_lock(:class, hashtext(job_id || '/' || run_id)) "
+    "FROM unnest(CAST(:jobs AS text[]), CAST(:runs AS text[])) AS r(job_id, run_id) "
+    "ORDER BY job_id, run_id"
+)
+
+
+@lru_cache(maxsize=16)
+def _last_sequences(dialect: str, size: int) -> Select[Any]:
+    """Each run of a batch of (job_id, run_id) with its last stored log line's sequence, if it has any."""
+    batch = batch_table(dialect, "logged", _LOGGED_COLUMNS, size)
+    match = and_(run_logs.c.job_id == batch.c.job_id, run_logs.c.run_id == batch.c.run_id)
+    return (
+        select(run_logs.c.job_id, run_logs.c.run_id, func.max(run_logs.c.sequence))
+        .join_from(run_logs, batch, match)
+        .group_by(run_logs.c.job_id, run_logs.c.run_id)
+    )
+
+
 def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> list[LogRecord]:
     """Numbers each run's lines after its last stored one, in the given order, and stores them."""
     runs = sorted({(line.job_id, line.run_id) for line in lines})
@@ -203,28 +226,20 @@ def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> l
         # Two replicas appending to one run (a reconnected stream) would read the same maximum: a per-run
         # advisory lock, taken in key order, serializes them without touching the run's row.
         connection.execute(
-            text(
-                "SELECT pg_advisory_xact_lock(:class, hashtext(job_id || '/' || run_id)) "
-                "FROM unnest(CAST(:jobs AS text[]), CAST(:runs AS text[])) AS r(job_id, run_id) "
-                "ORDER BY job_id, run_id"
-            ),
+            _LOCK_LOGS,
             {"class": _LOG_LOCK_CLASS, "jobs": [j for j, _ in runs], "runs": [r for _, r in runs]},
         )
     last: dict[tuple[str, str], int] = dict.fromkeys(runs, 0)
-    for chunk in chunks(runs):
-        found = connection.execute(
-            select(run_logs.c.job_id, run_logs.c.run_id, func.max(run_logs.c.sequence))
-            .where(tuple_(run_logs.c.job_id, run_logs.c.run_id).in_(chunk))
-            .group_by(run_logs.c.job_id, run_logs.c.run_id)
-        )
+    for chunk in batch_chunks(connection, runs):
+        statement = _last_sequences(connection.dialect.name, batch_size(connection, len(chunk)))
+        found = connection.execute(statement, batch_values(connection, "logged", _LOGGED_COLUMNS, chunk))
         last.update({(job_id, run_id): top for job_id, run_id, top in found})
     stored = []
     for line in lines:
         key = (line.job_id, line.run_id)
         last[key] += 1
         stored.append(replace(line, sequence=last[key]))
-    columns = [(column.name, column.type) for column in run_logs.c]
-    rows = [tuple(log_values(line)[name] for name, _ in columns) for line in stored]
-    insert_rows(connection, run_logs, columns, rows, skip_taken=False)
+    rows = [tuple(log_values(line)[name] for name, _ in _LOG_COLUMNS) for line in stored]
+    insert_rows(connection, run_logs, _LOG_COLUMNS, rows, skip_taken=False)
     notify_logs(connection)
     return stored
