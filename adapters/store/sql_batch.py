@@ -227,14 +227,20 @@ def run_match(batch: FromClause) -> ColumnElement[bool]:
 Params = dict[str, Any]
 
 
-def runs_of(connection: Connection, rows: Sequence[RunRow]) -> tuple[FromClause, ColumnElement[bool], Params]:
-    """The batch table of `run_rows`, the join condition with `job_runs` pruned to their partitions, and
-    the parameters of both."""
-    dialect, size = connection.dialect.name, batch_size(connection, len(rows))
+def select_runs(connection: Connection, rows: Sequence[RunRow]) -> tuple[Select[Any], Params]:
+    """The `job_runs` rows of a batch of `run_rows` (whatever their attempt), pruned to their partitions:
+    the statement and its parameters."""
     ranges = day_ranges([(row[2], row[3]) for row in rows])
+    statement = _select_statement(
+        connection.dialect.name, batch_size(connection, len(rows)), _shape_of(ranges)
+    )
+    return statement, batch_values(connection, "runs", RUN_COLUMNS, rows) | _range_values(ranges)
+
+
+@lru_cache(maxsize=_SHAPES)
+def _select_statement(dialect: str, size: int, ranges: int) -> Select[Any]:
     batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
-    match = and_(run_match(batch), _partitions(_shape_of(ranges)))
-    return batch, match, batch_values(connection, "runs", RUN_COLUMNS, rows) | _range_values(ranges)
+    return select(job_runs).join(batch, and_(run_match(batch), _partitions(ranges)))
 
 
 def key_match(batch: FromClause) -> ColumnElement[bool]:

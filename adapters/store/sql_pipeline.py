@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, Select, literal_column, select, update
+from sqlalchemy import Connection, RowMapping, Select, bindparam, literal_column, select, update
 
 from jobmesh.adapters.store.schema import job_runs, jobs
 from jobmesh.adapters.store.sql_batch import (
@@ -23,13 +23,15 @@ from jobmesh.adapters.store.sql_batch import (
     insert_runs,
     lock_runs,
     run_rows,
-    runs_of,
+    select_runs,
     state_is,
     update_by_key,
 )
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
+
+_SPECS = select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(bindparam("job_ids", expanding=True)))
 
 
 def _dispatchables(
@@ -41,7 +43,7 @@ def _dispatchables(
     runs = [run_from_row(row) for row in connection.execute(statement, params).mappings()]
     specs: dict[str, bytes] = {}
     for chunk in chunks(sorted({run.job_id for run in runs})):
-        found = connection.execute(select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(chunk)))
+        found = connection.execute(_SPECS, {"job_ids": list(chunk)})
         specs.update((job_id, bytes(spec)) for job_id, spec in found)
     return [Dispatchable(run, specs[run.job_id]) for run in runs]
 
@@ -188,8 +190,7 @@ def attempts(connection: Connection, refs: Sequence[AttemptRef]) -> dict[Attempt
     wanted = set(refs)
     found: dict[AttemptRef, Dispatchable] = {}
     for chunk in batch_chunks(connection, run_rows(wanted)):
-        batch, match, params = runs_of(connection, chunk)
-        for item in _dispatchables(connection, select(job_runs).join(batch, match), params):
+        for item in _dispatchables(connection, *select_runs(connection, chunk)):
             current = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
             if current in wanted:
                 found[current] = item

@@ -50,6 +50,7 @@ def one_round(store: SqlStore, prefix: str, size: int) -> None:
     assert store.mark_queued(refs, at(61)) == refs
     claims = store.claim(refs, "ex1", at(62))
     assert [claim.status for claim in claims] == [ClaimStatus.GRANTED] * size
+    assert set(store.attempts(refs)) == set(refs)  # what a result is checked against
     assert store.heartbeat("ex1", [Heartbeat(ref, at(63) + TIMEOUT) for ref in refs], at(63)) == []
     store.report_progress([ProgressReport(ref, "ex1", 0.5, "half") for ref in refs], at(64))
     store.append_attempt_logs([log(ref.job_id, ref.run_id, 0, "line", attempt=1) for ref in refs])
