@@ -12,6 +12,7 @@ from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.sandbox import Sandbox
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import run_pb2
@@ -24,6 +25,7 @@ class RunnerSettings:
     http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)  # by default: no command, public hosts
     secrets: SecretSource = field(default_factory=lambda: open_secret_source(DEFAULT_SECRET_SOURCE, {}))
+    sandbox: Sandbox | None = None  # None: commands run as this process, not isolated (see executor/sandbox)
 
 
 async def run_target(
@@ -55,7 +57,8 @@ async def _by_kind(
     target = run.target
     kind = target.WhichOneof("kind")
     if kind == "command":
-        return await run_command(target.command, io, stop, settings.policy, settings.secrets)
+        policy, secrets = settings.policy, settings.secrets
+        return await run_command(target.command, io, stop, policy, secrets, sandbox=settings.sandbox)
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout

@@ -30,6 +30,7 @@ from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
+from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.client_certificates import parse_certificate_grants
@@ -310,6 +311,30 @@ def command_path(text: str) -> str:
     if not folders or not all(os.path.isabs(folder) for folder in folders):
         raise ValueError(f"expected absolute folders separated by {os.pathsep}, or inherit, got {text!r}")
     return os.pathsep.join(folders)
+
+
+def isolation(text: str) -> str:
+    if text.strip() not in ISOLATION_MODES:
+        raise ValueError(f"expected one of {', '.join(ISOLATION_MODES)}, got {text!r}")
+    return text.strip()
+
+
+def user(text: str) -> str:
+    """A user of this machine, by name or uid."""
+    try:
+        job_user(text.strip())
+    except InvalidConfig as exc:
+        raise ValueError(exc.message) from None
+    return text.strip()
+
+
+def limit(parse: Callable[[str], int]) -> Callable[[str], int]:
+    """`parse`'s value, or 0 for `none` (no limit)."""
+
+    def parsed(text: str) -> int:
+        return 0 if text.strip().lower() == "none" else parse(text)
+
+    return parsed
 
 
 def secret_source(text: str) -> str:
@@ -929,6 +954,64 @@ SETTINGS: tuple[Setting, ...] = (
         help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
         " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
         metavar="SOURCE",
+    ),
+    Setting(
+        name="isolation",
+        variables=("JOBMESH_ISOLATION",),
+        parse=isolation,
+        commands=_WORK,
+        default="`auto`",
+        help="how commands are kept apart from the executor: `bwrap` (bubblewrap: own PID and mount"
+        " namespaces, the job user, no_new_privs, limits; refuses to start where it cannot), `user` (the job"
+        " user, no_new_privs and limits only) or `auto` (`bwrap` where it works, else `user` with a warning)",
+        metavar="MODE",
+    ),
+    Setting(
+        name="job_user",
+        variables=("JOBMESH_JOB_USER",),
+        parse=user,
+        commands=_WORK,
+        default="`nobody` when the executor runs as root, else its own user",
+        help="the user commands run as (a name or a uid); only an executor running as root can switch",
+        metavar="USER",
+    ),
+    Setting(
+        name="job_memory",
+        variables=("JOBMESH_JOB_MEMORY",),
+        parse=limit(size),
+        commands=_WORK,
+        default="`4GiB`",
+        help="the address space one command's process may map (RLIMIT_AS), or `none`",
+        metavar="SIZE",
+    ),
+    Setting(
+        name="job_cpu_seconds",
+        variables=("JOBMESH_JOB_CPU_SECONDS",),
+        parse=limit(positive_integer),
+        commands=_WORK,
+        default="`3600`",
+        help="the CPU seconds one command's process may use (RLIMIT_CPU), or `none`",
+        metavar="N",
+    ),
+    Setting(
+        name="job_processes",
+        variables=("JOBMESH_JOB_PROCESSES",),
+        parse=limit(positive_integer),
+        commands=_WORK,
+        default="`1024`",
+        help="how many processes (threads included) the job user may have when a command forks"
+        " (RLIMIT_NPROC: its other commands' count too), or `none`",
+        metavar="N",
+    ),
+    Setting(
+        name="job_file_size",
+        variables=("JOBMESH_JOB_FILE_SIZE",),
+        parse=limit(size),
+        commands=_WORK,
+        default="`1GiB`",
+        help="the largest file a command may write (RLIMIT_FSIZE), or `none`; its output has the attempt's"
+        " log budget",
+        metavar="SIZE",
     ),
 )
 

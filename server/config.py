@@ -66,6 +66,13 @@ class ServerConfig:
     caller_burst: int = 2000
 
     @property
+    def secret_files(self) -> tuple[Path, ...]:
+        """What a process sharing this server's machine must keep from its commands: its TLS key and token
+        file."""
+        found = (self.tls.private_key if self.tls else None, self.token_hashes_file)
+        return tuple(path for path in found if path is not None)
+
+    @property
     def verifies_jwts(self) -> bool:
         return bool(self.jwt_public_keys) or self.jwt_jwks_file is not None
 
