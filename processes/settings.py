@@ -282,6 +282,14 @@ def host_patterns(text: str) -> tuple[str, ...]:
     return tuple(host.lower() for host in hosts)
 
 
+def host_names(text: str) -> tuple[str, ...]:
+    """Host names or IP literals (IPv6 in brackets), comma-separated."""
+    found = _items(text)
+    if not found or not all(re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", name) for name in found):
+        raise ValueError(f"expected host names such as localhost,jobs.example.com,[::1], got {text!r}")
+    return found
+
+
 def networks(text: str) -> tuple[str, ...]:
     """CIDRs, `public` or `any`, comma-separated."""
     if not (found := _items(text)):
@@ -497,6 +505,16 @@ SETTINGS: tuple[Setting, ...] = (
         default="`127.0.0.1:8080`",
         help="where Envoy serves the dashboard and the API over gRPC-Web, on one origin (a free port)",
         metavar="HOST:PORT",
+    ),
+    Setting(
+        name="dashboard_hosts",
+        variables=("JOBMESH_DASHBOARD_HOSTS",),
+        parse=host_names,
+        commands=(DEV,),
+        default="`127.0.0.1,localhost,[::1]`",
+        help="the host names browsers reach the dashboard by (its listen host is added); Envoy refuses any"
+        " other Host header (403), which keeps pages of other sites out by DNS rebinding",
+        metavar="NAMES",
     ),
     Setting(
         name="demo",

@@ -66,6 +66,7 @@ BAD_VALUES = {
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
     "JOBMESH_DASHBOARD": "maybe",
     "JOBMESH_DEMO": "sometimes",
+    "JOBMESH_DASHBOARD_HOSTS": "http://evil",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
