@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
@@ -38,14 +39,15 @@ async def run_command(
     secrets: SecretSource,
     *,
     sandbox: Sandbox | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> TargetOutcome:
     """Runs the command if the policy allows its program, with the minimal environment and the job's `env`
-    (its secrets resolved); their values are redacted from its output and its error text. `sandbox`: how it
-    is isolated from this executor (None: not at all, as this process's user)."""
+    (its namespace's secrets resolved); their values are redacted from its output and its error text.
+    `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
     try:
-        resolved = resolve_env(command.env, secrets)
+        resolved = resolve_env(command.env, secrets, namespace)
     except SecretMissing as exc:
         return failed(SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:

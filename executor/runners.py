@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
@@ -54,15 +55,20 @@ async def _by_kind(
     settings: RunnerSettings,
     timeout: float | None,
 ) -> TargetOutcome:
-    target = run.target
+    target, namespace = run.target, run.namespace or DEFAULT_NAMESPACE
     kind = target.WhichOneof("kind")
+    policy, secrets = settings.policy, settings.secrets
     if kind == "command":
-        policy, secrets = settings.policy, settings.secrets
-        return await run_command(target.command, io, stop, policy, secrets, sandbox=settings.sandbox)
+        sandbox = settings.sandbox
+        return await run_command(
+            target.command, io, stop, policy, secrets, sandbox=sandbox, namespace=namespace
+        )
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
-        return await run_http(target.http, io, stop, http_timeout, settings.policy)
+        return await run_http(
+            target.http, io, stop, http_timeout, policy, secrets=secrets, namespace=namespace
+        )
     if kind == "handler":
         handler, handlers = target.handler, settings.handlers
         return await run_handler(
