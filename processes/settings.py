@@ -474,8 +474,8 @@ SETTINGS: tuple[Setting, ...] = (
         commands=(SERVER,),
         default="none",
         help="with `--authentication on`, executors known by their client certificate on `--executor-listen`:"
-        " `NAME=QUEUE[+QUEUE...]` entries, comma-separated, NAME the certificate's common name (`*`: any"
-        " other) and QUEUE `*` for any",
+        " `NAME=QUEUE[+QUEUE...][@NAMESPACE[+NAMESPACE...]]` entries, comma-separated, NAME the certificate's"
+        " common name (`*`: any other), QUEUE and NAMESPACE `*` for any (namespaces left out: any)",
         metavar="GRANTS",
     ),
     Setting(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.server.client_certificates import CertificateGrant
 from jobmesh.server.feed import FEED_PAGE
 from jobmesh.server.tls import ServerTls
 
@@ -50,7 +51,7 @@ class ServerConfig:
     open_services: frozenset[str] = frozenset({"health", "reflection"})
     # Executors known by their verified client certificate on `executor_listen`: name → queues
     # (server/client_certificates.py).
-    executor_certificates: Mapping[str, frozenset[str]] | None = None
+    executor_certificates: Mapping[str, CertificateGrant] | None = None
     # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
