@@ -33,9 +33,11 @@ from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
+from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
+from jobmesh.server.quotas import NamespaceQuotas
 from jobmesh.server.reflection import enable_reflection
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions, quiet_limit_of
@@ -208,6 +210,7 @@ def build_services(
         server_id=server_id,
         heartbeat_interval=config.heartbeat_interval,
         in_process_queue=queue.in_process_id,
+        log_caps=AttemptLogCaps(config.quota_attempt_log_bytes, utcnow),
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling)
@@ -226,7 +229,7 @@ def build_services(
         retry_after=config.retry_after,
     )
     return Services(
-        JobService(commands, workers),
+        JobService(commands, workers, NamespaceQuotas(config.quotas, store)),
         SearchService(JobQueries(store), workers, feed, slots),
         control,
         health.aio.HealthServicer(),

@@ -67,6 +67,11 @@ BAD_VALUES = {
     "JOBMESH_DASHBOARD": "maybe",
     "JOBMESH_DEMO": "sometimes",
     "JOBMESH_DASHBOARD_HOSTS": "http://evil",
+    "JOBMESH_QUOTA_JOBS": "-5",
+    "JOBMESH_QUOTA_CRON_JOBS": "many",
+    "JOBMESH_QUOTA_MIN_CRON_INTERVAL": "soon",
+    "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
+    "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
