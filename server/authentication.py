@@ -25,11 +25,12 @@ from typing import Any
 import grpc
 from grpc_status import rpc_status
 
-from jobmesh.core.errors import JobmeshError, Unauthenticated
+from jobmesh.core.errors import JobmeshError, ResourceExhausted, Unauthenticated
 from jobmesh.server.api.status import status_of
 from jobmesh.server.bearer import AUTHORIZATION
 from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.principals import CredentialSource, Principal, acting_as
+from jobmesh.server.stream_slots import StreamSlots
 
 __all__ = ["ANONYMOUS", "HEALTH_SERVICE", "REFLECTION_SERVICE", "Authentication", "authenticate"]
 
@@ -42,6 +43,8 @@ REFLECTION_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
 ANONYMOUS = Principal(subject="anonymous")
 # How often an open stream's credential is checked again (a revoked token ends its streams this soon).
 REVALIDATE_INTERVAL = 1.0
+# Streams served without a credential (an open service's, such as health's `Watch`): in all, and per client.
+ANONYMOUS_STREAMS, ANONYMOUS_STREAMS_PER_CLIENT = 256, 16
 _END = object()  # a stream's handler has no more messages
 
 
@@ -86,6 +89,7 @@ class Authentication(grpc.aio.ServerInterceptor):
         self._sources = tuple(sources)
         self._open = open_services
         self._rates = rates
+        self._anonymous = StreamSlots(total=ANONYMOUS_STREAMS, per_client=ANONYMOUS_STREAMS_PER_CLIENT)
 
     async def intercept_service(
         self,
@@ -125,9 +129,10 @@ class Authentication(grpc.aio.ServerInterceptor):
             async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
                 principal = await admit(context)
                 if principal is ANONYMOUS:
-                    with acting_as(principal):
-                        async for item in behaviour(request, context):
-                            yield item
+                    async with self._anonymous_slot(context):
+                        with acting_as(principal):
+                            async for item in behaviour(request, context):
+                                yield item
                     return
                 guard = _StreamGuard(self._sources, principal, method, context)
                 with acting_as(principal):
@@ -142,8 +147,9 @@ class Authentication(grpc.aio.ServerInterceptor):
             async def written(request: Any, context: Context) -> Any:
                 principal = await admit(context)
                 if principal is ANONYMOUS:
-                    with acting_as(principal):
-                        return await behaviour(request, context)
+                    async with self._anonymous_slot(context):
+                        with acting_as(principal):
+                            return await behaviour(request, context)
                 guard = _StreamGuard(self._sources, principal, method, context)
                 with acting_as(principal):
                     result = await guard.call(behaviour(request, context))
@@ -166,6 +172,20 @@ class Authentication(grpc.aio.ServerInterceptor):
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
 
         return refused
+
+    @contextlib.asynccontextmanager
+    async def _anonymous_slot(self, context: Context) -> AsyncIterator[None]:
+        """A slot among the streams served without a credential (health's `Watch`), or the call ends
+        RESOURCE_EXHAUSTED: open services must not let strangers hold the server's memory."""
+        entered = False
+        try:
+            with self._anonymous.held(context.peer()):
+                entered = True
+                yield
+        except ResourceExhausted as error:
+            if entered:
+                raise
+            await _abort(context, error)
 
     async def _admitted(self, method: str, context: Context) -> Principal:
         try:
