@@ -39,6 +39,7 @@ from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
 from jobmesh.server.quotas import NamespaceQuotas
 from jobmesh.server.reflection import enable_reflection
+from jobmesh.server.refusals import RefusalTrail
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
@@ -110,8 +111,9 @@ def credential_sources(config: ServerConfig) -> list[CredentialSource]:
     return sources
 
 
-def authentication_of(config: ServerConfig) -> Authentication | None:
-    """The interceptor that authenticates every call; None when authentication is off."""
+def authentication_of(config: ServerConfig, store: SchedulerStore) -> Authentication | None:
+    """The interceptor that authenticates every call (and writes the refused ones to the audit trail); None
+    when authentication is off."""
     if not config.authentication:
         if config.verifies_jwts or config.token_hashes_file or config.executor_certificates:
             log.warning("credential sources are configured but authentication is off: no call is checked")
@@ -120,6 +122,7 @@ def authentication_of(config: ServerConfig) -> Authentication | None:
         credential_sources(config),
         open_services=frozenset(_OPEN_SERVICES[name] for name in config.open_services),
         rates=CallerRates(rate=config.caller_rate, burst=config.caller_burst),
+        refusals=RefusalTrail(store, utcnow),
     )
 
 
@@ -263,7 +266,7 @@ async def start_server(
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
     server = new_grpc_server(
         share_port=config.share_port,
-        authentication=authentication_of(config),
+        authentication=authentication_of(config, store),
         certified_executors=config.executor_listen is not None,
     )
     services = build_services(config, store, queue, signals)

@@ -30,6 +30,7 @@ from jobmesh.server.api.status import status_of
 from jobmesh.server.bearer import AUTHORIZATION
 from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.principals import CredentialSource, Principal, acting_as
+from jobmesh.server.refusals import RefusalTrail, noting_refusals
 from jobmesh.server.stream_slots import StreamSlots
 
 __all__ = ["ANONYMOUS", "HEALTH_SERVICE", "REFLECTION_SERVICE", "Authentication", "authenticate"]
@@ -83,12 +84,14 @@ class Authentication(grpc.aio.ServerInterceptor):
         *,
         open_services: frozenset[str] = frozenset({HEALTH_SERVICE, REFLECTION_SERVICE}),
         rates: CallerRates | None = None,
+        refusals: RefusalTrail | None = None,
     ) -> None:
         if not sources:
             raise ValueError("authentication needs at least one credential source")
         self._sources = tuple(sources)
         self._open = open_services
         self._rates = rates
+        self._refusals = refusals
         self._anonymous = StreamSlots(total=ANONYMOUS_STREAMS, per_client=ANONYMOUS_STREAMS_PER_CLIENT)
 
     async def intercept_service(
@@ -135,7 +138,7 @@ class Authentication(grpc.aio.ServerInterceptor):
                                 yield item
                     return
                 guard = _StreamGuard(self._sources, principal, method, context)
-                with acting_as(principal):
+                with self._serving_as(principal, method):
                     async for item in guard.run(behaviour(request, context)):
                         yield item
                 if guard.revoked is not None:
@@ -151,7 +154,7 @@ class Authentication(grpc.aio.ServerInterceptor):
                         with acting_as(principal):
                             return await behaviour(request, context)
                 guard = _StreamGuard(self._sources, principal, method, context)
-                with acting_as(principal):
+                with self._serving_as(principal, method):
                     result = await guard.call(behaviour(request, context))
                 if guard.revoked is not None:
                     await _abort(context, guard.revoked)
@@ -161,7 +164,7 @@ class Authentication(grpc.aio.ServerInterceptor):
         if inspect.iscoroutinefunction(behaviour):
 
             async def unary(request: Any, context: Context) -> Any:
-                with acting_as(await admit(context)):
+                with self._serving_as(await admit(context), method):
                     return await behaviour(request, context)
 
             return unary
@@ -172,6 +175,17 @@ class Authentication(grpc.aio.ServerInterceptor):
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the server log")
 
         return refused
+
+    @contextlib.contextmanager
+    def _serving_as(self, principal: Principal, method: str) -> Iterator[None]:
+        """The handler runs as `principal`, and a refusal it ends with goes to the audit trail."""
+        with acting_as(principal):
+            if self._refusals is None:
+                yield
+                return
+            trail = self._refusals
+            with noting_refusals(lambda error: trail.note(principal.subject, method, error)):
+                yield
 
     @contextlib.asynccontextmanager
     async def _anonymous_slot(self, context: Context) -> AsyncIterator[None]:
@@ -199,6 +213,8 @@ class Authentication(grpc.aio.ServerInterceptor):
                 error.detail,
                 extra={"method": method, "peer": context.peer(), "reason": error.detail},
             )
+            if self._refusals is not None:
+                self._refusals.note(ANONYMOUS.subject, method, error)
             await _abort(context, error)
             raise  # unreachable: abort raises
         except JobmeshError as error:

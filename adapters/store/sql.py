@@ -136,6 +136,11 @@ class SqlStore:
             return sql_jobs.list_jobs(connection, query, show_deleted=show_deleted)
 
     @translate_errors
+    def record_audit(self, events: Sequence[AuditEvent]) -> None:
+        with self._writing(notice=None) as connection:
+            sql_audit.record(connection, events)
+
+    @translate_errors
     def namespace_usage(self, namespace: str) -> NamespaceUsage:
         with read_connection(self._engine) as connection:
             return sql_usage.namespace_usage(connection, namespace)

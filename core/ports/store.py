@@ -152,6 +152,10 @@ class Store(Protocol):
         """How many jobs the namespace holds, for its quotas."""
         ...
 
+    def record_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Writes audit events of their own (a refused call's), in a transaction of their own."""
+        ...
+
     # Runs ------------------------------------------------------------------------------------------------
 
     def create_run(self, run: RunRecord, *, audit: AuditEvent | None = None) -> CreateRunOutcome:

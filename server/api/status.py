@@ -13,6 +13,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, QuotaExceeded, ResourceExhausted
+from jobmesh.server.refusals import note_refusal
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ def _internal() -> status_pb2.Status:
 
 async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> None:
     if isinstance(error, JobmeshError):
+        note_refusal(error)
         await context.abort_with_status(rpc_status.to_status(status_of(error)))
     log.exception("unexpected error", exc_info=error)
     await context.abort_with_status(rpc_status.to_status(_internal()))
