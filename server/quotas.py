@@ -28,7 +28,8 @@ from jobmesh.v1 import job_pb2
 __all__ = ["NamespaceQuotas", "Quotas"]
 
 USAGE_TTL = 2.0  # seconds a namespace's counted usage is trusted before it is read again
-CRON_SAMPLES = 64  # occurrences looked at for a cron's shortest interval
+CRON_SAMPLES = 32  # occurrences looked at for a cron's shortest interval
+CRON_RESOLUTION = timedelta(seconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +146,8 @@ class NamespaceQuotas:
 
     def _cron_interval(self, job: job_pb2.Job) -> list[tuple[str, str]]:
         shortest = self._quotas.min_cron_interval
-        if job.schedule.WhichOneof("kind") != "cron" or shortest <= timedelta(0):
-            return []
+        if job.schedule.WhichOneof("kind") != "cron" or shortest <= CRON_RESOLUTION:
+            return []  # no cron fires more often than once a second
         interval = shortest_interval(job.schedule.cron)
         if interval is None or interval >= shortest:
             return []
@@ -171,8 +172,12 @@ def shortest_interval(cron: job_pb2.Schedule.Cron) -> timedelta | None:
     except (CronError, ValueError):
         return None
     times = [datetime.now(UTC)]
-    for _ in range(CRON_SAMPLES):
-        times.append(next_occurrence(spec, times[-1]))
+    try:
+        for _ in range(CRON_SAMPLES):
+            times.append(next_occurrence(spec, times[-1]))
+    except (CronError, ValueError):  # it stops firing: what it has shown decides
+        if len(times) < 3:
+            return None
     return min(later - earlier for earlier, later in itertools.pairwise(times[1:]))
 
 

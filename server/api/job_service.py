@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 
 from jobmesh.core.errors import InvalidArgument, PermissionDenied
+from jobmesh.core.names import NAMESPACE
 from jobmesh.core.records import JobRecord, RunRecord, ScheduleKind
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
@@ -152,6 +153,8 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         refusal must not tell a stranger how full a namespace is; the create refuses the others)."""
         permitted = []
         for job in jobs:
+            if job.namespace and not NAMESPACE.match(job.namespace):
+                continue  # not a namespace: validation refuses the job
             try:
                 access.check_create(namespace_of(job), "jobs")
             except PermissionDenied:
