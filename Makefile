@@ -41,10 +41,12 @@ unit: install
 examples: install
 	CI=true $(BIN)/python -m pytest tests/examples -q
 
-# What `make run` needs: Python and Node. The package is installed in editable mode (strict: a tree of links
+# What `make run` needs: Python and Node, and bubblewrap for its commands' sandbox (installed when missing, as
+# root; without it they run unisolated, with a warning). The package is installed in editable mode (strict: a tree of links
 # under build/), again on every run so that new modules are found; setuptools' notice about that tree is not
 # for newcomers.
 setup: $(RUN_STAMP) node_modules/.installed $(WEB_BUILD)
+	@bash tools/services/services.sh sandbox
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 

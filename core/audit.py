@@ -1,7 +1,8 @@
 """The audit trail: who changed what through the API, in which namespace, when, under which request id.
 
 An event is written by the store in the transaction of the change it describes, so that it exists exactly when
-the change happened (a refused or failed call leaves none).
+the change happened (a failed call leaves none; one refused for its credential or role leaves a REFUSED event
+of its own: server/refusals.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class AuditAction(enum.StrEnum):
     RUN_NOW = "RUN_NOW"
     CANCEL = "CANCEL"
     REPLAY = "REPLAY"
+    REFUSED = "REFUSED"  # a call refused for its credential or role (server/refusals.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
         target=job.target,
         priority=_PRIORITIES[run.priority],
         queue=run.queue,
+        namespace=run.namespace,
     )
     message.due_time.CopyFrom(to_timestamp(run.due_time))
     message.dispatch_time.CopyFrom(to_timestamp(now))

@@ -117,6 +117,17 @@ class ResourceExhausted(JobmeshError):
         self.retry_delay = retry_delay
 
 
+class QuotaExceeded(ResourceExhausted):
+    """A namespace's quota refused the request; `violations` are (subject, description) pairs, sent as a
+    `google.rpc.QuotaFailure`."""
+
+    reason = "QUOTA_EXCEEDED"
+
+    def __init__(self, message: str, violations: Sequence[tuple[str, str]], *, quota: str) -> None:
+        super().__init__(message, reason="QUOTA_EXCEEDED", metadata={"quota": quota})
+        self.violations = tuple(violations)
+
+
 class Unauthenticated(JobmeshError):
     """The call carries no valid credential. Callers see one message whatever was wrong, so that it tells an
     attacker nothing; `detail` (the log's) says what."""

@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
+from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
 from jobmesh.executor.redaction import OutputRedactor, Redactor
+from jobmesh.executor.sandbox import Sandbox
 from jobmesh.executor.secrets import SecretMissing, SecretSource, SecretSourceError, resolve_env
 from jobmesh.v1 import job_pb2, run_pb2
 
@@ -35,18 +37,23 @@ async def run_command(
     stop: Stop,
     policy: ExecutionPolicy,
     secrets: SecretSource,
+    *,
+    sandbox: Sandbox | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> TargetOutcome:
     """Runs the command if the policy allows its program, with the minimal environment and the job's `env`
-    (its secrets resolved); their values are redacted from its output and its error text."""
+    (its namespace's secrets resolved); their values are redacted from its output and its error text.
+    `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
     try:
-        resolved = resolve_env(command.env, secrets)
+        resolved = resolve_env(command.env, secrets, namespace)
     except SecretMissing as exc:
         return failed(SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:
         return failed("SecretSourceError", str(exc))
-    env = {**policy.environment(os.environ), **resolved.env}
+    own = sandbox.environment() if sandbox is not None else {}
+    env = {**policy.environment(os.environ), **own, **resolved.env}
     try:
         policy.check_env(command.env)
         program = policy.check_command(command.argv[0], command.working_dir, env)
@@ -55,7 +62,7 @@ async def run_command(
     if program is None:
         return failed("SpawnError", f"cannot start {command.argv[0]!r}: not found on the command's PATH")
     redactor = Redactor(resolved.secrets)
-    outcome = await _run([program, *command.argv[1:]], command, env, redactor, io, stop)
+    outcome = await _run([program, *command.argv[1:]], command, env, redactor, io, stop, sandbox)
     return dataclasses.replace(outcome, error_message=redactor.text(outcome.error_message))
 
 
@@ -66,8 +73,13 @@ async def _run(  # noqa: PLR0917 - the command's parts, resolved
     redactor: Redactor,
     io: AttemptIO,
     stop: Stop,
+    sandbox: Sandbox | None,
 ) -> TargetOutcome:
     where = f" in {command.working_dir!r}" if command.working_dir else ""
+    options: list[str] = []
+    if sandbox is not None:
+        options = sandbox.supervisor_options()
+        argv = sandbox.wrap(argv, command.working_dir)
     # Our own pipes rather than asyncio's: ours can be closed at will. The control pipe tells the supervisor
     # what to do, and its end of file that this executor is gone; the status pipe brings back how it ended.
     stdout, stderr, control, status = os.pipe(), os.pipe(), os.pipe(), os.pipe()
@@ -79,6 +91,7 @@ async def _run(  # noqa: PLR0917 - the command's parts, resolved
             SUPERVISOR,
             str(control[0]),
             str(status[1]),
+            *options,
             "--",
             *argv,
             stdin=asyncio.subprocess.DEVNULL,

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from jobmesh.core.call_token import CallToken
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.executor import sandbox
 from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.sandbox import AUTO, ISOLATION_MODES, JobLimits
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
 from jobmesh.transport.tls import ChannelTls
 
@@ -70,10 +72,35 @@ class ExecutorConfig:
     # What it runs: by default no command, and HTTP to public addresses only (`jobmesh dev`: anything).
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)
     secrets: str = DEFAULT_SECRET_SOURCE  # where `secret://NAME` resolves: `env:PREFIX` or `file:PATH`
+    # How commands are kept apart from this executor (executor/sandbox.py): the mode, the user they run as
+    # ("": `nobody` when this process is root, else its own user), and their limits (0: none).
+    isolation: str = AUTO
+    job_user: str = ""
+    job_memory: int = sandbox.DEFAULT_MEMORY
+    job_cpu_seconds: int = sandbox.DEFAULT_CPU_SECONDS
+    job_processes: int = sandbox.DEFAULT_PROCESSES
+    job_file_size: int = sandbox.DEFAULT_FILE_SIZE
+    # Files no command may read besides this executor's own credentials (`jobmesh dev`: its server's).
+    hidden_files: tuple[Path, ...] = ()
 
     @property
     def call_token(self) -> CallToken:
         return CallToken(self.token, self.token_file)
+
+    @property
+    def job_limits(self) -> JobLimits:
+        return JobLimits(self.job_memory, self.job_cpu_seconds, self.job_processes, self.job_file_size)
+
+    @property
+    def credential_files(self) -> tuple[Path, ...]:
+        """This executor's own secrets on disk, which its commands must not read."""
+        found = [self.token_file, *self.hidden_files]
+        if self.tls is not None:
+            found.append(self.tls.client_key)
+        kind, _, where = self.secrets.partition(":")
+        if kind == "file":
+            found.append(Path(where))
+        return tuple(path for path in found if path is not None)
 
     @property
     def group(self) -> str:
@@ -83,6 +110,7 @@ class ExecutorConfig:
         for name in ("max_buffered_log_bytes", "attempt_log_bytes", "attempt_log_lines"):
             if getattr(self, name) < 1:
                 raise InvalidConfig(name, "must be at least 1")
+        self._check_isolation()
         if self.concurrency < 1:
             raise InvalidConfig("concurrency", f"must be at least 1, not {self.concurrency}")
         if not self.queues or not all(self.queues):
@@ -109,3 +137,10 @@ class ExecutorConfig:
                 raise InvalidConfig(name, "must be longer than zero")
         if self.reconnect_min <= timedelta(0) or self.reconnect_max < self.reconnect_min:
             raise InvalidConfig("reconnect_min", "need 0 < reconnect_min <= reconnect_max")
+
+    def _check_isolation(self) -> None:
+        if self.isolation not in ISOLATION_MODES:
+            raise InvalidConfig("isolation", f"expected one of {', '.join(ISOLATION_MODES)}")
+        for name in ("job_memory", "job_cpu_seconds", "job_processes", "job_file_size"):
+            if getattr(self, name) < 0:
+                raise InvalidConfig(name, "must not be negative (0: no limit)")

@@ -7,11 +7,13 @@ import asyncio
 from dataclasses import dataclass, field
 
 from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.sandbox import Sandbox
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import run_pb2
@@ -24,6 +26,7 @@ class RunnerSettings:
     http_timeout: float = 30.0  # for webhooks of jobs without an execution timeout
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)  # by default: no command, public hosts
     secrets: SecretSource = field(default_factory=lambda: open_secret_source(DEFAULT_SECRET_SOURCE, {}))
+    sandbox: Sandbox | None = None  # None: commands run as this process, not isolated (see executor/sandbox)
 
 
 async def run_target(
@@ -52,14 +55,20 @@ async def _by_kind(
     settings: RunnerSettings,
     timeout: float | None,
 ) -> TargetOutcome:
-    target = run.target
+    target, namespace = run.target, run.namespace or DEFAULT_NAMESPACE
     kind = target.WhichOneof("kind")
+    policy, secrets = settings.policy, settings.secrets
     if kind == "command":
-        return await run_command(target.command, io, stop, settings.policy, settings.secrets)
+        sandbox = settings.sandbox
+        return await run_command(
+            target.command, io, stop, policy, secrets, sandbox=sandbox, namespace=namespace
+        )
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
-        return await run_http(target.http, io, stop, http_timeout, settings.policy)
+        return await run_http(
+            target.http, io, stop, http_timeout, policy, secrets=secrets, namespace=namespace
+        )
     if kind == "handler":
         handler, handlers = target.handler, settings.handlers
         return await run_handler(

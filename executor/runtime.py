@@ -40,6 +40,7 @@ from jobmesh.executor.liveness import (
 from jobmesh.executor.outbox import Outbox
 from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
+from jobmesh.executor.sandbox import open_sandbox
 from jobmesh.executor.secrets import SecretSource, open_secret_source
 from jobmesh.executor.stream import ControlStream, StreamDown
 
@@ -80,12 +81,15 @@ class Executor:
         self._draining = asyncio.Event()
         self._hurry = asyncio.Event()
         self._drain_grace = config.drain_grace.total_seconds()
+        hidden = [str(path) for path in config.credential_files]
+        self.sandbox = open_sandbox(config.isolation, config.job_user, config.job_limits, hidden)
         settings = RunnerSettings(
             self.handlers,
             config.cancel_grace.total_seconds(),
             config.http_timeout.total_seconds(),
             config.policy,
             _secret_source(config.secrets),
+            self.sandbox,
         )
         self.outbox = Outbox(
             flush_lines=config.flush_lines,

@@ -1,10 +1,13 @@
-"""The executor's secret source: what `secret://NAME` in a job's `env` resolves to, on this executor only.
+"""The executor's secret source: what `secret://NAME` in a job resolves to, on this executor only. Secrets
+belong to namespaces (core/secret_refs.py): a job's NAME is its own namespace's secret NAME.
 
-- `env:PREFIX` (the default, `env:JOBMESH_SECRET_`): NAME is the executor's variable PREFIX + NAME.
-- `file:PATH`: a JSON object of names to strings, or `NAME=VALUE` lines (`#` comments); refused when anyone
-  but its owner and group may read it. It is read again at each resolution, so a rotated value is picked up.
-The values go into the command's environment and nowhere else: the run's log and error text are redacted of
-them (executor/redaction.py).
+- `env:PREFIX` (the default, `env:JOBMESH_SECRET_`): the `default` namespace's NAME is the executor's
+  variable PREFIX + NAME; it holds no other namespace's secrets (a variable name cannot say whose it is).
+- `file:PATH`: a JSON object of keys to strings, or `KEY=VALUE` lines (`#` comments), where a key is NAME
+  for the `default` namespace and NAMESPACE/NAME for another; refused when anyone but its owner and group may
+  read it. It is read again at each resolution, so a rotated value is picked up.
+The values go into the command's environment (or the webhook's request) and nowhere else: the run's log and
+error text are redacted of them (executor/redaction.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from jobmesh.core.secret_refs import secret_name
+from jobmesh.core.names import DEFAULT_NAMESPACE
+from jobmesh.core.secret_refs import (
+    SecretReference,
+    SecretReferenceError,
+    embedded_references,
+    foreign_reference,
+    secret_reference,
+)
 
 __all__ = [
     "DEFAULT_SECRET_SOURCE",
@@ -27,6 +37,7 @@ __all__ = [
     "SecretSourceError",
     "open_secret_source",
     "resolve_env",
+    "resolve_text",
 ]
 
 DEFAULT_SECRET_SOURCE = "env:JOBMESH_SECRET_"
@@ -41,7 +52,7 @@ class SecretSourceError(Exception):
 
 
 class SecretSource(Protocol):
-    def lookup(self, name: str) -> str | None: ...
+    def lookup(self, namespace: str, name: str) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +60,17 @@ class EnvSecrets:
     prefix: str
     variables: Mapping[str, str]
 
-    def lookup(self, name: str) -> str | None:
-        return self.variables.get(self.prefix + name)
+    def lookup(self, namespace: str, name: str) -> str | None:
+        return self.variables.get(self.prefix + name) if namespace == DEFAULT_NAMESPACE else None
 
 
 @dataclass(frozen=True, slots=True)
 class FileSecrets:
     path: Path
 
-    def lookup(self, name: str) -> str | None:
-        return read_secrets_file(self.path).get(name)
+    def lookup(self, namespace: str, name: str) -> str | None:
+        key = name if namespace == DEFAULT_NAMESPACE else f"{namespace}/{name}"
+        return read_secrets_file(self.path).get(key)
 
 
 def open_secret_source(spec: str, environ: Mapping[str, str]) -> SecretSource:
@@ -109,23 +121,43 @@ class ResolvedEnv:
     secrets: tuple[str, ...]  # the values resolved, to be redacted
 
 
-def resolve_env(env: Mapping[str, str], source: SecretSource) -> ResolvedEnv:
-    """The job's `env` with its references replaced by their values. SecretMissing names the first missing
-    secret; SecretSourceError when the source cannot be read. A malformed reference (which the server
-    refuses at create) counts as missing."""
+def resolve_env(env: Mapping[str, str], source: SecretSource, namespace: str) -> ResolvedEnv:
+    """A job's `env` with its references replaced by its namespace's values. SecretMissing names the first
+    missing secret (or a reference to another namespace's); SecretSourceError when the source cannot be
+    read. A malformed reference (which the server refuses at create) counts as missing."""
     resolved: dict[str, str] = {}
     values: list[str] = []
     for variable, value in env.items():
         try:
-            name = secret_name(value)
-        except ValueError:
+            reference = secret_reference(value)
+        except SecretReferenceError:
             raise SecretMissing(f"{variable}: not a valid secret reference") from None
-        if name is None:
+        if reference is None:
             resolved[variable] = value
             continue
-        secret = source.lookup(name)
-        if secret is None:
-            raise SecretMissing(f"secret {name!r} (for {variable}) is not in this executor's secret source")
-        resolved[variable] = secret
-        values.append(secret)
+        resolved[variable] = _lookup(reference, source, namespace, f"for {variable}")
+        values.append(resolved[variable])
     return ResolvedEnv(resolved, tuple(values))
+
+
+def resolve_text(text: str, source: SecretSource, namespace: str, where: str) -> tuple[str, list[str]]:
+    """`text` (a header value, a body) with the references in it replaced: the text and the values used."""
+    values: list[str] = []
+    parts, end = [], 0
+    for match, reference in embedded_references(text):
+        values.append(_lookup(reference, source, namespace, f"in {where}"))
+        parts += [text[end : match.start()], values[-1]]
+        end = match.end()
+    return "".join([*parts, text[end:]]), values
+
+
+def _lookup(reference: SecretReference, source: SecretSource, namespace: str, where: str) -> str:
+    if foreign := foreign_reference(reference, namespace):
+        raise SecretMissing(f"{foreign} ({where})")
+    secret = source.lookup(namespace, reference.name)
+    if secret is None:
+        raise SecretMissing(
+            f"secret {reference.name!r} ({where}) is not one of namespace {namespace!r}'s secrets in this"
+            " executor's secret source"
+        )
+    return secret

@@ -9,14 +9,19 @@ thread ends by itself at the call's timeout at the latest.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import socket
 import ssl
 import urllib.parse
 
-from jobmesh.core.retries import TARGET_NOT_ALLOWED
+from jobmesh.core.names import DEFAULT_NAMESPACE
+from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
+from jobmesh.core.secret_refs import SECRET_SCHEME
 from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import Destination, ExecutionPolicy, TargetRefused
+from jobmesh.executor.redaction import Redactor
+from jobmesh.executor.secrets import SecretMissing, SecretSource, SecretSourceError, resolve_text
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
@@ -26,7 +31,53 @@ _BODYLESS = {"GET", "HEAD", "DELETE", "OPTIONS", "TRACE"}
 
 
 async def run_http(
-    target: job_pb2.Target.Http, io: AttemptIO, stop: Stop, timeout: float, policy: ExecutionPolicy
+    target: job_pb2.Target.Http,
+    io: AttemptIO,
+    stop: Stop,
+    timeout: float,
+    policy: ExecutionPolicy,
+    *,
+    secrets: SecretSource | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
+) -> TargetOutcome:
+    """The call, with the references in its header values and body resolved from `secrets` (its
+    namespace's); their values are redacted from what it logs and its error text."""
+    try:
+        headers, body_text, values = _resolved(target, secrets, namespace)
+    except SecretMissing as exc:
+        return failed(SECRET_NOT_FOUND, str(exc))
+    except SecretSourceError as exc:
+        return failed("SecretSourceError", str(exc))
+    redactor = Redactor(tuple(values))
+    outcome = await _call(target, headers, body_text, io, stop, timeout, policy, redactor)
+    return dataclasses.replace(outcome, error_message=redactor.text(outcome.error_message))
+
+
+def _resolved(
+    target: job_pb2.Target.Http, secrets: SecretSource | None, namespace: str
+) -> tuple[dict[str, str], bytes, list[str]]:
+    headers, values = dict(target.headers), list[str]()
+    body = bytes(target.body)
+    if secrets is None:
+        return headers, body, values
+    for name, value in target.headers.items():
+        headers[name], used = resolve_text(value, secrets, namespace, f"header {name}")
+        values += used
+    if SECRET_SCHEME.encode() in body:
+        text, used = resolve_text(body.decode("utf-8", errors="replace"), secrets, namespace, "the body")
+        body, values = text.encode(), values + used
+    return headers, body, values
+
+
+async def _call(  # noqa: PLR0917 - the call's parts, resolved
+    target: job_pb2.Target.Http,
+    resolved_headers: dict[str, str],
+    resolved_body: bytes,
+    io: AttemptIO,
+    stop: Stop,
+    timeout: float,
+    policy: ExecutionPolicy,
+    redactor: Redactor,
 ) -> TargetOutcome:
     method = (target.method or "POST").upper()
     try:
@@ -36,8 +87,8 @@ async def run_http(
         return failed("HttpError", f"bad URL {target.url!r}: {exc}")
     if url.scheme.lower() not in {"http", "https"} or not url.hostname:
         return failed("HttpError", f"not an http or https URL with a host: {target.url!r}")
-    body = bytes(target.body) if target.body or method not in _BODYLESS else None
-    headers = {"User-Agent": USER_AGENT, **target.headers}
+    body = resolved_body if resolved_body or method not in _BODYLESS else None
+    headers = {"User-Agent": USER_AGENT, **resolved_headers}
     call = in_daemon_thread(
         lambda: _send(policy, url, method, body, headers, timeout), name=f"jobmesh-http:{method}"
     )
@@ -52,7 +103,7 @@ async def run_http(
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return failed("HttpError", f"{method} {target.url} failed: {exc}")
     io.log(run_pb2.LOG_STREAM_SYSTEM, f"{method} {target.url} -> {status} {reason}")
-    for line in text.splitlines():
+    for line in redactor.text(text).splitlines():  # a server may echo what it was sent
         io.log(run_pb2.LOG_STREAM_STDOUT, line)
     if 200 <= status < 300:
         return TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED)

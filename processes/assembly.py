@@ -148,6 +148,7 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
         print(f"  handlers: {', '.join(handlers.names())}", flush=True)
     print(f"  executor {config.policy.describe()}", flush=True)
     executor = Executor(config, handlers)
+    print(f"  executor {executor.sandbox.describe()}", flush=True)
     signalled = False
 
     def on_signal() -> None:
@@ -203,8 +204,9 @@ async def run_dev(
         except OSError:
             await running.stop()
             raise
+        hidden = (*executor_config.hidden_files, *server_config.secret_files)
         executor = Executor(
-            dataclasses.replace(executor_config, server=f"{host}:{running.port}"),
+            dataclasses.replace(executor_config, server=f"{host}:{running.port}", hidden_files=hidden),
             handlers,
             queue=queue,
             signals=signals,
@@ -213,6 +215,7 @@ async def run_dev(
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
         _announce("jobmesh dev", server_config, connections, running, executor_config.tls)
         print(f"  executor {executor_config.policy.describe()}", flush=True)
+        print(f"  executor {executor.sandbox.describe()}", flush=True)
         if envoy is not None:
             print(f"  dashboard: open {dashboard.url}  (Envoy: the app and the API, gRPC-Web)", flush=True)
         if dashboard.demo and await create_demo_job(

@@ -156,7 +156,7 @@ def dev(**values: Any) -> None:
     import asyncio
 
     from jobmesh.processes import assembly, settings
-    from jobmesh.processes.exposure import Exposure, refuse_insecure_public
+    from jobmesh.processes.exposure import Exposure, readable_by_anyone, refuse_insecure_public
 
     with _blamed():
         plan = (
@@ -173,6 +173,7 @@ def dev(**values: Any) -> None:
             authentication=plan[1].authentication,
         )
         warnings = refuse_insecure_public(exposure, allowed=bool(values.get("allow_insecure_public")))
+        warnings += readable_by_anyone((*plan[1].secret_files, *plan[3].credential_files))
     for warning in warnings:
         print(warning, file=sys.stderr, flush=True)
     asyncio.run(assembly.run_dev(*plan, handlers=handlers, dashboard=dashboard))
@@ -184,11 +185,18 @@ def server(**values: Any) -> None:
     import asyncio
 
     from jobmesh.processes import assembly, settings
+    from jobmesh.processes.exposure import readable_by_anyone, unprotected_server
     from jobmesh.processes.server_workers import run_server_workers
 
     with _blamed():
         plan = settings.connections(values), settings.server_config(values)
         workers = settings.server_workers(values, plan[0])
+    config = plan[1]
+    warnings = unprotected_server(
+        config.listen, tls=config.tls is not None, authentication=config.authentication
+    )
+    for warning in [*warnings, *readable_by_anyone(config.secret_files)]:
+        print(warning, file=sys.stderr, flush=True)
     if workers > 1:
         sys.exit(run_server_workers(*plan, workers))
     asyncio.run(assembly.run_server(*plan))
@@ -212,10 +220,13 @@ def executor(**values: Any) -> None:
     import asyncio
 
     from jobmesh.processes import assembly, settings
+    from jobmesh.processes.exposure import readable_by_anyone
 
     with _blamed():
         config = settings.executor_config(values)
         handlers = _handlers(values)
+    for warning in readable_by_anyone(config.credential_files):
+        print(warning, file=sys.stderr, flush=True)
     asyncio.run(assembly.run_executor(config, handlers))
 
 

@@ -42,7 +42,9 @@ SOURCE_TREE = Path(__file__).resolve().parents[1]
 ENVOY_CONFIG = SOURCE_TREE / "deploy" / "envoy" / "dashboard.yaml"
 WEB_BUILD = SOURCE_TREE / "clients" / "web" / "dist"
 # The names in the checked-in config that a copy rewrites.
-LISTENER, CLUSTER = "dashboard", "jobmesh_server"
+LISTENER, CLUSTER, VIRTUAL_HOST = "dashboard", "jobmesh_server", "dashboard"
+# The host names the dashboard answers to by default (DNS rebinding: processes/dashboard.py's `domains`).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 UPSTREAM_TLS_CONTEXT = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 START_TIMEOUT = timedelta(seconds=15)
@@ -58,6 +60,9 @@ class DashboardConfig:
     dashboard: bool = True  # whether `jobmesh dev` starts Envoy
     dashboard_listen: str = DEFAULT_DASHBOARD_LISTEN  # HOST:PORT of the dashboard
     demo: bool = False  # on a store that never held a job, create the demo job (processes.demo)
+    # The host names browsers reach it by (its listen address's own is added): any other Host is refused,
+    # which a page of another site that DNS rebinding points at this address cannot change.
+    dashboard_hosts: tuple[str, ...] = LOOPBACK_NAMES
 
     def __post_init__(self) -> None:
         host, _, port = self.dashboard_listen.rpartition(":")
@@ -71,6 +76,19 @@ class DashboardConfig:
     @property
     def port(self) -> int:
         return int(self.dashboard_listen.rpartition(":")[2])
+
+    @property
+    def domains(self) -> list[str]:
+        """Envoy's `domains` for the dashboard: each host name, with the port and without (a browser leaves
+        the port out on port 80)."""
+        listen = self.dashboard_listen.rpartition(":")[0]
+        names = [
+            *self.dashboard_hosts,
+            *([listen] if listen.strip("[]") not in ("", "0.0.0.0", "::") else []),
+        ]
+        bracketed = [f"[{name}]" if ":" in name and not name.startswith("[") else name for name in names]
+        unique = dict.fromkeys(name.lower() for name in bracketed)
+        return [*(f"{name}:{self.port}" for name in unique), *unique]
 
     @property
     def url(self) -> str:
@@ -95,16 +113,21 @@ def envoy_config(
     listen: tuple[str, int],
     server: tuple[str, int],
     *,
+    domains: list[str] | None = None,
     upstream_tls: ChannelTls | None = None,
     source: Path = ENVOY_CONFIG,
     root: Path = SOURCE_TREE,
 ) -> dict[str, Any]:
     """The checked-in config with this process's dashboard and server addresses, and absolute file names;
+    `domains`: the Host values the dashboard answers (by default the loopback names, with the port);
     `upstream_tls`: Envoy reaches a server that serves TLS with it."""
     config: dict[str, Any] = yaml.safe_load(source.read_text())
     resources = config["static_resources"]
     [listener] = [item for item in resources["listeners"] if item["name"] == LISTENER]
     listener["address"]["socket_address"] = {"address": listen[0], "port_value": listen[1]}
+    manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
+    [host] = [item for item in manager["route_config"]["virtual_hosts"] if item["name"] == VIRTUAL_HOST]
+    host["domains"] = domains or DashboardConfig(dashboard_listen=f"127.0.0.1:{listen[1]}").domains
     [cluster] = [item for item in resources["clusters"] if item["name"] == CLUSTER]
     if upstream_tls is not None:
         cluster["transport_socket"] = upstream_transport_socket(upstream_tls, server[0])
@@ -210,7 +233,9 @@ class Envoy:
     def start(self) -> None:
         """Starts Envoy from this (the main) thread: the death signal follows the thread that forks."""
         listen = (self._config.host, self._config.port)
-        config = envoy_config(listen, self._server, upstream_tls=self._upstream_tls)
+        config = envoy_config(
+            listen, self._server, domains=self._config.domains, upstream_tls=self._upstream_tls
+        )
         missing = [str(path) for path in served_files(config) if not path.is_file()]
         if missing:
             raise DashboardError(

@@ -4,12 +4,20 @@ the calls are encrypted and authenticated, or it is told explicitly (`--allow-in
 
 The dashboard's Envoy serves plain HTTP to browsers, so a dashboard on a non-loopback address always needs the
 explicit flag.
+
+`jobmesh server` is meant for networks: it listens where it is told, but says so loudly when that is a
+non-loopback address served in plaintext or without authentication. Every process warns of a key, token or
+secrets file that anyone on the machine may read.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from jobmesh.processes.settings import BY_NAME, SettingsError
 
@@ -61,3 +69,31 @@ def refuse_insecure_public(exposure: Exposure, *, allowed: bool) -> list[str]:
     return [
         f"WARNING: {what} on {address} is open to anyone who reaches it" for _, address, what in unprotected
     ]
+
+
+def unprotected_server(listen: str, *, tls: bool, authentication: bool) -> list[str]:
+    """The warning for a `jobmesh server` serving anyone who reaches it in plaintext or unauthenticated."""
+    if is_loopback(listen) or (tls and authentication):
+        return []
+    missing = " and ".join(
+        what for what, on in (("without TLS", tls), ("without authentication", authentication)) if not on
+    )
+    return [
+        f"WARNING: gRPC on {listen} is served {missing} on an address others may reach: anyone who reaches"
+        " it could read and steer jobs (and, through an executor, run commands)"
+    ]
+
+
+def readable_by_anyone(paths: Iterable[Path | None]) -> list[str]:
+    """A warning for each credential file that every user of the machine may read."""
+    warnings = []
+    for path in paths:
+        if path is None:
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # the component that reads it says what is wrong
+        if mode & stat.S_IROTH:
+            warnings.append(f"WARNING: {path} is readable by anyone on this machine: chmod o-rwx it")
+    return warnings

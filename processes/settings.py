@@ -30,6 +30,7 @@ from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
+from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.client_certificates import parse_certificate_grants
@@ -281,6 +282,14 @@ def host_patterns(text: str) -> tuple[str, ...]:
     return tuple(host.lower() for host in hosts)
 
 
+def host_names(text: str) -> tuple[str, ...]:
+    """Host names or IP literals (IPv6 in brackets), comma-separated."""
+    found = _items(text)
+    if not found or not all(re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", name) for name in found):
+        raise ValueError(f"expected host names such as localhost,jobs.example.com,[::1], got {text!r}")
+    return found
+
+
 def networks(text: str) -> tuple[str, ...]:
     """CIDRs, `public` or `any`, comma-separated."""
     if not (found := _items(text)):
@@ -310,6 +319,30 @@ def command_path(text: str) -> str:
     if not folders or not all(os.path.isabs(folder) for folder in folders):
         raise ValueError(f"expected absolute folders separated by {os.pathsep}, or inherit, got {text!r}")
     return os.pathsep.join(folders)
+
+
+def isolation(text: str) -> str:
+    if text.strip() not in ISOLATION_MODES:
+        raise ValueError(f"expected one of {', '.join(ISOLATION_MODES)}, got {text!r}")
+    return text.strip()
+
+
+def user(text: str) -> str:
+    """A user of this machine, by name or uid."""
+    try:
+        job_user(text.strip())
+    except InvalidConfig as exc:
+        raise ValueError(exc.message) from None
+    return text.strip()
+
+
+def limit(parse: Callable[[str], int]) -> Callable[[str], int]:
+    """`parse`'s value, or 0 for `none` (no limit)."""
+
+    def parsed(text: str) -> int:
+        return 0 if text.strip().lower() == "none" else parse(text)
+
+    return parsed
 
 
 def secret_source(text: str) -> str:
@@ -441,8 +474,8 @@ SETTINGS: tuple[Setting, ...] = (
         commands=(SERVER,),
         default="none",
         help="with `--authentication on`, executors known by their client certificate on `--executor-listen`:"
-        " `NAME=QUEUE[+QUEUE...]` entries, comma-separated, NAME the certificate's common name (`*`: any"
-        " other) and QUEUE `*` for any",
+        " `NAME=QUEUE[+QUEUE...][@NAMESPACE[+NAMESPACE...]]` entries, comma-separated, NAME the certificate's"
+        " common name (`*`: any other), QUEUE and NAMESPACE `*` for any (namespaces left out: any)",
         metavar="GRANTS",
     ),
     Setting(
@@ -472,6 +505,16 @@ SETTINGS: tuple[Setting, ...] = (
         default="`127.0.0.1:8080`",
         help="where Envoy serves the dashboard and the API over gRPC-Web, on one origin (a free port)",
         metavar="HOST:PORT",
+    ),
+    Setting(
+        name="dashboard_hosts",
+        variables=("JOBMESH_DASHBOARD_HOSTS",),
+        parse=host_names,
+        commands=(DEV,),
+        default="`127.0.0.1,localhost,[::1]`",
+        help="the host names browsers reach the dashboard by (its listen host is added); Envoy refuses any"
+        " other Host header (403), which keeps pages of other sites out by DNS rebinding",
+        metavar="NAMES",
     ),
     Setting(
         name="demo",
@@ -633,6 +676,54 @@ SETTINGS: tuple[Setting, ...] = (
         default="`30s`",
         help="how far clocks may differ when a JWT's `exp` and `nbf` are checked",
         metavar="DURATION",
+    ),
+    Setting(
+        name="quota_jobs",
+        variables=("JOBMESH_QUOTA_JOBS",),
+        parse=limit(positive_integer),
+        commands=(DEV, SERVER),
+        default="`none`",
+        help="the jobs one namespace may hold (deleted ones aside); past it, creates are `RESOURCE_EXHAUSTED`"
+        " with a `QuotaFailure`",
+        metavar="N",
+    ),
+    Setting(
+        name="quota_cron_jobs",
+        variables=("JOBMESH_QUOTA_CRON_JOBS",),
+        parse=limit(positive_integer),
+        commands=(DEV, SERVER),
+        default="`1000`",
+        help="the jobs on a cron schedule one namespace may hold, or `none`",
+        metavar="N",
+    ),
+    Setting(
+        name="quota_min_cron_interval",
+        variables=("JOBMESH_QUOTA_MIN_CRON_INTERVAL",),
+        parse=duration,
+        commands=(DEV, SERVER),
+        default="`1s`",
+        help="the shortest time between two runs of a cron job (`0`: any)",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="quota_runs_per_minute",
+        variables=("JOBMESH_QUOTA_RUNS_PER_MINUTE",),
+        parse=limit(positive_integer),
+        commands=(DEV, SERVER),
+        default="`none`",
+        help="the runs a minute the API may start in one namespace (immediate creates, RunJobNow, ReplayRun),"
+        " per server process",
+        metavar="N",
+    ),
+    Setting(
+        name="quota_attempt_log_bytes",
+        variables=("JOBMESH_QUOTA_ATTEMPT_LOG_BYTES",),
+        parse=limit(size),
+        commands=(DEV, SERVER),
+        default="`16MiB`",
+        help="what one attempt may leave in its run's log, counted by the server whatever the executor does;"
+        " past it, lines are dropped and one line says so",
+        metavar="SIZE",
     ),
     Setting(
         name="caller_rate",
@@ -929,6 +1020,64 @@ SETTINGS: tuple[Setting, ...] = (
         help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
         " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
         metavar="SOURCE",
+    ),
+    Setting(
+        name="isolation",
+        variables=("JOBMESH_ISOLATION",),
+        parse=isolation,
+        commands=_WORK,
+        default="`auto`",
+        help="how commands are kept apart from the executor: `bwrap` (bubblewrap: own PID and mount"
+        " namespaces, the job user, no_new_privs, limits; refuses to start where it cannot), `user` (the job"
+        " user, no_new_privs and limits only) or `auto` (`bwrap` where it works, else `user` with a warning)",
+        metavar="MODE",
+    ),
+    Setting(
+        name="job_user",
+        variables=("JOBMESH_JOB_USER",),
+        parse=user,
+        commands=_WORK,
+        default="`nobody` when the executor runs as root, else its own user",
+        help="the user commands run as (a name or a uid); only an executor running as root can switch",
+        metavar="USER",
+    ),
+    Setting(
+        name="job_memory",
+        variables=("JOBMESH_JOB_MEMORY",),
+        parse=limit(size),
+        commands=_WORK,
+        default="`4GiB`",
+        help="the address space one command's process may map (RLIMIT_AS), or `none`",
+        metavar="SIZE",
+    ),
+    Setting(
+        name="job_cpu_seconds",
+        variables=("JOBMESH_JOB_CPU_SECONDS",),
+        parse=limit(positive_integer),
+        commands=_WORK,
+        default="`3600`",
+        help="the CPU seconds one command's process may use (RLIMIT_CPU), or `none`",
+        metavar="N",
+    ),
+    Setting(
+        name="job_processes",
+        variables=("JOBMESH_JOB_PROCESSES",),
+        parse=limit(positive_integer),
+        commands=_WORK,
+        default="`1024`",
+        help="how many processes (threads included) the job user may have when a command forks"
+        " (RLIMIT_NPROC: its other commands' count too), or `none`",
+        metavar="N",
+    ),
+    Setting(
+        name="job_file_size",
+        variables=("JOBMESH_JOB_FILE_SIZE",),
+        parse=limit(size),
+        commands=_WORK,
+        default="`1GiB`",
+        help="the largest file a command may write (RLIMIT_FSIZE), or `none`; its output has the attempt's"
+        " log budget",
+        metavar="SIZE",
     ),
 )
 

@@ -33,10 +33,13 @@ from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
+from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
+from jobmesh.server.quotas import NamespaceQuotas
 from jobmesh.server.reflection import enable_reflection
+from jobmesh.server.refusals import RefusalTrail
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
@@ -108,8 +111,9 @@ def credential_sources(config: ServerConfig) -> list[CredentialSource]:
     return sources
 
 
-def authentication_of(config: ServerConfig) -> Authentication | None:
-    """The interceptor that authenticates every call; None when authentication is off."""
+def authentication_of(config: ServerConfig, store: SchedulerStore) -> Authentication | None:
+    """The interceptor that authenticates every call (and writes the refused ones to the audit trail); None
+    when authentication is off."""
     if not config.authentication:
         if config.verifies_jwts or config.token_hashes_file or config.executor_certificates:
             log.warning("credential sources are configured but authentication is off: no call is checked")
@@ -118,6 +122,7 @@ def authentication_of(config: ServerConfig) -> Authentication | None:
         credential_sources(config),
         open_services=frozenset(_OPEN_SERVICES[name] for name in config.open_services),
         rates=CallerRates(rate=config.caller_rate, burst=config.caller_burst),
+        refusals=RefusalTrail(store, utcnow),
     )
 
 
@@ -208,6 +213,7 @@ def build_services(
         server_id=server_id,
         heartbeat_interval=config.heartbeat_interval,
         in_process_queue=queue.in_process_id,
+        log_caps=AttemptLogCaps(config.quota_attempt_log_bytes, utcnow),
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling)
@@ -226,7 +232,7 @@ def build_services(
         retry_after=config.retry_after,
     )
     return Services(
-        JobService(commands, workers),
+        JobService(commands, workers, NamespaceQuotas(config.quotas, store)),
         SearchService(JobQueries(store), workers, feed, slots),
         control,
         health.aio.HealthServicer(),
@@ -260,7 +266,7 @@ async def start_server(
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
     server = new_grpc_server(
         share_port=config.share_port,
-        authentication=authentication_of(config),
+        authentication=authentication_of(config, store),
         certified_executors=config.executor_listen is not None,
     )
     services = build_services(config, store, queue, signals)

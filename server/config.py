@@ -9,7 +9,9 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.server.client_certificates import CertificateGrant
 from jobmesh.server.feed import FEED_PAGE
+from jobmesh.server.quotas import Quotas
 from jobmesh.server.tls import ServerTls
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -50,7 +52,7 @@ class ServerConfig:
     open_services: frozenset[str] = frozenset({"health", "reflection"})
     # Executors known by their verified client certificate on `executor_listen`: name → queues
     # (server/client_certificates.py).
-    executor_certificates: Mapping[str, frozenset[str]] | None = None
+    executor_certificates: Mapping[str, CertificateGrant] | None = None
     # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
@@ -61,9 +63,29 @@ class ServerConfig:
     jwt_audience: str = ""
     jwt_algorithms: frozenset[str] = frozenset({"RS256", "ES256", "EdDSA"})
     jwt_leeway: timedelta = timedelta(seconds=30)
+    # Quotas per namespace (server/quotas.py; 0: none): jobs and cron jobs held, the shortest interval between
+    # a cron job's runs, the runs per minute the API starts, and the log bytes one attempt may leave.
+    quota_jobs: int = 0
+    quota_cron_jobs: int = 1000
+    quota_min_cron_interval: timedelta = timedelta(seconds=1)
+    quota_runs_per_minute: int = 0
+    quota_attempt_log_bytes: int = 16 * 1024 * 1024
     # Requests one authenticated caller may send: on average a second, and at once.
     caller_rate: float = 1000.0
     caller_burst: int = 2000
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(
+            self.quota_jobs, self.quota_cron_jobs, self.quota_min_cron_interval, self.quota_runs_per_minute
+        )
+
+    @property
+    def secret_files(self) -> tuple[Path, ...]:
+        """What a process sharing this server's machine must keep from its commands: its TLS key and token
+        file."""
+        found = (self.tls.private_key if self.tls else None, self.token_hashes_file)
+        return tuple(path for path in found if path is not None)
 
     @property
     def verifies_jwts(self) -> bool:

@@ -10,7 +10,8 @@ and a grant (`server/grants.py`):
         executor: {name: exec-1, queues: [default]}
 
 Only the SHA-256 of a token is stored; a presented token is hashed and compared with every entry in constant
-time. `jobmesh token new` makes a token and its entry. The file is read again when it changes.
+time. `jobmesh token new` makes a token and its entry. The file is read again when it changes; one that is
+removed, or no longer parses, refuses every token until it is back.
 """
 
 from __future__ import annotations
@@ -114,7 +115,11 @@ class OpaqueTokens:
     """A credential source: the principal of an opaque bearer token listed in the token file."""
 
     def __init__(self, path: Path) -> None:
-        self._file = WatchedFile(path, parse_token_file)
+        # Fail closed: a file removed or broken revokes every token it listed.
+        revoked: tuple[_Entry, ...] = ()
+        self._file = WatchedFile(
+            path, parse_token_file, fail_closed=(revoked, "every token it held is refused")
+        )
 
     def principal_of(
         self, metadata: Mapping[str, str], peer: Mapping[str, Sequence[bytes]]

@@ -116,4 +116,7 @@ def acting_as(principal: Principal) -> Iterator[Principal]:
     try:
         yield principal
     finally:
-        _current.reset(token)
+        # A stream's generator cancelled by its client is closed by the event loop in another context, where
+        # the token cannot be reset; nothing is left to restore there (each call has a context of its own).
+        with contextlib.suppress(ValueError):
+            _current.reset(token)

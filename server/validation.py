@@ -19,9 +19,14 @@ from urllib.parse import urlsplit
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument
-from jobmesh.core.names import JOB_ID, NAMESPACE, QUEUE_NAME
+from jobmesh.core.names import DEFAULT_NAMESPACE, JOB_ID, NAMESPACE, QUEUE_NAME
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
-from jobmesh.core.secret_refs import SecretReferenceError, secret_name
+from jobmesh.core.secret_refs import (
+    SecretReferenceError,
+    embedded_references,
+    foreign_reference,
+    secret_reference,
+)
 from jobmesh.v1 import job_pb2
 
 MAX_JOB_BYTES = 256 * 1024
@@ -118,7 +123,7 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
     if not job.HasField("target") or not job.target.WhichOneof("kind"):
         found.add(f"{prefix}.target", "required: one of command, http or handler")
     else:
-        _check_target(found, job.target, f"{prefix}.target")
+        _check_target(found, job.target, f"{prefix}.target", job.namespace or DEFAULT_NAMESPACE)
     _check_retry(found, job.retry_policy, f"{prefix}.retry_policy")
     found.duration(f"{prefix}.execution_timeout", job.execution_timeout)
     heartbeat = found.duration(f"{prefix}.heartbeat_timeout", job.heartbeat_timeout)
@@ -174,19 +179,19 @@ def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, now: datetime, f
         found.add(f"{field}.overlap_policy", f"unknown overlap policy {cron.overlap_policy}")
 
 
-def _check_target(found: Violations, target: job_pb2.Target, field: str) -> None:
+def _check_target(found: Violations, target: job_pb2.Target, field: str, namespace: str) -> None:
     kind = target.WhichOneof("kind")
     if kind == "command":
-        _check_command(found, target.command, f"{field}.command")
+        _check_command(found, target.command, f"{field}.command", namespace)
     elif kind == "http":
-        _check_http(found, target.http, f"{field}.http")
+        _check_http(found, target.http, f"{field}.http", namespace)
     elif kind == "handler":
         found.text(f"{field}.handler.name", target.handler.name, limit=256, required=True)
         if len(target.handler.payload) > MAX_PAYLOAD_BYTES:
             found.add(f"{field}.handler.payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
 
 
-def _check_command(found: Violations, command: job_pb2.Target.Command, field: str) -> None:
+def _check_command(found: Violations, command: job_pb2.Target.Command, field: str, namespace: str) -> None:
     if not command.argv or not command.argv[0]:
         found.add(f"{field}.argv", "required: the program to run, then its arguments")
     if len(command.argv) > MAX_ARGV:
@@ -198,13 +203,16 @@ def _check_command(found: Violations, command: job_pb2.Target.Command, field: st
             found.add(f"{field}.env", f"{name[:64]!r} is not an environment variable name")
         found.text(f"{field}.env[{name[:64]!r}]", value)
         try:
-            secret_name(value)
+            reference = secret_reference(value)
         except SecretReferenceError as exc:
             found.add(f"{field}.env[{name[:64]!r}]", str(exc))
+            continue
+        if reference is not None and (foreign := foreign_reference(reference, namespace)):
+            found.add(f"{field}.env[{name[:64]!r}]", foreign)
     found.text(f"{field}.working_dir", command.working_dir, limit=4096)
 
 
-def _check_http(found: Violations, http: job_pb2.Target.Http, field: str) -> None:
+def _check_http(found: Violations, http: job_pb2.Target.Http, field: str, namespace: str) -> None:
     if http.method and http.method.upper() not in HTTP_METHODS:
         found.add(f"{field}.method", f"one of {', '.join(sorted(HTTP_METHODS))}")
     found.text(f"{field}.url", http.url, limit=4096, required=True)
@@ -215,8 +223,17 @@ def _check_http(found: Violations, http: job_pb2.Target.Http, field: str) -> Non
             found.add(f"{field}.headers", f"{name[:64]!r} is not a header name")
         if any(ch in value for ch in "\r\n\x00"):
             found.add(f"{field}.headers[{name[:64]!r}]", "contains a line break or NUL")
+        _check_embedded(found, value, f"{field}.headers[{name[:64]!r}]", namespace)
     if len(http.body) > MAX_PAYLOAD_BYTES:
         found.add(f"{field}.body", f"larger than {MAX_PAYLOAD_BYTES} bytes")
+    else:
+        _check_embedded(found, http.body.decode("utf-8", errors="replace"), f"{field}.body", namespace)
+
+
+def _check_embedded(found: Violations, text: str, field: str, namespace: str) -> None:
+    for _, reference in embedded_references(text):
+        if foreign := foreign_reference(reference, namespace):
+            found.add(field, foreign)
 
 
 def _is_http_url(url: str) -> bool:

@@ -19,14 +19,18 @@ CHECK_INTERVAL = 1.0
 
 class WatchedFile(Generic[T]):
     """`parse`d content of `path`, parsed again once its modification time, size or inode changes. The
-    first read fails loudly (the server must not start on a bad file); a later bad version is logged and the
-    last good one kept."""
+    first read fails loudly (the server must not start on a bad file). A later version that cannot be read
+    (gone, unreadable, or not parsing) is logged once, and then either the last good one is kept, or, with
+    `fail_closed` (a value and what it means), that value is in force until the file is fixed."""
 
-    def __init__(self, path: Path, parse: Callable[[bytes], T]) -> None:
+    def __init__(
+        self, path: Path, parse: Callable[[bytes], T], *, fail_closed: tuple[T, str] | None = None
+    ) -> None:
         self._path = path
         self._parse = parse
+        self._fail_closed = fail_closed
         self._lock = threading.Lock()
-        self._signature = self._stat()
+        self._signature: tuple[int, int, int] | None = self._stat()
         self._value = parse(path.read_bytes())
         self._checked = time.monotonic()
 
@@ -50,17 +54,32 @@ class WatchedFile(Generic[T]):
     def _reload_if_changed(self) -> None:
         try:
             signature = self._stat()
-            if signature == self._signature:
-                return
-            self._signature = signature  # a bad version is reported once, not at every check
+        except OSError as error:
+            if self._signature is not None:  # reported once, until the file is back
+                self._signature = None
+                self._failed(error)
+            return
+        if signature == self._signature:
+            return
+        self._signature = signature  # a bad version is reported once, not at every check
+        try:
             value = self._parse(self._path.read_bytes())
         except (OSError, ValueError) as error:
-            log.error(
-                "%s could not be read again; the last good version stays in force: %s",
-                self._path,
-                error,
-                extra={"path": str(self._path)},
-            )
+            self._failed(error)
             return
         self._value = value
         log.info("%s changed: read again", self._path, extra={"path": str(self._path)})
+
+    def _failed(self, error: Exception) -> None:
+        if self._fail_closed is None:
+            consequence = "the last good version stays in force"
+        else:
+            self._value, meaning = self._fail_closed
+            consequence = f"{meaning} until it is fixed"
+        log.error(
+            "%s could not be read again; %s: %s",
+            self._path,
+            consequence,
+            error,
+            extra={"path": str(self._path)},
+        )

@@ -24,7 +24,11 @@ T = TypeVar("T")
 # suite starts: a machine running the suite on parallel workers lags longer than that now and then, and only
 # tests/server/test_overload.py is about the refusal (with limits of its own).
 SUITE_LOOP_LAG = timedelta(seconds=30)
-SUITE_SETTINGS = {"JOBMESH_MAX_LOOP_LAG": f"{int(SUITE_LOOP_LAG.total_seconds())}s"}
+# Their commands run as the suite's own user, without a PID namespace: the suite's jobs write into its
+# temporary folders and report their pids, which a sandbox would renumber. tests/acceptance/
+# test_job_isolation.py runs `jobmesh dev` with the defaults, and tests/executor/test_sandbox.py each mode.
+SUITE_ISOLATION = {"JOBMESH_ISOLATION": "user", "JOBMESH_JOB_USER": str(os.geteuid())}
+SUITE_SETTINGS = {"JOBMESH_MAX_LOOP_LAG": f"{int(SUITE_LOOP_LAG.total_seconds())}s", **SUITE_ISOLATION}
 
 
 def environment_without_services() -> dict[str, str]:

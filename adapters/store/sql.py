@@ -27,6 +27,7 @@ from jobmesh.adapters.store import (
     sql_partitions,
     sql_pipeline,
     sql_runs,
+    sql_usage,
 )
 from jobmesh.adapters.store.sql_engine import (
     make_engine,
@@ -47,6 +48,7 @@ from jobmesh.core.ports.store import (
     CreateRunOutcome,
     CreateStatus,
     FeedCursor,
+    NamespaceUsage,
     NewJob,
     Page,
     Store,
@@ -132,6 +134,16 @@ class SqlStore:
     def list_jobs(self, query: ListQuery, *, show_deleted: bool) -> Page[JobRecord]:
         with read_connection(self._engine) as connection:
             return sql_jobs.list_jobs(connection, query, show_deleted=show_deleted)
+
+    @translate_errors
+    def record_audit(self, events: Sequence[AuditEvent]) -> None:
+        with self._writing(notice=None) as connection:
+            sql_audit.record(connection, events)
+
+    @translate_errors
+    def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        with read_connection(self._engine) as connection:
+            return sql_usage.namespace_usage(connection, namespace)
 
     # Runs ------------------------------------------------------------------------------------------------
 

@@ -89,6 +89,14 @@ class ChangePage:
 RUNS_CHANGED, LOGS_CHANGED = "runs", "logs"
 
 
+@dataclass(frozen=True, slots=True)
+class NamespaceUsage:
+    """What a namespace holds: its jobs (deleted ones aside), and those on a cron schedule not completed."""
+
+    jobs: int
+    cron_jobs: int
+
+
 class Store(Protocol):
     """Every write that takes an `audit` event writes it in the transaction of its change, and only when
     something changed."""
@@ -138,6 +146,14 @@ class Store(Protocol):
         `page_token` is the previous page's `next_page_token`; a token that does not decode, or was made for
         another filter or order, raises InvalidArgument on field `page_token`.
         """
+        ...
+
+    def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        """How many jobs the namespace holds, for its quotas."""
+        ...
+
+    def record_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Writes audit events of their own (a refused call's), in a transaction of their own."""
         ...
 
     # Runs ------------------------------------------------------------------------------------------------

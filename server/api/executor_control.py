@@ -40,6 +40,7 @@ from jobmesh.core.timestamps import to_duration
 from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.held_attempts import HeldAttempts
+from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
 from jobmesh.server.queue_reach import queue_kind, refuse_unreachable
 from jobmesh.server.session_renewals import SessionRenewals
@@ -73,8 +74,10 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         server_id: str,
         heartbeat_interval: timedelta,
         in_process_queue: str,
+        log_caps: AttemptLogCaps,
     ) -> None:
         self._reports = reports
+        self._log_caps = log_caps
         self._in_process_queue = in_process_queue  # the queue's `in_process_id`: see server/queue_reach.py
         self._sessions = sessions
         self._renewals = renewals
@@ -247,7 +250,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             "claims": lambda e, r: self._reports.claims(e, r.claims.attempts, stream.grant),
             "heartbeats": lambda e, r: self._reports.heartbeats(e, r.heartbeats.attempts),
             "progress": lambda e, r: self._reports.progress(e, _held_only(held, r.progress.updates, kind)),
-            "logs": lambda e, r: self._reports.logs(e, _held_only(held, r.logs.chunks, kind)),
+            "logs": lambda e, r: self._reports.logs(
+                e, self._log_caps.admit(_held_only(held, r.logs.chunks, kind))
+            ),
             # The store fences results on their own (and answers them fenced); this logs the forged ones.
             "results": lambda e, r: self._reports.results(e, _logged(held, r.results.results, kind)),
         }.get(kind or "")

@@ -7,12 +7,14 @@ from typing import Any
 
 import grpc
 
-from jobmesh.core.errors import InvalidArgument
-from jobmesh.core.records import JobRecord, RunRecord
+from jobmesh.core.errors import InvalidArgument, PermissionDenied
+from jobmesh.core.names import NAMESPACE
+from jobmesh.core.records import JobRecord, RunRecord, ScheduleKind
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
-from jobmesh.server.authorization import access_to
+from jobmesh.server.authorization import Access, access_to
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
+from jobmesh.server.quotas import NamespaceQuotas, namespace_of
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from jobmesh.v1 import job_service_pb2 as pb
@@ -53,16 +55,17 @@ _VIEWS: dict[int, Results] = {
 
 
 class JobService(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, commands: JobCommands, workers: Workers) -> None:
+    def __init__(self, commands: JobCommands, workers: Workers, quotas: NamespaceQuotas) -> None:
         self._commands = commands
         self._workers = workers
+        self._quotas = quotas
 
     @unary
     async def CreateJob(self, request: pb.CreateJobRequest, context: Context) -> pb.CreateJobResponse:
+        access = access_to(_RPC + "CreateJob")
         with self._workers.creating(1):
-            [created] = await self._workers.write(
-                self._commands.create_jobs, [request], access_to(_RPC + "CreateJob")
-            )
+            await self._admit_jobs([request.job], access)
+            [created] = await self._workers.write(self._commands.create_jobs, [request], access)
         if created.error is not None:
             raise created.error
         response = pb.CreateJobResponse()
@@ -83,6 +86,7 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         if results is None:
             raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
+            await self._admit_jobs([item.job for item in request.requests], access)
             created = await self._workers.write(self._commands.create_jobs, list(request.requests), access)
         return pb.BatchCreateJobsResponse(results=results(created))
 
@@ -93,6 +97,14 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
 
     @unary
     async def UpdateJob(self, request: pb.UpdateJobRequest, context: Context) -> pb.UpdateJobResponse:
+        if request.job.HasField("schedule") and (
+            not request.update_mask.paths or any(p.startswith("schedule") for p in request.update_mask.paths)
+        ):
+            access = access_to(_RPC + "UpdateJob")
+            current = await self._workers.read(self._commands.get_job, request.job.name, access)
+            changed = job_pb2.Job(schedule=request.job.schedule, namespace=current.namespace)
+            was_cron = current.schedule_kind is ScheduleKind.CRON
+            await self._workers.read(self._quotas.admit_schedule, changed, was_cron)
         job = await self._workers.write(
             self._commands.update_job, request.job, request.update_mask, access_to(_RPC + "UpdateJob")
         )
@@ -119,6 +131,7 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
 
     @unary
     async def RunJobNow(self, request: pb.RunJobNowRequest, context: Context) -> pb.RunJobNowResponse:
+        await self._admit_run(request.name, _RPC + "RunJobNow")
         run = await self._workers.write(self._commands.run_job_now, request, access_to(_RPC + "RunJobNow"))
         return pb.RunJobNowResponse(run=run_to_proto(run))
 
@@ -131,5 +144,27 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
 
     @unary
     async def ReplayRun(self, request: pb.ReplayRunRequest, context: Context) -> pb.ReplayRunResponse:
+        await self._admit_run(request.name.split("/runs/", 1)[0], _RPC + "ReplayRun")
         run = await self._workers.write(self._commands.replay_run, request, access_to(_RPC + "ReplayRun"))
         return pb.ReplayRunResponse(run=run_to_proto(run))
+
+    async def _admit_jobs(self, jobs: list[job_pb2.Job], access: Access) -> None:
+        """New jobs against their namespaces' quotas: only those the caller may create there are counted (a
+        refusal must not tell a stranger how full a namespace is; the create refuses the others)."""
+        permitted = []
+        for job in jobs:
+            if job.namespace and not NAMESPACE.match(job.namespace):
+                continue  # not a namespace: validation refuses the job
+            try:
+                access.check_create(namespace_of(job), "jobs")
+            except PermissionDenied:
+                continue
+            permitted.append(job)
+        if permitted:
+            await self._workers.read(self._quotas.admit_jobs, permitted)
+
+    async def _admit_run(self, job_name: str, method: str) -> None:
+        """A run the API is to make now, against its namespace's runs per minute (when it has that quota)."""
+        if self._quotas.limits_runs:
+            job = await self._workers.read(self._commands.get_job, job_name, access_to(method))
+            await self._workers.read(self._quotas.admit_run, job.namespace)

@@ -12,7 +12,8 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, ResourceExhausted
+from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, QuotaExceeded, ResourceExhausted
+from jobmesh.server.refusals import note_refusal
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,14 @@ def status_of(error: JobmeshError) -> status_pb2.Status:
             ]
         )
         status.details.append(_pack(bad_request))
+    if isinstance(error, QuotaExceeded):
+        failure = error_details_pb2.QuotaFailure(
+            violations=[
+                error_details_pb2.QuotaFailure.Violation(subject=subject, description=description)
+                for subject, description in error.violations
+            ]
+        )
+        status.details.append(_pack(failure))
     if isinstance(error, ResourceExhausted) and error.retry_delay is not None:
         retry = error_details_pb2.RetryInfo()
         retry.retry_delay.FromTimedelta(error.retry_delay)
@@ -57,6 +66,7 @@ def _internal() -> status_pb2.Status:
 
 async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> None:
     if isinstance(error, JobmeshError):
+        note_refusal(error)
         await context.abort_with_status(rpc_status.to_status(status_of(error)))
     log.exception("unexpected error", exc_info=error)
     await context.abort_with_status(rpc_status.to_status(_internal()))

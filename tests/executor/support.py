@@ -150,6 +150,9 @@ async def running_executor(
         "report_timeout": timedelta(seconds=2),
         "executor_id": f"test-{os.getpid()}-{name}",
         "policy": ExecutionPolicy.unrestricted(),  # these tests run local commands and call loopback servers
+        # ... and follow their processes by pid, which a PID namespace would renumber (tests/executor/
+        # test_sandbox.py covers `bwrap`)
+        "isolation": "user",
     }
     values.update(settings)
     config = ExecutorConfig(**values)  # type: ignore[arg-type]

@@ -137,3 +137,43 @@ def test_output_redaction_at_every_split_point() -> None:
 def test_error_text_is_redacted() -> None:
     assert Redactor([VALUE]).text(f"cannot start {VALUE}") == f"cannot start {MASK}"
     assert Redactor([]).text("nothing to hide") == "nothing to hide"
+
+
+def in_namespace(script: str, secrets: SecretSource, namespace: str, env: dict[str, str]) -> TargetOutcome:
+    async def scenario() -> TargetOutcome:
+        settings = RunnerSettings(HandlerRegistry(), policy=ExecutionPolicy.unrestricted(), secrets=secrets)
+        run = dispatched(command("sh", "-c", script, env=env))
+        run.namespace = namespace
+        return await run_target(run, RecordingIO(), Stop(), settings)
+
+    return asyncio.run(scenario())
+
+
+def test_a_job_resolves_only_its_own_namespaces_secrets(tmp_path: Path) -> None:
+    """The attack: namespace A's job names namespace B's secret, plainly or qualified. It gets nothing of B's:
+    a plain NAME is A's own, and a qualified one of B is refused (the server refuses it at create too)."""
+    source = open_secret_source(
+        secrets_file(tmp_path, f"TOKEN=default\nteam-a/TOKEN={VALUE}\nteam-b/B_ONLY=b-value\n"), {}
+    )
+    assert (
+        in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://TOKEN"}).state
+        == run_pb2.RUN_STATE_SUCCEEDED
+    )
+    assert in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://team-a/TOKEN"}).exit_code == 0
+    for reference in ("secret://B_ONLY", "secret://team-b/B_ONLY"):
+        outcome = in_namespace("true", source, "team-a", {"X": reference})
+        assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND), reference
+        assert "b-value" not in outcome.error_message
+    default = in_namespace('test "$TOKEN" = default', source, "default", {"TOKEN": "secret://TOKEN"})
+    assert default.state == run_pb2.RUN_STATE_SUCCEEDED
+
+
+def test_an_env_source_holds_the_default_namespaces_secrets_only() -> None:
+    source = open_secret_source("env:JOBMESH_SECRET_", {"JOBMESH_SECRET_TOKEN": VALUE})
+    assert (
+        in_namespace(CHECK, source, "default", {"TOKEN": "secret://TOKEN"}).state
+        == run_pb2.RUN_STATE_SUCCEEDED
+    )
+    outcome = in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://TOKEN"})
+    assert outcome.error_type == SECRET_NOT_FOUND
+    assert "namespace 'team-a'" in outcome.error_message

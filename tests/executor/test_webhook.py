@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
+from jobmesh.core.retries import SECRET_NOT_FOUND
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import ExecutionPolicy
+from jobmesh.executor.redaction import MASK
 from jobmesh.executor.runners import RunnerSettings, run_target
+from jobmesh.executor.secrets import SecretSource, open_secret_source
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, dispatched
 
@@ -50,6 +55,8 @@ def site() -> Iterator[Site]:
                 answered_slowly.set()
             status = int(self.path.rsplit("/", 1)[1]) if self.path.startswith("/status/") else 200
             payload = f"answered {status}\nsecond line\n".encode()
+            if self.path == "/echo":  # a server that repeats the credential it was sent
+                payload = f"you sent {self.headers.get('Authorization')}\n".encode()
             self.send_response(status)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -79,12 +86,21 @@ def site() -> Iterator[Site]:
         thread.join(5)
 
 
-def call(http: job_pb2.Target.Http, timeout: float | None = None) -> tuple[TargetOutcome, RecordingIO]:
+def call(
+    http: job_pb2.Target.Http,
+    timeout: float | None = None,
+    *,
+    secrets: SecretSource | None = None,
+    namespace: str = "",
+) -> tuple[TargetOutcome, RecordingIO]:
     async def scenario() -> tuple[TargetOutcome, RecordingIO]:
         io = RecordingIO()
         settings = RunnerSettings(HandlerRegistry(), http_timeout=5.0, policy=ExecutionPolicy.unrestricted())
-        target = job_pb2.Target(http=http)
-        return await run_target(dispatched(target, timeout=timeout), io, Stop(), settings), io
+        if secrets is not None:
+            settings = dataclasses.replace(settings, secrets=secrets)
+        run = dispatched(job_pb2.Target(http=http), timeout=timeout)
+        run.namespace = namespace
+        return await run_target(run, io, Stop(), settings), io
 
     return asyncio.run(scenario())
 
@@ -131,3 +147,38 @@ def test_execution_timeout_abandons_the_call(site: Site) -> None:
     outcome, _ = call(job_pb2.Target.Http(url=f"{site.url}/slow"), timeout=0.2)
     assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_TIMED_OUT, "Timeout")
     assert not site.answered_slowly.is_set()  # it did not wait for the answer
+
+
+TEAM_TOKEN = "team-a-token-7d1e"
+
+
+def test_references_in_headers_and_body_send_the_namespaces_value_and_log_none(site: Site) -> None:
+    secrets = open_secret_source("env:SECRET_", {"SECRET_TOKEN": "the-default-namespace-token"})
+    http = job_pb2.Target.Http(
+        url=f"{site.url}/echo",
+        headers={"Authorization": "Bearer secret://TOKEN"},
+        body=b'{"token": "secret://TOKEN", "plain": "secret"}',
+    )
+    outcome, io = call(http, secrets=secrets)
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED, outcome
+    [request] = site.received
+    assert request.headers["Authorization"] == "Bearer the-default-namespace-token"
+    assert request.body == b'{"token": "the-default-namespace-token", "plain": "secret"}'
+    assert io.texts(run_pb2.LOG_STREAM_STDOUT) == [f"you sent Bearer {MASK}"]  # the echo, redacted
+
+
+def test_a_webhook_resolves_only_its_own_namespaces_secrets(site: Site, tmp_path: Path) -> None:
+    path = tmp_path / "secrets"
+    path.write_text(f"TOKEN=default-token\nteam-a/TOKEN={TEAM_TOKEN}\nteam-b/ONLY_B=b-token\n")
+    path.chmod(0o600)
+    secrets = open_secret_source(f"file:{path}", {})
+    own = job_pb2.Target.Http(url=f"{site.url}/echo", headers={"Authorization": "Bearer secret://TOKEN"})
+    outcome, _ = call(own, secrets=secrets, namespace="team-a")
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert site.received[-1].headers["Authorization"] == f"Bearer {TEAM_TOKEN}"
+    for header in ("secret://ONLY_B", "secret://team-b/ONLY_B"):  # B's, plain or qualified
+        theirs = job_pb2.Target.Http(url=f"{site.url}/echo", headers={"Authorization": header})
+        outcome, _ = call(theirs, secrets=secrets, namespace="team-a")
+        assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND), header
+        assert "b-token" not in outcome.error_message
+    assert len(site.received) == 1  # nothing was sent for B's

@@ -142,3 +142,33 @@ def test_a_client_certificate_without_its_key_is_refused(tmp_path: Path) -> None
     with pytest.raises(SettingsError) as refused:
         settings.executor_config({"tls_client_cert": tmp_path / "client.pem"})
     assert refused.value.setting.name == "tls_client_key"
+
+
+def test_jobmesh_server_says_loudly_when_it_serves_a_public_address_in_plaintext(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    served: list[tuple[object, ...]] = []
+    monkeypatch.setattr(assembly, "run_server", lambda *args: _record(served, args))
+    store = ["--database-url", f"sqlite:///{tmp_path / 'db.sqlite3'}", "--workers", "1"]
+    assert cli.main(["server", "--listen", "0.0.0.0:0", *store]) == 0
+    warned = capsys.readouterr().err
+    assert "WARNING: gRPC on 0.0.0.0:0 is served without TLS and without authentication" in warned
+    assert cli.main(["server", "--listen", "127.0.0.1:0", *store]) == 0
+    assert "WARNING" not in capsys.readouterr().err
+    assert len(served) == 2
+
+
+def test_every_process_warns_of_a_credential_file_anyone_may_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    started: list[tuple[object, ...]] = []
+    monkeypatch.setattr(assembly, "run_executor", lambda *args: _record(started, args))
+    token = tmp_path / "executor.token"
+    token.write_text("jm_token")
+    token.chmod(0o644)
+    assert cli.main(["executor", "--token-file", str(token)]) == 0
+    assert f"WARNING: {token} is readable by anyone on this machine" in capsys.readouterr().err
+    token.chmod(0o600)
+    assert cli.main(["executor", "--token-file", str(token)]) == 0
+    assert "WARNING" not in capsys.readouterr().err
+    assert len(started) == 2

@@ -56,10 +56,22 @@ BAD_VALUES = {
     "JOBMESH_ALLOWED_SCHEMES": "ftp",
     "JOBMESH_COMMAND_PATH": "bin:/usr/bin",
     "JOBMESH_SECRETS": "vault://secrets",
+    "JOBMESH_ISOLATION": "chroot",
+    "JOBMESH_JOB_USER": "no-such-user-here",
+    "JOBMESH_JOB_MEMORY": "lots",
+    "JOBMESH_JOB_CPU_SECONDS": "0",
+    "JOBMESH_JOB_PROCESSES": "-1",
+    "JOBMESH_JOB_FILE_SIZE": "1 TB",
     "JOBMESH_DRAIN_GRACE": "1e9999",
     "JOBMESH_HANDLERS": "no_such_module_xyz:HANDLERS",  # well formed, but it does not import
     "JOBMESH_DASHBOARD": "maybe",
     "JOBMESH_DEMO": "sometimes",
+    "JOBMESH_DASHBOARD_HOSTS": "http://evil",
+    "JOBMESH_QUOTA_JOBS": "-5",
+    "JOBMESH_QUOTA_CRON_JOBS": "many",
+    "JOBMESH_QUOTA_MIN_CRON_INTERVAL": "soon",
+    "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
+    "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
@@ -266,7 +278,8 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        if setting.name in ("database_url", "watcher_id", "executor_id", "handlers", "workers", *_UNSET) or (
+        per_machine = ("database_url", "watcher_id", "executor_id", "handlers", "workers", "job_user")
+        if setting.name in (*per_machine, *_UNSET) or (
             setting.name.startswith("tls_") or setting.name in ("executor_listen", "allow_insecure_public")
         ):
             continue  # made per machine or process, or nothing: the table says how

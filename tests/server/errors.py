@@ -41,3 +41,16 @@ def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo:
             detail.Unpack(info)
             return info
     raise AssertionError("no ErrorInfo detail")
+
+
+def quota_violations(error: grpc.RpcError) -> list[tuple[str, str]]:
+    """The (subject, description) pairs of the error's `QuotaFailure`."""
+    status = rpc_status.from_call(error)
+    assert status is not None, "no google.rpc.Status details on the error"
+    violations = []
+    for detail in status.details:
+        if detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
+            failure = error_details_pb2.QuotaFailure()
+            detail.Unpack(failure)
+            violations += [(violation.subject, violation.description) for violation in failure.violations]
+    return violations

@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.server import authentication
 from jobmesh.server.caller_rates import CALLER_RATE_LIMITED
 from jobmesh.server.stream_slots import TOO_MANY_STREAMS
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, search_service_pb2, search_service_pb2_grpc
@@ -161,3 +162,21 @@ def test_live_streams_are_limited_per_caller(store: SchedulerStore, tmp_path: Pa
         next(other)  # another caller has slots of its own
         first.cancel()
         other.cancel()
+
+
+def test_streams_without_a_credential_are_capped(channel: grpc.Channel) -> None:
+    """The attack: thousands of unauthenticated `Health.Watch` streams, each holding the server's memory."""
+    health = health_pb2_grpc.HealthStub(channel)
+    opened = [
+        health.Watch(health_pb2.HealthCheckRequest(), timeout=30)
+        for _ in range(authentication.ANONYMOUS_STREAMS_PER_CLIENT)
+    ]
+    try:
+        for stream in opened:
+            next(stream)  # each holds its slot
+        refused = health.Watch(health_pb2.HealthCheckRequest(), timeout=30)
+        error = call_error(lambda: next(refused), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        assert error_info(error).reason == TOO_MANY_STREAMS
+    finally:
+        for stream in opened:
+            stream.cancel()

@@ -73,6 +73,7 @@ def grpc_servicer(held: HeldStore) -> Iterator[Services]:
         retry_after=RETRY_AFTER,
         max_stream_lag=MAX_STREAM_LAG,
         max_loop_lag=MAX_LOOP_LAG,
+        quota_cron_jobs=0,  # the flood of creates is refused by the server's load, not by a quota
     )
     services = build_services(config, cast(SchedulerStore, held), queue, signals)
     yield services

@@ -58,3 +58,31 @@ def test_a_malformed_reference_is_a_field_violation(api: Api) -> None:
         violations = field_violations(error)
         assert "job.target.command.env['TOKEN']" in violations, violations
         assert "secret://NAME" in violations["job.target.command.env['TOKEN']"]
+
+
+def test_a_job_may_reference_only_its_own_namespaces_secrets(api: Api) -> None:
+    """The attack: an operator of namespace A names namespace B's secret. Refused at create, wherever the
+    reference stands; A's own secrets, plain or qualified, are accepted."""
+    http = job_pb2.Target.Http(
+        url="https://hooks.example.com/x",
+        headers={"Authorization": "Bearer secret://b/B_ONLY"},
+        body=b'{"key": "secret://b/B_ONLY"}',
+    )
+    for target, fields in (
+        (job_with({"X": "secret://b/B_ONLY"}).target, ["job.target.command.env['X']"]),
+        (job_pb2.Target(http=http), ["job.target.http.headers['Authorization']", "job.target.http.body"]),
+    ):
+        job = job_pb2.Job(target=target, namespace="a")
+        job.schedule.immediate.SetInParent()
+        request = job_service_pb2.CreateJobRequest(job_id=f"steal-{uuid.uuid4().hex[:8]}", job=job)
+        error = call_error(partial(api.jobs.CreateJob, request), grpc.StatusCode.INVALID_ARGUMENT)
+        violations = field_violations(error)
+        for field in fields:
+            assert "may reference only its own namespace's secrets" in violations[field], violations
+            assert "namespace 'b'" in violations[field]
+    own = job_with({"X": "secret://a/MINE", "Y": "secret://MINE"})
+    own.namespace = "a"
+    created = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(job_id=f"own-{uuid.uuid4().hex[:8]}", job=own)
+    )
+    assert dict(created.job.target.command.env) == {"X": "secret://a/MINE", "Y": "secret://MINE"}

@@ -22,7 +22,7 @@ import pytest
 
 from jobmesh.core.errors import Unauthenticated
 from jobmesh.server.app import new_grpc_server
-from jobmesh.server.client_certificates import ClientCertificates, parse_certificate_grants
+from jobmesh.server.client_certificates import CertificateGrant, ClientCertificates, parse_certificate_grants
 from jobmesh.server.tls import CertificateFiles, ServerTls, TlsFilesError, server_credentials
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from tests.support_certificates import CertificateAuthority, Leaf, serial_of_pem
@@ -231,7 +231,7 @@ def test_a_certificate_whose_name_is_granted_nothing_stands_for_no_executor(
     answer = run(scenario())
     peer = {k: [v.encode() for v in vs] for k, vs in answer["peer"].items()}
     with pytest.raises(Unauthenticated):
-        ClientCertificates({"executor-1": frozenset({"default"})}).principal_of({}, peer)
+        ClientCertificates({"executor-1": CertificateGrant(frozenset({"default"}))}).principal_of({}, peer)
     assert ClientCertificates(GRANTS).principal_of({}, {"transport_security_type": [b"insecure"]}) is None
 
 
@@ -288,7 +288,10 @@ def test_files_that_do_not_match_are_refused_at_start(
 
 
 def test_certificate_grants_parse_and_bad_ones_are_refused() -> None:
-    assert parse_certificate_grants("a=q1+q2, *=*") == {"a": {"q1", "q2"}, "*": {"*"}}
+    assert parse_certificate_grants("a=q1+q2, *=*") == {
+        "a": CertificateGrant(frozenset({"q1", "q2"})),
+        "*": CertificateGrant(frozenset({"*"})),
+    }
     for bad in ("", "a", "a=", "=q", "a=Not A Queue"):
         with pytest.raises(ValueError, match=r"expected|queue name"):
             parse_certificate_grants(bad)

@@ -203,7 +203,7 @@ def test_an_opaque_token_not_in_the_file_is_refused(token_file: TokenFile) -> No
     assert "not in" in refused(OpaqueTokens(token_file.path), "jm_" + "x" * 43)
 
 
-def test_the_token_file_is_read_again_when_it_changes_and_a_bad_version_keeps_the_last_good(
+def test_the_token_file_is_read_again_when_it_changes_and_a_bad_version_refuses_every_token(
     token_file: TokenFile, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(watched_file, "CHECK_INTERVAL", 0.0)
@@ -212,11 +212,14 @@ def test_the_token_file_is_read_again_when_it_changes_and_a_bad_version_keeps_th
     second = token_file.add("second")
     assert source.principal_of(bearer(second), NO_PEER) is not None
     assert source.principal_of(bearer(first), NO_PEER) is not None
+    good = token_file.path.read_bytes()
 
     token_file.path.write_text("tokens: [{sha256: nope}]")
     with caplog.at_level(logging.ERROR):
-        assert source.principal_of(bearer(second), NO_PEER) is not None
-    assert "last good version" in caplog.text
+        assert "not in" in refused(source, second)  # fail closed: the file no longer vouches for it
+    assert "every token it held is refused until it is fixed" in caplog.text
+    token_file.path.write_bytes(good)
+    assert source.principal_of(bearer(second), NO_PEER) is not None
 
 
 @pytest.mark.parametrize(

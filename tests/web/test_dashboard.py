@@ -4,6 +4,7 @@ saved as a screenshot (tests/web/conftest.py says where)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import uuid
@@ -302,3 +303,27 @@ def test_the_job_page_shows_its_audit_trail(dashboard: Dashboard, page: Page) ->
     expect(page.get_by_text("default", exact=True)).to_be_visible()  # the job's namespace
     trail.scroll_into_view_if_needed()
     screenshot(page, "job-audit-trail")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
+    browser: Browser, dashboard: Dashboard, host: str
+) -> None:
+    """Envoy answers the loopback names (DNS rebinding: tests/web/test_envoy.py), and the content security
+    policy leaves the app whole: no script, style or call of its own is blocked."""
+    job_id = unique("by-name")
+    create_now(dashboard, job_id, command("echo", "by name"))
+    named = dataclasses.replace(dashboard, url=dashboard.url.replace("127.0.0.1", host))
+    board, errors = open_page(browser, named)
+    blocked: list[str] = []
+    board.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+    response = board.goto("/")
+    assert response is not None
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    expect(board.get_by_role("status").filter(has_text="live")).to_be_visible()
+    board.goto("/#/jobs")
+    expect(board.get_by_text(job_id)).to_be_visible()
+    board.context.close()
+    assert errors == []
+    assert blocked == []

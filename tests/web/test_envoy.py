@@ -229,3 +229,74 @@ def test_a_grpc_web_call_reaches_a_tls_server_only_when_envoy_trusts_it(
         server.stop(None)
     assert "grpc-status:0" in trailers
     assert [search_service_pb2.ListJobsResponse.FromString(m).jobs[0].name for m in messages] == ["jobs/seen"]
+
+
+def _port_of(url: str) -> int:
+    return int(url.rpartition(":")[2])
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:{port}", "127.0.0.2:{port}"])
+def test_a_grpc_web_call_with_a_foreign_host_is_refused(
+    envoy_in_front: tuple[str, Recording], host: str
+) -> None:
+    """DNS rebinding: a page of another site, its name pointed at 127.0.0.1, sends its own Host and Origin."""
+    url, recording = envoy_in_front
+    request = search_service_pb2.ListJobsRequest(page_size=1).SerializeToString()
+    foreign = {"host": host.format(port=_port_of(url)), "origin": "http://attacker.example"}
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        grpc_web(url, "ListJobs", request, foreign)
+    refused.value.close()
+    assert refused.value.code == 403
+    assert recording.metadata == []  # the server never saw it
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LOCALHOST:{port}"])
+def test_the_loopback_names_are_answered(envoy_in_front: tuple[str, Recording], host: str) -> None:
+    url, recording = envoy_in_front
+    request = search_service_pb2.ListJobsRequest(page_size=1).SerializeToString()
+    _, trailers = grpc_web(url, "ListJobs", request, {"host": host.format(port=_port_of(url))})
+    assert "grpc-status:0" in trailers
+    assert len(recording.metadata) == 1
+
+
+def test_the_app_may_not_be_framed_and_loads_only_its_own_files(
+    envoy_in_front: tuple[str, Recording],
+) -> None:
+    url, _ = envoy_in_front
+    for path in ("/", "/assets/app.js"):
+        with urllib.request.urlopen(f"{url}{path}", timeout=10) as response:
+            headers = response.headers
+        assert headers["x-frame-options"] == "DENY"
+        policy = [part.strip() for part in headers["content-security-policy"].split(";")]
+        assert "frame-ancestors 'none'" in policy
+        assert "default-src 'self'" in policy
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_dashboard_answers_the_configured_names_and_its_listen_host() -> None:
+    config = DashboardConfig(dashboard_listen="10.1.2.3:8443", dashboard_hosts=("jobs.example.com", "::1"))
+    assert config.domains == [
+        "jobs.example.com:8443",
+        "[::1]:8443",
+        "10.1.2.3:8443",
+        "jobs.example.com",
+        "[::1]",
+        "10.1.2.3",
+    ]
+    assert DashboardConfig(dashboard_listen="0.0.0.0:8080").domains == [
+        "127.0.0.1:8080",
+        "localhost:8080",
+        "[::1]:8080",
+        "127.0.0.1",
+        "localhost",
+        "[::1]",
+    ]
+
+
+def test_the_shipped_config_answers_the_loopback_names_only() -> None:
+    config = yaml.safe_load(ENVOY_CONFIG.read_text())
+    manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    dashboard, refused = manager["route_config"]["virtual_hosts"]
+    assert dashboard["domains"] == DashboardConfig().domains
+    assert refused["domains"] == ["*"]
+    assert refused["routes"][0]["direct_response"]["status"] == 403

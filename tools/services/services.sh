@@ -39,7 +39,7 @@ die() {
 	exit 1
 }
 usage() {
-	echo "usage: $0 up|down STATE_DIR, $0 kafka stop|start STATE_DIR, or $0 browser" >&2
+	echo "usage: $0 up|down STATE_DIR, $0 kafka stop|start STATE_DIR, $0 browser, or $0 sandbox" >&2
 	exit 2
 }
 
@@ -75,6 +75,15 @@ ensure_java_installed() { command -v java >/dev/null || apt_install openjdk-17-j
 ensure_maven_installed() { command -v mvn >/dev/null || apt_install maven; }
 # the dashboard's browser tests drive it headless (tests/web)
 ensure_chromium_installed() { [[ -x /usr/bin/chromium ]] || apt_install chromium; }
+# executors run commands in a bubblewrap sandbox (executor/sandbox.py); without it, with a warning
+ensure_bubblewrap_installed() {
+	command -v bwrap >/dev/null && return
+	if ((EUID == 0)); then
+		apt_install bubblewrap
+	else
+		warn "bubblewrap (bwrap) is missing: executors will run commands without namespaces (apt-get install -y bubblewrap)"
+	fi
+}
 
 python_bin() {
 	local p=${PYTHON:-.venv/bin/python}
@@ -614,5 +623,6 @@ up) cmd_up "${2:-}" ;;
 down) cmd_down "${2:-}" ;;
 kafka) cmd_kafka "${2:-}" "${3:-}" ;;
 browser) ensure_chromium_installed ;;
+sandbox) ensure_bubblewrap_installed ;;
 *) usage ;;
 esac

@@ -85,6 +85,9 @@ const (
 	// this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
 	// message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
 	ErrorReason_ERROR_REASON_QUEUE_UNREACHABLE ErrorReason = 17
+	// `RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+	// `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
+	ErrorReason_ERROR_REASON_QUOTA_EXCEEDED ErrorReason = 18
 )
 
 // Enum value maps for ErrorReason.
@@ -108,6 +111,7 @@ var (
 		15: "ERROR_REASON_STORE_UNAVAILABLE",
 		16: "ERROR_REASON_STORE_FAILURE",
 		17: "ERROR_REASON_QUEUE_UNREACHABLE",
+		18: "ERROR_REASON_QUOTA_EXCEEDED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":          0,
@@ -128,6 +132,7 @@ var (
 		"ERROR_REASON_STORE_UNAVAILABLE":    15,
 		"ERROR_REASON_STORE_FAILURE":        16,
 		"ERROR_REASON_QUEUE_UNREACHABLE":    17,
+		"ERROR_REASON_QUOTA_EXCEEDED":       18,
 	}
 )
 
@@ -240,7 +245,7 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"\vbad_request\x18\x02 \x01(\v2\x16.google.rpc.BadRequestR\n" +
 	"badRequest\x124\n" +
 	"\n" +
-	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\xfb\x04\n" +
+	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\x9c\x05\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dERROR_REASON_INVALID_ARGUMENT\x10\x01\x12\x1a\n" +
@@ -260,7 +265,8 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_EXECUTOR_NAME_IN_USE\x10\x0e\x12\"\n" +
 	"\x1eERROR_REASON_STORE_UNAVAILABLE\x10\x0f\x12\x1e\n" +
 	"\x1aERROR_REASON_STORE_FAILURE\x10\x10\x12\"\n" +
-	"\x1eERROR_REASON_QUEUE_UNREACHABLE\x10\x11Bd\n" +
+	"\x1eERROR_REASON_QUEUE_UNREACHABLE\x10\x11\x12\x1f\n" +
+	"\x1bERROR_REASON_QUOTA_EXCEEDED\x10\x12Bd\n" +
 	"\x0edev.jobmesh.v1B\vErrorsProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"
 

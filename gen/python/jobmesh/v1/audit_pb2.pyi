@@ -42,6 +42,10 @@ class _AuditActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditActi
     """`CancelRun`."""
     AUDIT_ACTION_REPLAY: _AuditAction.ValueType  # 8
     """`ReplayRun`: `resource` is the new run."""
+    AUDIT_ACTION_REFUSED: _AuditAction.ValueType  # 9
+    """A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
+    subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
+    """
 
 class AuditAction(_AuditAction, metaclass=_AuditActionEnumTypeWrapper):
     """What an audited call did."""
@@ -64,6 +68,10 @@ AUDIT_ACTION_CANCEL: AuditAction.ValueType  # 7
 """`CancelRun`."""
 AUDIT_ACTION_REPLAY: AuditAction.ValueType  # 8
 """`ReplayRun`: `resource` is the new run."""
+AUDIT_ACTION_REFUSED: AuditAction.ValueType  # 9
+"""A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
+subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
+"""
 Global___AuditAction: _TypeAlias = AuditAction  # noqa: Y015
 
 @_typing.final

@@ -88,6 +88,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
     message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
     """
+    ERROR_REASON_QUOTA_EXCEEDED: _ErrorReason.ValueType  # 18
+    """`RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+    `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Why a call failed, for a program to act on.
@@ -164,6 +168,10 @@ ERROR_REASON_QUEUE_UNREACHABLE: ErrorReason.ValueType  # 17
 """`FAILED_PRECONDITION`, on `jobmesh.control.v1.ExecutorControl.Connect`: the mesh queues its runs where
 this executor cannot take them (in the server's own process: `jobmesh.control.v1.QueueKind`). The
 message says what to change. Metadata: `queue_kind` (`IN_PROCESS`).
+"""
+ERROR_REASON_QUOTA_EXCEEDED: ErrorReason.ValueType  # 18
+"""`RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+`google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -142,6 +142,14 @@ export enum AuditAction {
    * @generated from enum value: AUDIT_ACTION_REPLAY = 8;
    */
   REPLAY = 8,
+
+  /**
+   * A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
+   * subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
+   *
+   * @generated from enum value: AUDIT_ACTION_REFUSED = 9;
+   */
+  REFUSED = 9,
 }
 
 /**

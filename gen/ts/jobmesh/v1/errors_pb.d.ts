@@ -205,6 +205,14 @@ export enum ErrorReason {
    * @generated from enum value: ERROR_REASON_QUEUE_UNREACHABLE = 17;
    */
   QUEUE_UNREACHABLE = 17,
+
+  /**
+   * `RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+   * `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
+   *
+   * @generated from enum value: ERROR_REASON_QUOTA_EXCEEDED = 18;
+   */
+  QUOTA_EXCEEDED = 18,
 }
 
 /**

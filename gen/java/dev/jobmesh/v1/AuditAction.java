@@ -87,6 +87,15 @@ public enum AuditAction
    * <code>AUDIT_ACTION_REPLAY = 8;</code>
    */
   AUDIT_ACTION_REPLAY(8),
+  /**
+   * <pre>
+   * A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
+   * subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
+   * </pre>
+   *
+   * <code>AUDIT_ACTION_REFUSED = 9;</code>
+   */
+  AUDIT_ACTION_REFUSED(9),
   UNRECOGNIZED(-1),
   ;
 
@@ -171,6 +180,15 @@ public enum AuditAction
    * <code>AUDIT_ACTION_REPLAY = 8;</code>
    */
   public static final int AUDIT_ACTION_REPLAY_VALUE = 8;
+  /**
+   * <pre>
+   * A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
+   * subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
+   * </pre>
+   *
+   * <code>AUDIT_ACTION_REFUSED = 9;</code>
+   */
+  public static final int AUDIT_ACTION_REFUSED_VALUE = 9;
 
 
   public final int getNumber() {
@@ -206,6 +224,7 @@ public enum AuditAction
       case 6: return AUDIT_ACTION_RUN_NOW;
       case 7: return AUDIT_ACTION_CANCEL;
       case 8: return AUDIT_ACTION_REPLAY;
+      case 9: return AUDIT_ACTION_REFUSED;
       default: return null;
     }
   }

@@ -182,6 +182,15 @@ public enum ErrorReason
    * <code>ERROR_REASON_QUEUE_UNREACHABLE = 17;</code>
    */
   ERROR_REASON_QUEUE_UNREACHABLE(17),
+  /**
+   * <pre>
+   * `RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+   * `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_QUOTA_EXCEEDED = 18;</code>
+   */
+  ERROR_REASON_QUOTA_EXCEEDED(18),
   UNRECOGNIZED(-1),
   ;
 
@@ -353,6 +362,15 @@ public enum ErrorReason
    * <code>ERROR_REASON_QUEUE_UNREACHABLE = 17;</code>
    */
   public static final int ERROR_REASON_QUEUE_UNREACHABLE_VALUE = 17;
+  /**
+   * <pre>
+   * `RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
+   * `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_QUOTA_EXCEEDED = 18;</code>
+   */
+  public static final int ERROR_REASON_QUOTA_EXCEEDED_VALUE = 18;
 
 
   public final int getNumber() {
@@ -397,6 +415,7 @@ public enum ErrorReason
       case 15: return ERROR_REASON_STORE_UNAVAILABLE;
       case 16: return ERROR_REASON_STORE_FAILURE;
       case 17: return ERROR_REASON_QUEUE_UNREACHABLE;
+      case 18: return ERROR_REASON_QUOTA_EXCEEDED;
       default: return null;
     }
   }

@@ -53,10 +53,13 @@ class DispatchedRun(_message.Message):
     PRIORITY_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     DISPATCH_TIME_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
     priority: _job_pb2.Priority.ValueType
     """The lane it travels on."""
     queue: _builtins.str
     """The executor queue that takes it."""
+    namespace: _builtins.str
+    """The job's namespace: its target's `secret://NAME` references are that namespace's secrets."""
     @_builtins.property
     def attempt(self) -> _executor_control_pb2.AttemptRef:
         """The attempt to claim."""
@@ -96,10 +99,11 @@ class DispatchedRun(_message.Message):
         priority: _job_pb2.Priority.ValueType = ...,
         queue: _builtins.str = ...,
         dispatch_time: _timestamp_pb2.Timestamp | None = ...,
+        namespace: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "priority", b"priority", "queue", b"queue", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "target", b"target"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
