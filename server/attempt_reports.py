@@ -118,16 +118,18 @@ class AttemptReports:
         if grant is None or not restricts_claims(grant) or not refs:
             return frozenset()  # a grant of everything costs no read
         current = self._store.attempts(refs)
-        refused = frozenset(ref for ref in refs if ref in current and not may_claim(grant, current[ref].run))
-        if refused:
+        beyond = frozenset(ref for ref in refs if ref in current and not may_claim(grant, current[ref].run))
+        if beyond:
             log.warning(
                 "executor %s claimed %d runs its credential does not cover (refused): %s",
                 executor,
-                len(refused),
-                ", ".join(map(str, sorted(refused)[:5])),
-                extra={"executor": executor, "refused": len(refused)},
+                len(beyond),
+                ", ".join(map(str, sorted(beyond)[:5])),
+                extra={"executor": executor, "refused": len(beyond)},
             )
-        return refused
+        # Not the current attempt of any run (a wrong attempt, or no such run): NOT_FOUND as well, since a
+        # STALE would tell an executor that a run beyond its grant exists. Executors treat both alike.
+        return beyond | frozenset(ref for ref in refs if ref not in current)
 
     def connected(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
         """A new stream's hello, which names the attempts the executor holds. Any other attempt recorded under

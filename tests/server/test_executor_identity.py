@@ -334,6 +334,8 @@ def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(
     stream.next("welcome")
     payments = new_run(channel, secured, "payments")
     assert claimed(stream, payments) == pb.CLAIM_OUTCOME_NOT_FOUND
+    # With a wrong attempt too: nothing about a run beyond its reach (not even STALE) reaches the executor.
+    assert claimed(stream, pb.AttemptRef(run=payments.run, attempt=7)) == pb.CLAIM_OUTCOME_NOT_FOUND
     assert get_run(channel, secured, payments).state != run_pb2.RUN_STATE_RUNNING
     assert claimed(stream, new_run(channel, secured)) == pb.CLAIM_OUTCOME_GRANTED
 
@@ -345,6 +347,7 @@ def test_a_run_of_a_namespace_the_credential_does_not_serve_is_not_granted(
     stream.next("welcome")
     theirs = new_run(channel, secured, namespace="team-b")
     assert claimed(stream, theirs) == pb.CLAIM_OUTCOME_NOT_FOUND
+    assert claimed(stream, pb.AttemptRef(run=theirs.run, attempt=2)) == pb.CLAIM_OUTCOME_NOT_FOUND
     assert get_run(channel, secured, theirs).state != run_pb2.RUN_STATE_RUNNING
     assert claimed(stream, new_run(channel, secured, namespace="team-a")) == pb.CLAIM_OUTCOME_GRANTED
 
