@@ -25,9 +25,11 @@ from tests.web.browser import wait_http
 
 pytestmark = pytest.mark.processes
 
-# What `make run` runs: make and its shell, `find` and `touch` in the Makefile, Node and npm for the
-# dashboard (npm's scripts use sh), Python; setpriv ties Envoy to the mesh when it is there.
-NEEDED = ("make", "bash", "sh", "find", "touch", "node", "npm", "setpriv")
+# What `make run` runs: make and its shell, `find`, `touch` and `dirname` in the Makefile and its scripts,
+# Node and npm for the dashboard (npm's scripts use sh), Python; when they are there, setpriv ties Envoy to
+# the mesh and bubblewrap sandboxes the commands (without it they run unsandboxed, with a warning).
+NEEDED = ("make", "bash", "sh", "find", "touch", "dirname", "node", "npm", "setpriv", "bwrap")
+OPTIONAL = ("setpriv", "bwrap")
 HIDDEN = ("go", "java", "javac", "mvn")
 SETUP_TIMEOUT = 900.0  # seconds: a venv and node_modules from the caches, on a busy 2-core machine
 PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # the Makefile's PYTHON
@@ -39,7 +41,7 @@ def tools_only(folder: Path) -> str:
     for tool in NEEDED:
         found = shutil.which(tool)
         if found is None:
-            assert tool == "setpriv", f"{tool} is not on this machine's PATH"
+            assert tool in OPTIONAL, f"{tool} is not on this machine's PATH"
             continue
         (folder / tool).symlink_to(found)
     # The interpreter this test runs on (the venv's own base), not a shim that needs more of the PATH.
