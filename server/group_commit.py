@@ -46,7 +46,6 @@ class GroupCommit(Generic[T, R]):
         self._lock = threading.Lock()
         self._waiting: deque[_Ticket[T, R]] = deque()
         self._leading = False
-        self.batches = 0  # transactions written, for the tests and the benchmarks
 
     def submit(self, items: Sequence[T]) -> list[R]:
         if not items:
@@ -89,7 +88,6 @@ class GroupCommit(Generic[T, R]):
         return batch
 
     def _write_batch(self, batch: list[_Ticket[T, R]]) -> None:
-        self.batches += 1
         try:
             outcomes = self._write([item for ticket in batch for item in ticket.items])
         except StoreFailure as error:

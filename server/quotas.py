@@ -58,32 +58,55 @@ class NamespaceQuotas:
     def limits_runs(self) -> bool:
         return self._quotas.runs_per_minute > 0
 
+    def counts_held(self, jobs: Sequence[job_pb2.Job]) -> bool:
+        """Whether admitting `jobs` needs what their namespaces hold (a store read, now and then): only under
+        a jobs quota, or a cron-jobs quota for cron jobs."""
+        return bool(self._quotas.jobs) or (
+            bool(self._quotas.cron_jobs) and any(_is_cron(job) for job in jobs)
+        )
+
+    def admits_at_once(self, jobs: Sequence[job_pb2.Job]) -> bool:
+        """Whether admitting `jobs` neither reads the store nor takes the lock that a store read holds: the
+        create path then admits them on its event loop, without a thread."""
+        return not self.counts_held(jobs) and not self.limits_runs
+
     def admit_jobs(self, jobs: Sequence[job_pb2.Job]) -> None:
         """New jobs: counted as held once admitted; QuotaExceeded names every quota they would pass."""
         violations: list[tuple[str, str]] = []
         for job in jobs:
             violations += self._cron_interval(job)
         namespaces = Counter(namespace_of(job) for job in jobs)
-        crons = Counter(namespace_of(job) for job in jobs if job.schedule.WhichOneof("kind") == "cron")
+        crons = Counter(namespace_of(job) for job in jobs if _is_cron(job))
         immediate = Counter(
             namespace_of(job) for job in jobs if job.schedule.WhichOneof("kind") == "immediate"
         )
+        if self.admits_at_once(jobs):
+            if violations:
+                raise _refusal(violations)
+            return
+        counting = self.counts_held(jobs)
         with self._lock:
-            held = {namespace: self._held(namespace) for namespace in namespaces}
-            for namespace, count in namespaces.items():
-                violations += self._over("jobs", namespace, held[namespace].jobs + count, self._quotas.jobs)
-                cron = held[namespace].cron_jobs + crons[namespace]
-                violations += self._over("cron_jobs", namespace, cron, self._quotas.cron_jobs)
+            if counting:
+                held = {namespace: self._held(namespace) for namespace in namespaces}
+                for namespace, count in namespaces.items():
+                    jobs_held = held[namespace].jobs + count
+                    violations += self._over("jobs", namespace, jobs_held, self._quotas.jobs)
+                    cron = held[namespace].cron_jobs + crons[namespace]
+                    violations += self._over("cron_jobs", namespace, cron, self._quotas.cron_jobs)
             violations += self._take_runs(immediate, dry_run=True)
             if violations:
                 raise _refusal(violations)
             self._take_runs(immediate, dry_run=False)
-            for namespace, count in namespaces.items():
-                fetched, usage = self._usage[namespace]
-                self._usage[namespace] = (
-                    fetched,
-                    NamespaceUsage(usage.jobs + count, usage.cron_jobs + crons[namespace]),
-                )
+            if counting:  # uncounted jobs change no count a quota reads; the store's next count has them
+                self._count_in(namespaces, crons)
+
+    def _count_in(self, namespaces: Counter[str], crons: Counter[str]) -> None:
+        for namespace, count in namespaces.items():
+            fetched, usage = self._usage[namespace]
+            self._usage[namespace] = (
+                fetched,
+                NamespaceUsage(usage.jobs + count, usage.cron_jobs + crons[namespace]),
+            )
 
     def admit_schedule(self, job: job_pb2.Job, was_cron: bool) -> None:
         """A job's new schedule: a cron's interval, and one more cron job when it was not one."""
@@ -158,6 +181,10 @@ class NamespaceQuotas:
                 f" {job.schedule.cron.expression!r} fires {interval.total_seconds():g} s apart",
             )
         ]
+
+
+def _is_cron(job: job_pb2.Job) -> bool:
+    return job.schedule.WhichOneof("kind") == "cron"
 
 
 def namespace_of(job: job_pb2.Job) -> str:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Text, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from jobmesh.adapters.store.schema import UtcDateTime, executor_sessions, leases
-from jobmesh.adapters.store.sql_batch import batch_chunks, batch_table, batch_values, chunks
+from jobmesh.adapters.store.sql_batch import batch_chunks, batch_size, batch_table, batch_values, chunks
 
 RELEASED = ""  # the server id of a session whose stream ended cleanly
 
@@ -62,7 +62,7 @@ def renew_sessions(
     held: set[str] = set()
     for chunk in batch_chunks(connection, sorted(set(executor_ids))):
         rows = [(executor_id, server_id, now) for executor_id in chunk]
-        size = len(chunk) if not postgres else 0
+        size = batch_size(connection, len(chunk))
         batch = batch_table(connection.dialect.name, "renewed", _RENEWED_COLUMNS, size)
         insert = dialect_insert(executor_sessions).from_select(
             ["executor_id", "server_id", "renewed_at"],

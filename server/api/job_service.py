@@ -160,7 +160,9 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
             except PermissionDenied:
                 continue
             permitted.append(job)
-        if permitted:
+        if permitted and self._quotas.admits_at_once(permitted):
+            self._quotas.admit_jobs(permitted)  # arithmetic alone: no thread hop on the create path
+        elif permitted:
             await self._workers.read(self._quotas.admit_jobs, permitted)
 
     async def _admit_run(self, job_name: str, method: str) -> None:

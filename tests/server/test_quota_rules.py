@@ -75,3 +75,20 @@ def test_usage_is_counted_here_and_read_again_after_its_ttl(monkeypatch: pytest.
     store.usage = NamespaceUsage(jobs=0, cron_jobs=0)  # deleted meanwhile
     guard.admit_jobs([cron("0 * * * *")])
     assert store.reads == 2
+
+
+def test_jobs_no_counted_quota_covers_are_admitted_without_reading_the_store() -> None:
+    """Under the default quotas (cron jobs only), a job that is not a cron is admitted on the create path's
+    event loop: no store read, no lock; a cron job is counted."""
+    store = CountingStore()
+    rules = NamespaceQuotas(Quotas(cron_jobs=5), cast(Store, store))
+    immediate = job_pb2.Job(
+        schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()), namespace="team-a"
+    )
+    assert rules.admits_at_once([immediate, immediate])
+    rules.admit_jobs([immediate, immediate])
+    assert store.reads == 0
+    assert not rules.admits_at_once([immediate, cron("0 0 * * *")])
+    rules.admit_jobs([immediate, cron("0 0 * * *")])
+    assert store.reads == 1
+    assert not NamespaceQuotas(Quotas(runs_per_minute=10), cast(Store, store)).admits_at_once([immediate])
