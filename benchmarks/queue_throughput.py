@@ -1,6 +1,6 @@
 """Queue throughput: publish, then poll + commit, N runs through a real Kafka (JOBMESH_KAFKA_BOOTSTRAP).
 
-    JOBMESH_KAFKA_BOOTSTRAP=127.0.0.1:59092 .venv/bin/python -m benchmarks.queue_throughput [--runs 50000]
+    JOBMESH_KAFKA_BOOTSTRAP=127.0.0.1:29092 .venv/bin/python -m benchmarks.queue_throughput [--runs 50000]
 
 Publishes in batches as the watcher does (one publish() per batch, each flushed and acknowledged), then
 consumes with one consumer polling batches and committing each, as an executor does. Pass --url memory://

@@ -25,7 +25,7 @@ from jobmesh.v1 import (
     search_service_pb2,
     search_service_pb2_grpc,
 )
-from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+from tests.acceptance.processes import BIN, REPO, ProcessExited, free_port, wait_serving
 from tests.support import eventually
 
 STAMP = 'date +%s.%N >> "{file}"'  # a command that records the instant it really starts
@@ -94,8 +94,8 @@ class Mesh:
         process = self._spawn(name, ["server", "--listen", address, *args])
         process.address = address
         try:
-            wait_serving(address, timeout=60, tls=tls)
-        except grpc.RpcError:
+            wait_serving(address, timeout=60, tls=tls, process=process.popen)
+        except (grpc.RpcError, ProcessExited):
             raise AssertionError(f"{name} did not start:\n{process.log.read_text()}") from None
         return process
 

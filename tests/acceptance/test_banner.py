@@ -12,10 +12,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import grpc
 import pytest
 
 from jobmesh.transport.tls import ChannelTls
-from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+from tests.acceptance.processes import BIN, REPO, ProcessExited, free_port, wait_serving
 from tests.support import eventually
 from tests.support_certificates import CertificateAuthority
 
@@ -49,7 +50,10 @@ def started_dev(
             start_new_session=True,
         )
     try:
-        wait_serving(address, timeout=60, tls=tls)
+        try:
+            wait_serving(address, timeout=60, tls=tls, process=process)
+        except (grpc.RpcError, ProcessExited):
+            raise AssertionError(f"jobmesh dev did not start:\n{log.read_text()}") from None
         yield log
     finally:
         process.send_signal(signal.SIGINT)

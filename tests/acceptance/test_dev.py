@@ -34,7 +34,7 @@ from tests.acceptance.mesh import (
     runs_of,
     wait_for_run,
 )
-from tests.acceptance.processes import BIN, REPO, free_port, wait_serving
+from tests.acceptance.processes import BIN, REPO, ProcessExited, free_port, wait_serving
 from tests.support import environment_without_services, eventually
 
 pytestmark = pytest.mark.processes
@@ -62,8 +62,8 @@ def dev(
         )
     try:
         try:
-            wait_serving(address, timeout=60, tls=tls)
-        except grpc.RpcError:
+            wait_serving(address, timeout=60, tls=tls, process=process)
+        except (grpc.RpcError, ProcessExited):
             raise AssertionError((tmp_path / "dev.log").read_text()) from None
         with channel_to(address, tls) as channel:
             yield (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -30,6 +29,7 @@ from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.app import Services, build_services, new_grpc_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
+from tests.acceptance.processes import free_port
 from tests.support import SUITE_LOOP_LAG, fresh_postgres_database, require_service_url
 
 T = TypeVar("T")
@@ -121,9 +121,7 @@ def store(
 # depends on the store through `grpc_servicer`, stops the server when the module moves to the next backend.
 @pytest.fixture(scope="module")
 def grpc_addr(store: SchedulerStore) -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
+    return f"127.0.0.1:{free_port()}"
 
 
 @pytest.fixture(scope="module")

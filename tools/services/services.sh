@@ -28,7 +28,7 @@ PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_PACKAGE=postgresql-15
 # postgres redis kafka-broker kafka-controller, TLS: redis kafka; preferred, below the kernel's ephemeral range
 # (a second set, for tests that stop their own services, comes from JOBMESH_SERVICES_PORTS)
-read -r -a DEFAULT_PORTS <<<"${JOBMESH_SERVICES_PORTS:-55432 56379 59092 59093 26380 29094}"
+read -r -a DEFAULT_PORTS <<<"${JOBMESH_SERVICES_PORTS:-25432 26379 29092 29093 26380 29094}"
 ((${#DEFAULT_PORTS[@]} == 6)) || { echo "services: JOBMESH_SERVICES_PORTS needs 6 ports" >&2; exit 2; }
 READY_TIMEOUT=${JOBMESH_SERVICES_TIMEOUT:-90}
 
