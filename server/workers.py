@@ -94,8 +94,12 @@ class Workers:
         )
 
     def close(self) -> None:
+        """Drops the calls not yet started and waits for those under way: the store they use is closed next,
+        and a call still holding one of its connections would outlive it."""
         self._reads.shutdown(wait=False, cancel_futures=True)
         self._writes.shutdown(wait=False, cancel_futures=True)
+        self._reads.shutdown(wait=True)
+        self._writes.shutdown(wait=True)
 
 
 def _ms(duration: timedelta) -> str:
