@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from functools import wraps
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -18,6 +21,9 @@ from jobmesh.core.errors import StoreFailure, StoreUnavailable
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# A pooled PostgreSQL connection idle this long is pinged before it is handed out.
+PING_AFTER_IDLE = timedelta(seconds=2)
+_CHECKED_IN = "jobmesh_checked_in"
 _WRITE = "jobmesh_write"
 _TRANSIENT = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
 
@@ -30,12 +36,38 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    # pre-ping: a replica survives a database restart without handing out dead pooled connections.
-    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10)
+    engine = create_engine(url, pool_size=10, max_overflow=20, pool_timeout=10)
+    event.listen(engine, "checkin", _note_checkin)
+    event.listen(engine, "checkout", _ping_after_idle)
     if parsed.get_driver_name() == "psycopg":
         event.listen(engine, "connect", _binary_arrays)
         event.listen(engine, "connect", _session_settings)
     return engine
+
+
+def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_CHECKED_IN] = time.monotonic()
+
+
+def _ping_after_idle(dbapi_connection: Any, record: Any, _proxy: object) -> None:
+    """A pooled connection that sat idle is pinged before use, and replaced when dead: a replica survives a
+    database restart without handing out dead connections. One in constant use is not: a ping on every
+    checkout (`pool_pre_ping`) was a round trip per transaction, a third of a small one's client CPU; a
+    restart under load fails the calls under way in any case, and the first failure empties the pool."""
+    if time.monotonic() - record.info.get(_CHECKED_IN, 0.0) >= PING_AFTER_IDLE.total_seconds():
+        _ping(dbapi_connection)
+
+
+def _ping(dbapi_connection: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("SELECT 1")
+        dbapi_connection.rollback()  # out of the transaction the SELECT opened, as a checkout expects
+    except Exception as error:  # the driver's own error: the connection is dead, whatever it says
+        raise sa_exc.DisconnectionError(str(error)) from error
+    finally:
+        with contextlib.suppress(Exception):
+            cursor.close()
 
 
 def _session_settings(dbapi_connection: Any, _record: object) -> None:

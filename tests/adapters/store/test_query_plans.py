@@ -278,7 +278,7 @@ def test_claims_and_heartbeats_touch_one_partition_by_primary_key(loaded: SqlSto
     statements = _captured(loaded, lambda: loaded.claim(refs, "bench", moment), ("SELECT", "UPDATE"))
     beats = [Heartbeat(ref, moment + timedelta(seconds=15)) for ref in refs]
     statements += _captured(loaded, lambda: loaded.heartbeat("bench", beats, moment), ("SELECT", "UPDATE"))
-    # Each: the runs locked by (job_id, run_id, schedule window), then written by primary key.
+    # Each: the runs locked by (job_id, run_id) in their day's partition, then written by primary key.
     assert [s.split()[0] for s, _ in statements] == ["SELECT", "UPDATE"] * 2
     with loaded.engine.connect() as connection:
         for statement, parameters in statements:
