@@ -26,9 +26,13 @@ CANCEL_KEY_TTL = timedelta(minutes=10)
 LocalPush = Callable[[CancelNotice], bool]
 
 
+# The states of runs whose executor is sent a cancel.
+CANCEL_NOTICE_STATES = frozenset({RunState.CANCELLING})
+
+
 def cancel_notice_of(run: RunRecord, reason: str) -> CancelNotice | None:
     """The notice for the executor of a CANCELLING run; None for a run in another state or held by none."""
-    if run.state is RunState.CANCELLING and run.executor:
+    if run.state in CANCEL_NOTICE_STATES and run.executor:
         return CancelNotice(run.executor, (AttemptRef.of(run),), reason)
     return None
 

@@ -11,7 +11,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
-from jobmesh.core.cancels import CancelRouter
+from jobmesh.core.cancels import CANCEL_NOTICE_STATES, CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
@@ -216,7 +216,7 @@ def build_services(
         log_caps=AttemptLogCaps(config.quota_attempt_log_bytes, utcnow),
     )
     feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
-    feed.listen(sessions.push_cancelling)
+    feed.listen(sessions.push_cancelling, CANCEL_NOTICE_STATES)
     slots = StreamSlots(
         total=config.max_live_streams,
         per_client=config.max_live_streams_per_client,

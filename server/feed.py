@@ -21,6 +21,7 @@ from jobmesh.core.errors import JobmeshError
 from jobmesh.core.filters import Comparison, in_namespaces, run_matches
 from jobmesh.core.ports.store import LOGS_CHANGED, FeedCursor, RunChange, Store
 from jobmesh.core.ports.subscription import Subscription
+from jobmesh.core.records import RunState
 
 log = logging.getLogger(__name__)
 FEED_PAGE = 1000  # changes read at once
@@ -128,6 +129,7 @@ class RunFeed:
         self._watchers: set[Watcher] = set()
         self._log_waiters: set[asyncio.Event] = set()
         self._listeners: list[Callable[[Sequence[RunChange]], None]] = []
+        self._listened: frozenset[RunState] | None = frozenset()  # None: some listener wants every change
         self._cursor: FeedCursor | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -148,9 +150,18 @@ class RunFeed:
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._loop.call_soon_threadsafe(self._task.cancel)
 
-    def listen(self, listener: Callable[[Sequence[RunChange]], None]) -> None:
-        """`listener` gets every page of changes, on the event loop, for the feed's life."""
+    def listen(
+        self, listener: Callable[[Sequence[RunChange]], None], states: frozenset[RunState] | None = None
+    ) -> None:
+        """`listener` gets the pages of changes, on the event loop, for the feed's life: every change, or
+        with `states` at least those that left a run in one of them. While nobody watches, the feed reads
+        only what its listeners want: at full rate every run changes three times or more, and a server
+        that nobody watches would otherwise read and decode each change for nothing."""
         self._listeners.append(listener)
+        if states is None or self._listened is None:
+            self._listened = None
+        else:
+            self._listened |= states
 
     @property
     def watchers(self) -> frozenset[Watcher]:
@@ -248,9 +259,15 @@ class RunFeed:
                 await asyncio.sleep(self._retry_delay)
             await asyncio.sleep(self._min_interval)  # notices that came meanwhile make one read
 
+    def _wanted(self) -> frozenset[RunState] | None:
+        """The states whose changes the next read needs: all (None) while anybody watches or follows logs."""
+        return None if self._watchers or self._log_waiters else self._listened
+
     async def _read(self) -> None:
         while True:
-            page = await asyncio.to_thread(self._store.changes_after, self.cursor, limit=FEED_PAGE)
+            page = await asyncio.to_thread(
+                self._store.changes_after, self.cursor, limit=FEED_PAGE, states=self._wanted()
+            )
             self._cursor = page.cursor
             if page.changes:
                 for watcher in list(self._watchers):

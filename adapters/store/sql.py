@@ -54,7 +54,7 @@ from jobmesh.core.ports.store import (
     Store,
 )
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
 
 R = TypeVar("R")
 DEFAULT_RETENTION_DAYS = 30
@@ -344,9 +344,11 @@ class SqlStore:
             return sql_feed.feed_cursor(connection)
 
     @translate_errors
-    def changes_after(self, cursor: FeedCursor, *, limit: int) -> ChangePage:
+    def changes_after(
+        self, cursor: FeedCursor, *, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
         with read_connection(self._engine) as connection:
-            return sql_feed.changes_after(connection, cursor, limit)
+            return sql_feed.changes_after(connection, cursor, limit, states)
 
     def watch_changes(self, callback: Callable[[str], None]) -> Subscription:
         with self._listeners_lock:

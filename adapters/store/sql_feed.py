@@ -17,14 +17,30 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
 
 import psycopg
-from sqlalchemy import Connection, RowMapping, select, text, tuple_
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Integer,
+    RowMapping,
+    Select,
+    Text,
+    bindparam,
+    func,
+    select,
+    text,
+    tuple_,
+)
 from sqlalchemy.engine import URL
 
 from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.adapters.store.sql_batch import state_is
 from jobmesh.adapters.store.sql_rows import run_from_row
 from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, ChangePage, FeedCursor, RunChange
+from jobmesh.core.records import RunState
 
 log = logging.getLogger(__name__)
 
@@ -67,26 +83,59 @@ def feed_cursor(connection: Connection) -> FeedCursor:
     return FeedCursor(int(connection.execute(latest).scalar() or 0) + 1)
 
 
-def changes_after(connection: Connection, cursor: FeedCursor, limit: int) -> ChangePage:
+def changes_after(
+    connection: Connection, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+) -> ChangePage:
     limit_position = horizon(connection)
-    key = tuple_(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
-    statement = (
-        select(job_runs, jobs.c.labels)
-        .join(jobs, jobs.c.job_id == job_runs.c.job_id)
-        .where(key > tuple_(cursor.position, cursor.job_id, cursor.run_id))
-        .order_by(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
-        .limit(limit)
-    )
-    if limit_position is not None:
-        statement = statement.where(job_runs.c.change_position < limit_position)
-    rows = connection.execute(statement).mappings().all()
+    statement = _changes_statement(limit_position is not None, _ordered(states))
+    params = {
+        "position": cursor.position,
+        "job_id": cursor.job_id,
+        "run_id": cursor.run_id,
+        "limit": limit,
+        "horizon": limit_position,
+    }
+    rows = connection.execute(statement, params).mappings().all()
     changes = [_change(row) for row in rows]
     if len(changes) == limit:
         return ChangePage(changes, changes[-1].cursor, complete=False)
     if limit_position is not None:
         # Everything below the horizon has been read: the next read starts there.
         return ChangePage(changes, max(FeedCursor(limit_position), cursor), complete=True)
+    if states is not None:  # every change up to the latest was looked at (one writer: none commits later)
+        latest = connection.execute(_LATEST).scalar()
+        return ChangePage(changes, max(FeedCursor(int(latest or 0) + 1), cursor), complete=True)
     return ChangePage(changes, changes[-1].cursor if changes else cursor, complete=True)
+
+
+_LATEST = select(func.max(job_runs.c.change_position))
+
+
+def _ordered(states: frozenset[RunState] | None) -> tuple[RunState, ...] | None:
+    return None if states is None else tuple(sorted(states, key=lambda state: state.value))
+
+
+@lru_cache(maxsize=16)
+def _changes_statement(below_horizon: bool, states: tuple[RunState, ...] | None) -> Select[Any]:
+    """Built once per shape: the feed reads many times a second."""
+    key = tuple_(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+    after = tuple_(
+        bindparam("position", type_=BigInteger()),
+        bindparam("job_id", type_=Text()),
+        bindparam("run_id", type_=Text()),
+    )
+    statement = (
+        select(job_runs, jobs.c.labels)
+        .join(jobs, jobs.c.job_id == job_runs.c.job_id)
+        .where(key > after)
+        .order_by(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+        .limit(bindparam("limit", type_=Integer()))
+    )
+    if below_horizon:
+        statement = statement.where(job_runs.c.change_position < bindparam("horizon", type_=BigInteger()))
+    if states is not None:
+        statement = statement.where(state_is(*states))
+    return statement
 
 
 def _change(row: RowMapping) -> RunChange:

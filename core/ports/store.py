@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
 
 T = TypeVar("T")
 
@@ -205,9 +205,13 @@ class Store(Protocol):
         """Where the feed stands now: every change committed from now on lies after it."""
         ...
 
-    def changes_after(self, cursor: FeedCursor, *, limit: int) -> ChangePage:
+    def changes_after(
+        self, cursor: FeedCursor, *, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
         """Runs whose latest visible change (their update_time changed) lies after `cursor`, in feed order.
         Never skips a change: one whose transaction may still commit before others is left for a later read.
+        With `states`, only the changes that left a run in one of them, and the page's cursor still passes
+        every change read (a reader that wants a few changes does not pay for all).
         """
         ...
 

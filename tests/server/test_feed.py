@@ -16,8 +16,9 @@ from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
+from jobmesh.core.records import RunState
 from jobmesh.server.feed import FEED_PAGE, FellBehind, RunFeed, Watcher
-from tests.adapters.store.builders import new_job, run
+from tests.adapters.store.builders import at, new_job, run
 from tests.support import arrives
 
 
@@ -103,11 +104,13 @@ class FailingFor:
         self._store = store
         self.failures_left = times
 
-    def changes_after(self, cursor: FeedCursor, limit: int) -> ChangePage:
+    def changes_after(
+        self, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
         if self.failures_left:
             self.failures_left -= 1
             raise StoreUnavailable("connection refused")
-        return self._store.changes_after(cursor, limit=limit)
+        return self._store.changes_after(cursor, limit=limit, states=states)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -129,3 +132,56 @@ def test_a_failing_store_delays_the_feed_and_loses_nothing(store: SqlStore) -> N
 
     assert asyncio.run(scenario()) == ["r0", "r1"]
     assert flaky.failures_left == 0
+
+
+class Reads:
+    """The store, counting the states each change read asked for."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self.asked: list[frozenset[RunState] | None] = []
+
+    def changes_after(
+        self, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
+        self.asked.append(states)
+        return self._store.changes_after(cursor, limit=limit, states=states)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_unwatched_the_feed_reads_only_what_its_listeners_want_and_everything_once_watched(
+    store: SqlStore,
+) -> None:
+    reads = Reads(store)
+    cancelling = frozenset({RunState.CANCELLING})
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        feed = RunFeed(reads, min_interval=timedelta(milliseconds=5))
+        heard: list[str] = []
+        feed.listen(
+            lambda changes: heard.extend(f"{c.run.run_id}:{c.run.state.value}" for c in changes), cancelling
+        )
+        await feed.start()
+        try:
+            store.create_jobs([new_job("alpha")])
+            store.create_run(run("alpha", "r1", state=RunState.RUNNING, executor="e1", attempt=1))
+            store.create_run(run("alpha", "r2"))
+            store.cancel_run("alpha", "r1", reason="x", now=at(100))
+            await arrives(lambda: heard, 10, "the cancelling change")
+            assert reads.asked
+            assert set(reads.asked) == {cancelling}
+            unwatched = list(heard)
+            async with feed.watching(None, (), None) as watcher:
+                reads.asked.clear()
+                store.create_run(run("alpha", "r3"))
+                got = await take(watcher, 1)
+            assert None in reads.asked  # watched: every change is read
+        finally:
+            feed.close()
+        return unwatched, [c.run.run_id for c in got]
+
+    heard, watched = asyncio.run(scenario())
+    assert heard == ["r1:CANCELLING"]  # r1's creation and r2 were passed over
+    assert watched == ["r3"]

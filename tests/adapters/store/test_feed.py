@@ -53,6 +53,39 @@ def test_changes_come_in_order_once_each_and_again_when_changed_again(store: Sql
     assert (again.run.run_id, again.run.state) == ("r1", RunState.CANCELLED)
 
 
+def test_a_read_of_some_states_gets_only_their_changes_and_passes_the_others(store: SqlStore) -> None:
+    start = store.feed_cursor()
+    store.create_jobs([new_job("alpha")])
+    store.create_run(run("alpha", "r1", state=RunState.RUNNING, executor="e1", attempt=1))
+    store.create_run(run("alpha", "r2", state=RunState.RUNNING, executor="e1", attempt=1))
+    store.create_run(run("alpha", "r3"))
+    store.cancel_run("alpha", "r2", reason="x", now=at(100))
+    wanted = frozenset({RunState.CANCELLING})
+    page = store.changes_after(start, limit=1000, states=wanted)
+    assert [(c.run.run_id, c.run.state) for c in page.changes] == [("r2", RunState.CANCELLING)]
+    assert page.complete
+    assert everything_after(store, page.cursor)[0] == []  # the others were passed, not left for later
+    store.cancel_run("alpha", "r1", reason="x", now=at(101))
+    store.cancel_run("alpha", "r3", reason="x", now=at(102))  # never started: CANCELLED at once
+    later = store.changes_after(page.cursor, limit=1000, states=wanted)
+    assert [(c.run.run_id, c.run.state) for c in later.changes] == [("r1", RunState.CANCELLING)]
+    assert [c.run.run_id for c in everything_after(store, page.cursor)[0]] == ["r1", "r3"]
+
+
+def test_a_full_page_of_some_states_ends_at_its_last_change(store: SqlStore) -> None:
+    start = store.feed_cursor()
+    store.create_jobs([new_job("alpha")])
+    for name in ("r1", "r2", "r3"):
+        store.create_run(run("alpha", name, state=RunState.RUNNING, executor="e1", attempt=1))
+        store.cancel_run("alpha", name, reason="x", now=at(100))
+    page = store.changes_after(start, limit=2, states=frozenset({RunState.CANCELLING}))
+    assert [c.run.run_id for c in page.changes] == ["r1", "r2"]
+    assert not page.complete
+    assert page.cursor == page.changes[-1].cursor
+    rest = store.changes_after(page.cursor, limit=2, states=frozenset({RunState.CANCELLING}))
+    assert [c.run.run_id for c in rest.changes] == ["r3"]
+
+
 def test_a_heartbeat_is_no_change(store: SqlStore) -> None:
     store.create_jobs([new_job("alpha")])
     store.create_run(run("alpha", "r1", state=RunState.RUNNING, executor="e1", attempt=1))
