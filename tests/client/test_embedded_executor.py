@@ -24,6 +24,7 @@ from jobmesh.client import (
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import run_pb2
+from tests.support import SUITE_LOOP_LAG
 
 handlers = HandlerRegistry()
 
@@ -49,7 +50,10 @@ def test_an_embedded_executor_serves_the_programs_handlers(tmp_path: Path) -> No
     async def scenario() -> None:
         store = await asyncio.to_thread(open_store, f"sqlite:///{tmp_path / 'store.sqlite3'}")
         running = await start_server(
-            ServerConfig(listen="127.0.0.1:0"), store, open_queue(shared), open_signals(shared)
+            ServerConfig(listen="127.0.0.1:0", max_loop_lag=SUITE_LOOP_LAG),
+            store,
+            open_queue(shared),
+            open_signals(shared),
         )
         address = f"127.0.0.1:{running.port}"
         executor = Executor(ExecutorConfig(server=address, queue_url=shared, signals_url=shared), handlers)

@@ -27,6 +27,7 @@ from jobmesh.server.app import Services, build_services
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.server.conftest import Api
+from tests.support import SUITE_LOOP_LAG
 
 VALUE = "tok-3f9a-never-shown"
 ALLOWED = tuple(str(shutil.which(name, path=SAFE_PATH)) for name in ("env", "printenv"))
@@ -41,7 +42,9 @@ def names() -> str:
 @pytest.fixture(scope="module")
 def grpc_servicer(store: SchedulerStore, names: str) -> Iterator[Services]:
     queue, signals = open_queue(names), open_signals(names)
-    services = build_services(ServerConfig(listen="127.0.0.1:0"), store, queue, signals)
+    services = build_services(
+        ServerConfig(listen="127.0.0.1:0", max_loop_lag=SUITE_LOOP_LAG), store, queue, signals
+    )
     yield services
     services.close()
     signals.close()

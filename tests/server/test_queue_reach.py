@@ -25,7 +25,7 @@ from jobmesh.server.queue_reach import OUTSIDE_EXECUTORS_FIX
 from tests.server.errors import error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.test_executor_identity import RawStream
-from tests.support import BrokerQueue
+from tests.support import SUITE_LOOP_LAG, BrokerQueue
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,9 @@ def test_a_server_on_a_broker_welcomes_any_executor_and_says_kafka(store: Schedu
 
     async def scenario() -> pb.ExecutorWelcome:
         queue: Any = BrokerQueue(open_queue(names))
-        running = await start_server(ServerConfig(listen="127.0.0.1:0"), store, queue, open_signals(names))
+        running = await start_server(
+            ServerConfig(listen="127.0.0.1:0", max_loop_lag=SUITE_LOOP_LAG), store, queue, open_signals(names)
+        )
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
                 call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect()

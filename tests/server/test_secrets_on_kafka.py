@@ -18,7 +18,7 @@ from jobmesh.server.app import Services, build_services
 from jobmesh.server.config import ServerConfig
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.server.conftest import Api
-from tests.support import require_service_url
+from tests.support import SUITE_LOOP_LAG, require_service_url
 
 pytestmark = pytest.mark.kafka
 ENV = {"TOKEN": "secret://TOKEN", "PLAIN": "visible"}
@@ -28,7 +28,9 @@ ENV = {"TOKEN": "secret://TOKEN", "PLAIN": "visible"}
 def grpc_servicer(store: SchedulerStore) -> Iterator[Services]:
     queue = KafkaRunQueue(require_service_url("JOBMESH_KAFKA_BOOTSTRAP"), client_id="jobmesh-tests")
     signals = open_signals(f"memory://secrets-kafka-{uuid.uuid4().hex[:8]}")
-    services = build_services(ServerConfig(listen="127.0.0.1:0"), store, queue, signals)
+    services = build_services(
+        ServerConfig(listen="127.0.0.1:0", max_loop_lag=SUITE_LOOP_LAG), store, queue, signals
+    )
     yield services
     services.close()
     signals.close()

@@ -21,6 +21,7 @@ from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2, se
 from tests.adapters.store.builders import job, log, run
 from tests.server.conftest import Api
 from tests.server.errors import call_error, error_info, field_violations
+from tests.support import SUITE_LOOP_LAG
 
 PER_CLIENT = 6
 BUFFER = 1000
@@ -29,7 +30,10 @@ BUFFER = 1000
 @pytest.fixture(scope="module")
 def server_config() -> ServerConfig:
     return ServerConfig(
-        listen="127.0.0.1:0", max_live_streams_per_client=PER_CLIENT, watch_buffer_runs=BUFFER
+        listen="127.0.0.1:0",
+        max_live_streams_per_client=PER_CLIENT,
+        watch_buffer_runs=BUFFER,
+        max_loop_lag=SUITE_LOOP_LAG,
     )
 
 
