@@ -265,9 +265,14 @@ class RunFeed:
 
     async def _read(self) -> None:
         while True:
+            wanted = self._wanted()
             page = await asyncio.to_thread(
-                self._store.changes_after, self.cursor, limit=FEED_PAGE, states=self._wanted()
+                self._store.changes_after, self.cursor, limit=FEED_PAGE, states=wanted
             )
+            if wanted is not None and self._wanted() is None:
+                # Somebody came to watch while a narrow read was under way, from the cursor it started at:
+                # the page passed over changes they want, so the same range is read again in full.
+                continue
             self._cursor = page.cursor
             if page.changes:
                 for watcher in list(self._watchers):

@@ -5,6 +5,7 @@ fails for a while delays the feed and loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -185,3 +186,41 @@ def test_unwatched_the_feed_reads_only_what_its_listeners_want_and_everything_on
     heard, watched = asyncio.run(scenario())
     assert heard == ["r1:CANCELLING"]  # r1's creation and r2 were passed over
     assert watched == ["r3"]
+
+
+class HeldNarrowReads(Reads):
+    """Narrow reads wait for `release` before they read."""
+
+    def __init__(self, store: SqlStore) -> None:
+        super().__init__(store)
+        self.waiting = threading.Event()
+        self.release = threading.Event()
+
+    def changes_after(
+        self, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
+        if states is not None and not self.release.is_set():
+            self.waiting.set()
+            assert self.release.wait(10), "the test never released the read"
+        return super().changes_after(cursor, limit, states)
+
+
+def test_a_watcher_that_comes_during_a_narrow_read_misses_nothing(store: SqlStore) -> None:
+    reads = HeldNarrowReads(store)
+
+    async def scenario() -> list[str]:
+        feed = RunFeed(reads, min_interval=timedelta(milliseconds=5))
+        feed.listen(lambda changes: None, frozenset({RunState.CANCELLING}))
+        await feed.start()
+        try:
+            store.create_jobs([new_job("alpha")])
+            await arrives(reads.waiting.is_set, 10, "a narrow read under way")
+            async with feed.watching(None, (), None) as watcher:
+                store.create_run(run("alpha", "r1"))  # after the watcher came, before the read runs
+                reads.release.set()
+                got = await take(watcher, 1)
+        finally:
+            feed.close()
+        return [c.run.run_id for c in got]
+
+    assert asyncio.run(scenario()) == ["r1"]
