@@ -2,9 +2,10 @@
 
 Requests are built from the message descriptors, so new fields are covered without touching this file.
 Strings mix random text with fragments that reach deeper code (names, filters, cron expressions). Each RPC
-gets the hypothesis profile's number of examples (tests/conftest.py). Hypothesis draws one seed per example,
-from which a plain `random.Random` builds the request with hypothesis's proportions (each request with its
-own share of fields set: swarm testing), and prints the request of a failure.
+gets the hypothesis profile's number of requests (tests/conftest.py), `BATCH` to an example, sent at once.
+Hypothesis draws one seed per example, from which a plain `random.Random` builds each request with
+hypothesis's proportions (each request with its own share of fields set: swarm testing), and prints the
+request of a failure.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ FLOAT_CONSTANT_SHARE = 0.15
 # from seeds, small messages repeat (a one-field request is empty half the time). So each seed takes the first
 # of its candidates that no other seed took.
 MAX_CANDIDATES = 100
+# Requests in one example, sent at once: the server answers one while the next ones are built and sent.
+BATCH = 10
 # Swarm testing: each request draws how many of its fields are set and how often its strings are fragments,
 # so that some requests are sparse and well-formed enough to pass validation and reach the code behind it,
 # and others are dense garbage.
@@ -168,10 +171,24 @@ class Fresh(Generic[T]):
         return value
 
 
-def seeded(name: str, make: Make[T], key: Callable[[T], bytes]) -> st.SearchStrategy[T]:
-    """Values of `make` whose seed is hypothesis's one draw per example: drawing every field of a request
-    from hypothesis took about half of the test's time."""
-    return st.integers(0, 2**64 - 1).map(Fresh(name, make, key))
+class Batch(Generic[T]):
+    """`BATCH` values of `fresh`, of the seeds `seed * BATCH + i`: one hypothesis draw for all of them."""
+
+    def __init__(self, fresh: Fresh[T]) -> None:
+        self._fresh = fresh
+
+    def __repr__(self) -> str:
+        return f"batch_of_{self._fresh!r}"
+
+    def __call__(self, seed: int) -> list[T]:
+        return [self._fresh(seed * BATCH + index) for index in range(BATCH)]
+
+
+def seeded(name: str, make: Make[T], key: Callable[[T], bytes]) -> st.SearchStrategy[list[T]]:
+    """Batches of values of `make` whose seed is hypothesis's one draw per example: drawing every field of a
+    request from hypothesis took about half of the test's time, and its own work for each example (a third of
+    the rest) is shared by a batch."""
+    return st.integers(0, 2**64 - 1).map(Batch(Fresh(name, make, key)))
 
 
 def _size(rnd: random.Random, average: float, maximum: int) -> int:
@@ -382,7 +399,7 @@ def _serialized(request: message.Message) -> bytes:
     return request.SerializeToString(deterministic=True)
 
 
-def messages(desc: Any) -> st.SearchStrategy[message.Message]:
+def messages(desc: Any) -> st.SearchStrategy[list[message.Message]]:
     return seeded(desc.name, _builder(desc, 0), _serialized)
 
 
@@ -413,12 +430,25 @@ def _assert_not_internal(error: grpc.RpcError, request: message.Message | bytes)
     assert code not in FORBIDDEN, f"{code}: {error.details()} for {request!r}"
 
 
-def garbage(api: Api, share: int = 1) -> settings:
-    """The profile's count of examples on PostgreSQL, where the probes found the most, a tenth of it on
-    SQLite; divided by `share` for the tests of one class of input (forged tokens, frames)."""
+def garbage(api: Api, share: int = 1, batch: int = BATCH) -> settings:
+    """The profile's count of requests on PostgreSQL, where the probes found the most, a tenth of it on
+    SQLite; divided by `share` for the tests of one class of input (forged tokens, frames). An example holds
+    `batch` requests."""
     full = settings().max_examples // share
     count = full if cast(SqlStore, api.store).engine.dialect.name == "postgresql" else max(full // 10, 10)
-    return settings(max_examples=count, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    return settings(
+        max_examples=max(count // batch, 1),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+
+
+def _assert_none_internal(calls: Sequence[tuple[message.Message | bytes, grpc.Future[Any]]]) -> None:
+    """Waits for every call of a batch, then fails on the first that ended INTERNAL or UNKNOWN."""
+    for request, call in calls:
+        if (error := call.exception()) is not None:
+            _assert_not_internal(cast(grpc.RpcError, error), request)
 
 
 @pytest.mark.parametrize(("stub", "method"), RPCS, ids=[method.name for _, method in RPCS])
@@ -427,11 +457,8 @@ def test_unary_rpcs_never_fail_internally(api: Api, stub: str, method: MethodDes
 
     @garbage(api)
     @given(messages(method.input_type))
-    def check(request: message.Message) -> None:
-        try:
-            call(request, timeout=30)
-        except grpc.RpcError as error:
-            _assert_not_internal(error, request)
+    def check(requests: list[message.Message]) -> None:
+        _assert_none_internal([(request, call.future(request, timeout=30)) for request in requests])
 
     check()
 
@@ -442,14 +469,17 @@ def test_streams_never_fail_internally(api: Api, stub: str, method: MethodDescri
 
     @garbage(api)
     @given(messages(method.input_type))
-    def check(request: message.Message) -> None:
-        stream = call(request, timeout=30)
+    def check(requests: list[message.Message]) -> None:
+        streams = [(request, call(request, timeout=30)) for request in requests]
         try:
-            next(stream, None)  # the first answer (or the end, or an error) is enough
-        except grpc.RpcError as error:
-            _assert_not_internal(error, request)
+            for request, stream in streams:
+                try:
+                    next(stream, None)  # the first answer (or the end, or an error) is enough
+                except grpc.RpcError as error:
+                    _assert_not_internal(error, request)
         finally:
-            stream.cancel()
+            for _, stream in streams:
+                stream.cancel()
 
     check()
 
@@ -492,7 +522,7 @@ def test_forged_page_tokens_never_fail_internally(api: Api) -> None:
     assert jobs_token
     assert runs_token
 
-    @garbage(api, share=5)
+    @garbage(api, share=5, batch=1)
     @given(json_values)
     def check(values: object) -> None:
         jobs = search_service_pb2.ListJobsRequest(page_size=1, page_token=_forge(jobs_token, values))
@@ -511,7 +541,7 @@ def test_forged_page_tokens_never_fail_internally(api: Api) -> None:
     check()
 
 
-def _mangled(desc: Any) -> st.SearchStrategy[bytes]:
+def _mangled(desc: Any) -> st.SearchStrategy[list[bytes]]:
     """A valid request's bytes, then cut short, a byte changed, or bytes put in: invalid UTF-8 among them."""
     return seeded(f"mangled_{desc.name}", functools.partial(_mangle, _builder(desc, 0)), bytes)
 
@@ -541,10 +571,7 @@ def test_frames_that_do_not_parse_never_fail_internally(
 
         @garbage(api, share=5)
         @given(_mangled(method.input_type))
-        def check(data: bytes) -> None:
-            try:
-                raw(data, timeout=30)
-            except grpc.RpcError as error:
-                _assert_not_internal(error, data)
+        def check(frames: list[bytes]) -> None:
+            _assert_none_internal([(data, raw.future(data, timeout=30)) for data in frames])
 
         check()
