@@ -192,7 +192,8 @@ def run_benchmark(url: str, args: argparse.Namespace, steps: Steps) -> None:
                     error_message="exit status 1",
                     retry_due_time=ended + timedelta(minutes=1),
                 )
-            return len(store.finish_attempts(ends))
+            decided = {end.ref: end for end in ends}
+            return len(store.finish_attempts(part, lambda current: decided[AttemptRef.of(current.run)]))
 
         timed("finish_attempts", finish, parts, args.threads, steps)
 

@@ -1,12 +1,13 @@
 """Ending attempts: where an attempt's end becomes a store write, a retry or a dead letter, for every caller.
 
 The server ends the attempts whose results executors report over their streams; the watcher's sweeper ends
-those whose heartbeats stopped. Both call `AttemptLifecycle.end`, which
+those whose heartbeats stopped. Both call `AttemptLifecycle.end`, which, in one transaction and on each run as
+it is under the store's lock (a cancel or a heartbeat that came after the report was read counts),
 1. settles a run being cancelled: a `CANCELLING` run whose attempt did not succeed ends `CANCELLED`, whatever
    the attempt reported;
 2. lets the job's retry policy decide the run's next state (`core.retries`);
-3. writes every end in one transaction, each fenced by its attempt (and by the reporting executor's claim): a
-   late or duplicate report changes nothing (invariants 4 and 5);
+3. writes every end, each fenced by its attempt (and by the reporting executor's claim): a late or duplicate
+   report changes nothing (invariants 4 and 5);
 4. copies the runs whose retries are spent to the dead-letter topic (a report the database refuses is ended as
    FAILED `ResultNotStored` instead, so that its run is retried rather than stuck);
 5. returns the runs it scheduled for another attempt, for the caller to hand on (the server dispatches those
@@ -18,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,19 +35,20 @@ from jobmesh.v1 import job_pb2
 log = logging.getLogger(__name__)
 
 
+# How an attempt ended, given its run as the store holds it under the end's lock; None leaves it running.
+Outcome = Callable[[RunRecord], AttemptOutcome | None]
+
+
 @dataclass(frozen=True, slots=True)
 class EndReport:
-    """An attempt that ended: the run as it is now (still on that attempt), and how the attempt ended."""
+    """An attempt that ended, and how: its outcome is made from the run as it is when the end is written, so
+    that a cancel or a heartbeat that came in between counts."""
 
-    current: Dispatchable
-    outcome: AttemptOutcome
-    # The executor that reports it: only its claim lets the end apply. None for the sweeper, which fences on
-    # the heartbeat deadline instead.
+    ref: AttemptRef
+    outcome: Outcome
+    # The executor that reports it: only its claim lets the end apply. None for the sweeper, whose outcome
+    # fences on the heartbeat deadline instead.
     executor: str | None
-
-    @property
-    def ref(self) -> AttemptRef:
-        return AttemptRef.of(self.current.run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,35 +89,45 @@ class AttemptLifecycle:
             return _merged([self.end([report]) for report in unique])
 
     def _end(self, unique: Sequence[EndReport]) -> Settled:
-        ends = [self._decide(report) for report in unique]
-        applied = frozenset(self._store.finish_attempts(ends))
-        written = [(report, end) for report, end in zip(unique, ends, strict=True) if end.ref in applied]
-        spent = tuple(report.current for report, end in written if end.run_state is RunState.DEAD_LETTERED)
+        reports = {report.ref: report for report in unique}
+        written = self._store.finish_attempts(list(reports), lambda current: self._decide(reports, current))
+        spent = tuple(current for current, end in written if end.run_state is RunState.DEAD_LETTERED)
         send_dead_letters(self._queue, spent, self._clock())
         retried = tuple(
-            _next_attempt(report.current, end)
-            for report, end in written
+            _next_attempt(current, end)
+            for current, end in written
             if end.run_state is RunState.SCHEDULED and end.retry_due_time is not None
         )
-        return Settled(applied, retried, spent)
+        return Settled(frozenset(end.ref for _, end in written), retried, spent)
 
-    def _decide(self, report: EndReport) -> AttemptEnd:
-        outcome = settle_cancelling(report.current.run, report.outcome)
-        policy = job_pb2.Job.FromString(report.current.spec).retry_policy
+    def _decide(self, reports: Mapping[AttemptRef, EndReport], current: Dispatchable) -> AttemptEnd | None:
+        """The end of `current`'s attempt (called by the store, under its lock): the report's outcome, a
+        cancel settled, then the job's retry policy."""
+        report = reports[AttemptRef.of(current.run)]
+        reported = report.outcome(current.run)
+        if reported is None:
+            return None
+        outcome = settle_cancelling(current.run, reported)
+        policy = job_pb2.Job.FromString(current.spec).retry_policy
         return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
 
 
 def _not_stored(report: EndReport) -> EndReport:
-    log.error("%s: the database refused its report, ended as ResultNotStored instead", report.ref)
-    outcome = AttemptOutcome(
-        RunState.FAILED,
-        report.outcome.end_time,
-        report.outcome.start_time,
-        report.outcome.exit_code,
-        "ResultNotStored",
-        "the executor's report of this attempt could not be stored; see the server log",
-    )
-    return EndReport(report.current, outcome, report.executor)
+    def outcome(run: RunRecord) -> AttemptOutcome | None:
+        reported = report.outcome(run)
+        if reported is None:
+            return None
+        log.error("%s: the database refused its report, ended as ResultNotStored instead", report.ref)
+        return AttemptOutcome(
+            RunState.FAILED,
+            reported.end_time,
+            reported.start_time,
+            reported.exit_code,
+            "ResultNotStored",
+            "the executor's report of this attempt could not be stored; see the server log",
+        )
+
+    return EndReport(report.ref, outcome, report.executor)
 
 
 def _merged(parts: Sequence[Settled]) -> Settled:

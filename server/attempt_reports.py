@@ -6,6 +6,7 @@ malformed attempt reference in a report is ignored, never an error to the stream
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -144,7 +145,10 @@ class AttemptReports:
         if orphans:
             now = self._clock()
             settled = self._lifecycle.end(
-                [EndReport(item, _not_held(item.run, executor, now), executor=None) for item in orphans]
+                [
+                    EndReport(AttemptRef.of(item.run), functools.partial(_not_held, executor, now), executor)
+                    for item in orphans
+                ]
             )
             self._send_retries(settled.retried)
             log.warning(
@@ -213,13 +217,11 @@ class AttemptReports:
             ref = _parsed(result.attempt)
             if ref is not None and result.state in _FINAL_STATES:
                 reported[ref] = result
-        current = self._store.attempts(list(reported)) if reported else {}
         now = self._clock()
         settled = self._lifecycle.end(
             [
-                EndReport(current[ref], _outcome(result, current[ref].run, now, executor), executor)
+                EndReport(ref, functools.partial(_outcome, result, now, executor), executor)
                 for ref, result in reported.items()
-                if ref in current
             ]
         )
         self._send_retries(settled.retried)
@@ -231,7 +233,7 @@ class AttemptReports:
         return [pb.ConnectResponse(acks=acks)]
 
 
-def _outcome(result: pb.AttemptResult, run: RunRecord, now: datetime, executor: str) -> AttemptOutcome:
+def _outcome(result: pb.AttemptResult, now: datetime, executor: str, run: RunRecord) -> AttemptOutcome:
     start = to_datetime(result.start_time) if result.HasField("start_time") else None
     end = to_datetime(result.end_time) if result.HasField("end_time") else now
     start, end, clamped = clamp_times(run, start, end, now)
@@ -274,6 +276,6 @@ def clamp_times(
     return start, end, clamped
 
 
-def _not_held(run: RunRecord, executor: str, now: datetime) -> AttemptOutcome:
+def _not_held(executor: str, now: datetime, run: RunRecord) -> AttemptOutcome:
     message = f"executor {executor} connected again without this attempt: nobody holds it"
     return AttemptOutcome(RunState.FAILED, now, run.start_time, None, NOT_HELD, message)

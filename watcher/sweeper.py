@@ -8,6 +8,7 @@ stream was down. Its executor's late reports are then refused: the attempt is fe
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -17,7 +18,7 @@ from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.ports.pipeline_store import Heartbeat, SchedulerStore
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
-from jobmesh.core.records import RunState
+from jobmesh.core.records import RunRecord, RunState
 
 log = logging.getLogger(__name__)
 SWEEP_BATCH = 1000
@@ -45,11 +46,11 @@ class Sweeper:
         lost = self._still_lost(self._store.lost_attempts(now, limit=SWEEP_BATCH), now)
         if not lost:
             return []
-        reports = [EndReport(item, _heartbeat_lost(item, now), executor=None) for item in lost]
-        settled = self._lifecycle.end(reports)
-        for report in reports:
-            if report.ref in settled.applied:
-                log.warning("%s lost: %s", report.ref, report.outcome.error_message)
+        outcome = functools.partial(_heartbeat_lost, now)
+        settled = self._lifecycle.end([EndReport(AttemptRef.of(item.run), outcome, None) for item in lost])
+        for item in lost:
+            if (ref := AttemptRef.of(item.run)) in settled.applied:
+                log.warning("%s lost: %s", ref, _silence(item.run))
         return list(settled.retried)
 
     def _still_lost(self, items: Sequence[Dispatchable], now: datetime) -> list[Dispatchable]:
@@ -91,8 +92,13 @@ class Sweeper:
         return 0
 
 
-def _heartbeat_lost(item: Dispatchable, now: datetime) -> AttemptOutcome:
-    run = item.run
+def _heartbeat_lost(now: datetime, run: RunRecord) -> AttemptOutcome | None:
+    """HeartbeatLost, unless a heartbeat moved the deadline on since the sweep read the run."""
+    if run.heartbeat_deadline is not None and run.heartbeat_deadline > now:
+        return None
+    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, "HeartbeatLost", _silence(run))
+
+
+def _silence(run: RunRecord) -> str:
     silent = run.last_heartbeat_time.isoformat() if run.last_heartbeat_time else "its start"
-    message = f"no heartbeat from executor {run.executor} since {silent}"
-    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, "HeartbeatLost", message)
+    return f"no heartbeat from executor {run.executor} since {silent}"

@@ -279,10 +279,12 @@ class SqlStore:
             return sql_pipeline.attempts(connection, refs)
 
     @translate_errors
-    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
-        if not ends:
+    def finish_attempts(
+        self, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
+    ) -> list[tuple[Dispatchable, AttemptEnd]]:
+        if not refs:
             return []
-        return self._run_write(lambda connection: sql_attempts.finish_attempts(connection, ends))
+        return self._run_write(lambda connection: sql_attempts.finish_attempts(connection, refs, decide))
 
     @translate_errors
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:

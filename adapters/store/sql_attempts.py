@@ -9,7 +9,7 @@ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,8 +24,9 @@ from jobmesh.adapters.store.sql_batch import (
     lock_runs,
     update_by_key,
 )
+from jobmesh.adapters.store.sql_pipeline import specs_of
 from jobmesh.adapters.store.sql_rows import run_from_row
-from jobmesh.core.attempts import AttemptEnd, AttemptRef
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import RunState
 
@@ -177,22 +178,30 @@ def report_progress(connection: Connection, reports: Sequence[ProgressReport], n
 # Ends ------------------------------------------------------------------------------------------------------
 
 
-def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
-    for end in ends:
-        _check(end)
-    rows = lock_runs(connection, [end.ref for end in ends])
-    applied: dict[AttemptRef, tuple[AttemptEnd, RowMapping]] = {}
-    for end in ends:
-        row = rows.get((end.ref.job_id, end.ref.run_id))
-        if row is not None and end.ref not in applied and _held(row, end.ref, end.executor):
-            applied[end.ref] = (end, row)
+def finish_attempts(
+    connection: Connection, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
+) -> list[tuple[Dispatchable, AttemptEnd]]:
+    wanted = list(dict.fromkeys(refs))
+    rows = lock_runs(connection, wanted)
+    found = {ref: rows.get((ref.job_id, ref.run_id)) for ref in wanted}
+    held = {ref: row for ref, row in found.items() if row is not None and _held(row, ref, None)}
+    specs = specs_of(connection, {ref.job_id for ref in held})
+    applied: dict[AttemptRef, tuple[AttemptEnd, RowMapping, Dispatchable]] = {}
+    for ref, row in held.items():
+        current = Dispatchable(run_from_row(row), specs[ref.job_id])
+        end = decide(current)
+        if end is None:
+            continue
+        _check(end, ref)
+        if end.executor in (None, row["executor"]):
+            applied[ref] = (end, row, current)
     if not applied:
         return []
-    history = [_attempt_values(end, row) for end, row in applied.values()]
+    history = [_attempt_values(end, row) for end, row, _ in applied.values()]
     # The key (job, run, attempt) cannot be taken while the fence held; skipping is for safety only.
     insert_rows(connection, run_attempts, _HISTORY_COLUMNS, history, skip_taken=True)
-    retries = [(e, r) for e, r in applied.values() if e.run_state is RunState.SCHEDULED]
-    finals = [(e, r) for e, r in applied.values() if e.run_state is not RunState.SCHEDULED]
+    retries = [(e, r) for e, r, _ in applied.values() if e.run_state is RunState.SCHEDULED]
+    finals = [(e, r) for e, r, _ in applied.values() if e.run_state is not RunState.SCHEDULED]
     if retries:
         update_by_key(
             connection,
@@ -231,7 +240,7 @@ def finish_attempts(connection: Connection, ends: Sequence[AttemptEnd]) -> list[
             update_time=FromBatch("end_time"),
             heartbeat_deadline=None,  # not running any more: out of the sweeper's index
         )
-    return [end.ref for end in ends if end.ref in applied and applied[end.ref][0] is end]
+    return [(current, end) for end, _, current in applied.values()]
 
 
 _EXECUTION_FIELDS = (
@@ -264,7 +273,9 @@ def _first_start(end: AttemptEnd, row: RowMapping) -> Any:
     return end.start_time if end.ref.attempt == 1 and end.start_time else row["first_start_time"]
 
 
-def _check(end: AttemptEnd) -> None:
+def _check(end: AttemptEnd, ref: AttemptRef) -> None:
+    if end.ref != ref:
+        raise ValueError(f"{ref}: decided as the end of another attempt, {end.ref}")
     if not end.attempt_state.is_terminal:
         raise ValueError(f"{end.ref}: an attempt ends in a terminal state, not {end.attempt_state}")
     if end.run_state is RunState.SCHEDULED:

@@ -7,7 +7,7 @@ Scans spell run states as literals so their partial indexes apply (INDEXES.md); 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -41,11 +41,17 @@ def _dispatchables(
     Not a join: the planner misjudges how few runs a window scan returns (due time and partition are
     correlated) and would hash-join a sequential scan of every job; this way each spec also travels once."""
     runs = [run_from_row(row) for row in connection.execute(statement, params).mappings()]
+    specs = specs_of(connection, {run.job_id for run in runs})
+    return [Dispatchable(run, specs[run.job_id]) for run in runs]
+
+
+def specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]:
+    """The definitions (`Job` bytes) of these jobs, by primary key."""
     specs: dict[str, bytes] = {}
-    for chunk in chunks(sorted({run.job_id for run in runs})):
+    for chunk in chunks(sorted(set(job_ids))):
         found = connection.execute(_SPECS, {"job_ids": list(chunk)})
         specs.update((job_id, bytes(spec)) for job_id, spec in found)
-    return [Dispatchable(run, specs[run.job_id]) for run in runs]
+    return specs
 
 
 def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dispatchable]:

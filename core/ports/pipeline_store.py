@@ -9,7 +9,7 @@ executor declared lost, or a duplicate message, changes nothing (invariants 4 an
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -116,10 +116,16 @@ class PipelineStore(Protocol):
         """The runs currently on these attempts (whatever their state), with their jobs' definitions."""
         ...
 
-    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
-        """Applies each end whose run is still RUNNING or CANCELLING on that attempt (and held by `executor`
-        when given): records the attempt in the history, then sets the run's new state (a retry: attempt + 1,
-        SCHEDULED, due at `retry_due_time`, execution fields cleared). Returns the refs applied."""
+    def finish_attempts(
+        self, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
+    ) -> list[tuple[Dispatchable, AttemptEnd]]:
+        """Ends the attempts, each decided on its run as it is under the transaction's lock: for each run
+        still RUNNING or CANCELLING on that attempt, `decide` gets the run (with its job's spec) and returns
+        its end, or None to leave it running. An end applies when the run is held by the end's `executor`
+        (any holder when None): the attempt goes into the history, then the run takes its new state (a retry:
+        attempt + 1, SCHEDULED, due at `retry_due_time`, execution fields cleared). Returns the ends applied,
+        with their runs as they were, in the order of `refs` (a ref repeated counts once). An end that makes
+        no sense raises ValueError and writes nothing."""
         ...
 
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:

@@ -4,7 +4,7 @@ attempt, as the server's stream results and the watcher's sweeper both take it."
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -78,10 +78,15 @@ def outcome(state: RunState, error_type: str | None = None) -> AttemptOutcome:
     return AttemptOutcome(state, NOW + timedelta(seconds=1), NOW, 1, error_type, message)
 
 
+def report(current: Dispatchable, ended: AttemptOutcome, executor: str | None = EXECUTOR) -> EndReport:
+    """`current`'s attempt ended as `ended`, whatever its run holds when the end is written."""
+    return EndReport(AttemptRef.of(current.run), lambda _: ended, executor)
+
+
 def end_one(
     life: AttemptLifecycle, current: Dispatchable, ended: AttemptOutcome, executor: str | None = EXECUTOR
 ) -> Settled:
-    return life.end([EndReport(current, ended, executor)])
+    return life.end([report(current, ended, executor)])
 
 
 def test_a_success_ends_the_run(store: SqlStore, queue: MemoryRunQueue) -> None:
@@ -201,9 +206,9 @@ def test_many_ends_in_one_call_and_a_repeated_report_counts_once(
 ) -> None:
     first, second = running(store, job_id="first"), running(store, job_id="second")
     reports = [
-        EndReport(first, outcome(RunState.FAILED, "ExitCode"), EXECUTOR),
-        EndReport(second, outcome(RunState.SUCCEEDED), EXECUTOR),
-        EndReport(first, outcome(RunState.SUCCEEDED), EXECUTOR),  # the last report of an attempt wins
+        report(first, outcome(RunState.FAILED, "ExitCode")),
+        report(second, outcome(RunState.SUCCEEDED)),
+        report(first, outcome(RunState.SUCCEEDED)),  # the last report of an attempt wins
     ]
     settled = lifecycle(store, queue).end(reports)
     assert settled.applied == {AttemptRef.of(first.run), AttemptRef.of(second.run)}
@@ -215,10 +220,16 @@ def test_many_ends_in_one_call_and_a_repeated_report_counts_once(
 class RefusingStore(SqlStore):
     """Refuses, as a database would a NUL in text, every batch holding an end whose message says "poison"."""
 
-    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
-        if any("poison" in (end.error_message or "") for end in ends):
-            raise StoreFailure("value refused")
-        return super().finish_attempts(ends)
+    def finish_attempts(
+        self, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
+    ) -> list[tuple[Dispatchable, AttemptEnd]]:
+        def refusing(current: Dispatchable) -> AttemptEnd | None:
+            end = decide(current)
+            if end is not None and "poison" in (end.error_message or ""):
+                raise StoreFailure("value refused")
+            return end
+
+        return super().finish_attempts(refs, refusing)
 
 
 def test_a_report_the_database_refuses_ends_failed_and_retried_not_stuck(tmp_path: Path) -> None:
@@ -229,9 +240,7 @@ def test_a_report_the_database_refuses_ends_failed_and_retried_not_stuck(tmp_pat
         life = lifecycle(store, MemoryRunQueue())
         poisoned, healthy = running(store, job_id="poisoned"), running(store, job_id="healthy")
         bad = AttemptOutcome(RunState.FAILED, NOW, NOW, 1, "ValueError", "poison")
-        settled = life.end(
-            [EndReport(poisoned, bad, EXECUTOR), EndReport(healthy, outcome(RunState.SUCCEEDED), EXECUTOR)]
-        )
+        settled = life.end([report(poisoned, bad), report(healthy, outcome(RunState.SUCCEEDED))])
         assert settled.applied == {AttemptRef.of(poisoned.run), AttemptRef.of(healthy.run)}
         assert store.get_run("healthy", healthy.run.run_id).state is RunState.SUCCEEDED
         run = store.get_run("poisoned", poisoned.run.run_id)

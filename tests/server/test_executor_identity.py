@@ -252,13 +252,18 @@ def test_one_stream_per_executor_name_across_server_processes(
         error = refused_with(connect(on_b, b), grpc.StatusCode.ALREADY_EXISTS)
         assert error_info(error).reason == EXECUTOR_NAME_IN_USE
         first.close()
-        moved = eventually(
-            lambda: _welcomed(connect(on_b, b)), 5, "the name to be free once the stream ended"
-        )
-        quiet_since = time.monotonic()
-        # `moved` sends nothing: a quiet limit later, server a may take the name.
+        hello_sent: list[float] = []
+
+        def move() -> RawStream | None:
+            hello_sent.append(time.monotonic())
+            return _welcomed(connect(on_b, b))
+
+        moved = eventually(move, 5, "the name to be free once the stream ended")
+        # `moved` sends nothing after its hello: a quiet limit later, server a may take the name. Its quiet
+        # began when the hello arrived, after it was sent: timed from the send, the bound holds however long
+        # the welcome took to come back on a busy machine.
         back = eventually(lambda: _welcomed(connect(on_a, a)), 5, "a quiet stream to give its name up")
-        assert time.monotonic() - quiet_since >= 0.6
+        assert time.monotonic() - hello_sent[-1] >= 0.6
         with _talking(back):  # a live holder: were it quiet too, the name would go to whichever spoke last
             moved.send(heartbeats=pb.HeartbeatBatch())  # the quiet stream on b speaks again: b ends it
             with pytest.raises(AssertionError, match="the stream ended"):

@@ -17,7 +17,7 @@ import pytest
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
-from jobmesh.core.attempts import AttemptEnd, AttemptRef
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.executor.config import ExecutorConfig
@@ -49,12 +49,14 @@ class FlakyStore:
             raise StoreUnavailable("injected by the test")
         return self._store.renew_sessions(executor_ids, server_id, now, stale_after=stale_after)
 
-    def finish_attempts(self, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+    def finish_attempts(
+        self, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
+    ) -> list[tuple[Dispatchable, AttemptEnd]]:
         assert self.writes.wait(30), "the test never let the writes through"
         if self.failures > 0:
             self.failures -= 1
             raise StoreUnavailable("injected by the test")
-        return self._store.finish_attempts(ends)
+        return self._store.finish_attempts(refs, decide)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

@@ -15,10 +15,11 @@ from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.definitions import SchedulingPolicy, build_job
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.ports.pipeline_store import Heartbeat
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState
@@ -114,3 +115,22 @@ def test_another_executors_session_keeps_nothing(store: SqlStore, bus: SignalBus
     store.renew_sessions(["executor-2"], "server-a", SWEPT, stale_after=QUIET)
     assert len(sweeper(store, bus).sweep_lost()) == 1
     assert state_of(store, ref) == (RunState.SCHEDULED, 2)
+
+
+def test_a_heartbeat_stored_after_the_scan_keeps_the_attempt(
+    store: SqlStore, bus: SignalBus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end is decided on the run under the write's lock: a heartbeat that a server stored between the
+    sweep's scan and its write moved the deadline on, and the attempt stays its executor's."""
+    ref = running(store, "beaten-late")
+    scan = store.lost_attempts
+
+    def scanned_then_beaten(now: datetime, *, limit: int) -> list[Dispatchable]:
+        found = scan(now, limit=limit)
+        store.heartbeat(EXECUTOR, [Heartbeat(ref, SWEPT + TIMEOUT)], SWEPT)
+        return found
+
+    monkeypatch.setattr(store, "lost_attempts", scanned_then_beaten)
+    assert sweeper(store, bus).sweep_lost() == []
+    assert state_of(store, ref) == (RunState.RUNNING, 1)
+    assert store.get_run(ref.job_id, ref.run_id).heartbeat_deadline == SWEPT + TIMEOUT

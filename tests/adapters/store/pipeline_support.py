@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,3 +50,13 @@ def end(
         end_time=end_time or at(500),
         **overrides,
     )
+
+
+def finish(store: SqlStore, ends: Sequence[AttemptEnd]) -> list[AttemptRef]:
+    """The store ends these attempts as decided here ahead (the first end given for a ref counts); the refs
+    it applied."""
+    decided: dict[AttemptRef, AttemptEnd] = {}
+    for item in ends:
+        decided.setdefault(item.ref, item)
+    written = store.finish_attempts(list(decided), lambda current: decided[AttemptRef.of(current.run)])
+    return [written_end.ref for _, written_end in written]

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import AttemptRecord, RunState
 from tests.adapters.store.builders import at, run
-from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, end, ref
+from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, end, finish, ref
 
 
 @pytest.fixture(autouse=True)
@@ -148,11 +148,11 @@ def test_a_retry_fences_the_old_attempts_reports(store: SqlStore) -> None:
     record = add_run(store)
     store.claim([ref(record)], "ex1", at(10))
     retry = end(ref(record), RunState.FAILED, run_state=RunState.SCHEDULED, retry_due_time=at(30))
-    assert store.finish_attempts([retry]) == [ref(record)]
+    assert finish(store, [retry]) == [ref(record)]
     # The lost executor's late reports about attempt 1 change nothing.
     assert store.heartbeat("ex1", [Heartbeat(ref(record), at(99))], at(20)) == [ref(record)]
     store.report_progress([ProgressReport(ref(record), "ex1", 0.5, "late")], at(20))
-    assert store.finish_attempts([end(ref(record), executor="ex1")]) == []
+    assert finish(store, [end(ref(record), executor="ex1")]) == []
     current = store.get_run("alpha", record.run_id)
     assert (current.attempt, current.state, current.progress, current.last_heartbeat_time) == (
         2,
@@ -197,7 +197,7 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
         retry_due_time=at(90),
         executor="ex1",
     )
-    assert store.finish_attempts([failure]) == [ref(record)]
+    assert finish(store, [failure]) == [ref(record)]
     first = AttemptRecord(1, RunState.FAILED, "ex1", at(11), at(25), 3, "Exit", "boom")
     assert store.get_run("alpha", record.run_id) == replace(
         record,
@@ -210,7 +210,7 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
     # The second attempt succeeds: the run ends, attempt 1 stays in the history.
     [claim] = store.claim([ref(record, 2)], "ex2", at(91))
     assert claim.status is ClaimStatus.GRANTED
-    assert store.finish_attempts([end(ref(record, 2), exit_code=0, end_time=at(95), executor="ex2")]) == [
+    assert finish(store, [end(ref(record, 2), exit_code=0, end_time=at(95), executor="ex2")]) == [
         ref(record, 2)
     ]
     final = store.get_run("alpha", record.run_id)
@@ -234,7 +234,7 @@ def test_a_final_end_records_the_outcome(
     record = add_run(store)
     store.claim([ref(record)], "ex1", at(10))
     outcome = end(ref(record), attempt_state, run_state=run_state, error_type="E", error_message="m")
-    assert store.finish_attempts([outcome]) == [ref(record)]
+    assert finish(store, [outcome]) == [ref(record)]
     final = store.get_run("alpha", record.run_id)
     assert (final.state, final.end_time, final.update_time, final.heartbeat_deadline) == (
         run_state,
@@ -253,7 +253,8 @@ def test_a_final_end_records_the_outcome(
 def test_ends_are_fenced_by_attempt_state_and_executor(store: SqlStore) -> None:
     running, pending, other = add_run(store, 1), add_run(store, 2), add_run(store, 3)
     store.claim([ref(running), ref(other)], "ex1", at(10))
-    applied = store.finish_attempts(
+    applied = finish(
+        store,
         [
             end(ref(running), executor="ex2"),  # not its holder
             end(ref(running, 2)),  # not its attempt
@@ -261,23 +262,49 @@ def test_ends_are_fenced_by_attempt_state_and_executor(store: SqlStore) -> None:
             end(AttemptRef("alpha", "missing", 1)),
             end(ref(other)),  # the sweeper (no executor) may end any held attempt
             end(ref(other), RunState.FAILED),  # a second end of the same attempt in the batch
-        ]
+        ],
     )
     assert applied == [ref(other)]
     assert store.get_run("alpha", other.run_id).state is RunState.SUCCEEDED
     assert store.get_run("alpha", running.run_id).state is RunState.RUNNING
-    assert store.finish_attempts([end(ref(other), RunState.FAILED)]) == []  # already ended
+    assert finish(store, [end(ref(other), RunState.FAILED)]) == []  # already ended
 
 
 def test_ends_that_make_no_sense_are_refused(store: SqlStore) -> None:
     target = ref(add_run(store))
+    store.claim([target], "ex1", at(10))
     for bad in (
         end(target, RunState.RUNNING),
         end(target, RunState.FAILED, run_state=RunState.QUEUED),
         end(target, RunState.FAILED, run_state=RunState.SCHEDULED),  # a retry without its due time
     ):
         with pytest.raises(ValueError, match=r"attempt|run|retry"):
-            store.finish_attempts([bad])
+            finish(store, [bad])
+    with pytest.raises(ValueError, match="another attempt"):
+        store.finish_attempts([target], lambda _: end(replace(target, attempt=2)))
+    assert store.get_run(target.job_id, target.run_id).state is RunState.RUNNING  # nothing written
+
+
+def test_an_end_is_decided_on_the_run_as_it_is_under_the_lock(store: SqlStore) -> None:
+    """The run given to `decide` is the one being written: a cancel that came after the report was read is
+    seen, and an end left undecided (None) leaves the attempt running."""
+    cancelled, left = add_run(store, 1), add_run(store, 2)
+    store.claim([ref(cancelled), ref(left)], "ex1", at(10))
+    store.cancel_run("alpha", cancelled.run_id, reason="stop", now=at(11))
+    seen: dict[AttemptRef, RunState] = {}
+
+    def decide(current: Dispatchable) -> AttemptEnd | None:
+        seen[AttemptRef.of(current.run)] = current.run.state
+        assert current.spec == b"\x0a\x00spec-alpha"
+        return end(ref(cancelled), RunState.CANCELLED) if current.run.run_id == cancelled.run_id else None
+
+    written = store.finish_attempts([ref(cancelled), ref(left), ref(cancelled)], decide)
+    assert [(current.run.state, item.ref) for current, item in written] == [
+        (RunState.CANCELLING, ref(cancelled))
+    ]
+    assert seen == {ref(cancelled): RunState.CANCELLING, ref(left): RunState.RUNNING}  # each decided once
+    assert store.get_run("alpha", cancelled.run_id).state is RunState.CANCELLED
+    assert store.get_run("alpha", left.run_id).state is RunState.RUNNING
 
 
 def test_attempts_finds_current_attempts_with_their_specs(store: SqlStore) -> None:

@@ -18,7 +18,7 @@ from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import RunState
 from tests.adapters.store.builders import at, log, new_job
-from tests.adapters.store.pipeline_support import TIMEOUT, end
+from tests.adapters.store.pipeline_support import TIMEOUT, end, finish
 
 BATCH_SIZES = (1, 3, 8)  # one job a call, and small batches (on SQLite: chunks of 1, 2 and 8 rows)
 
@@ -50,13 +50,13 @@ def one_round(store: SqlStore, prefix: str, size: int) -> None:
     assert store.mark_queued(refs, at(61)) == refs
     claims = store.claim(refs, "ex1", at(62))
     assert [claim.status for claim in claims] == [ClaimStatus.GRANTED] * size
-    assert set(store.attempts(refs)) == set(refs)  # what a result is checked against
+    assert set(store.attempts(refs)) == set(refs)  # what a heartbeat is checked against
     assert store.heartbeat("ex1", [Heartbeat(ref, at(63) + TIMEOUT) for ref in refs], at(63)) == []
     store.report_progress([ProgressReport(ref, "ex1", 0.5, "half") for ref in refs], at(64))
     store.append_attempt_logs([log(ref.job_id, ref.run_id, 0, "line", attempt=1) for ref in refs])
     retry = end(refs[0], RunState.FAILED, run_state=RunState.SCHEDULED, retry_due_time=at(70), executor="ex1")
     done = [end(ref, executor="ex1") for ref in refs[1:]]
-    assert store.finish_attempts([retry, *done]) == refs
+    assert finish(store, [retry, *done]) == refs
 
 
 @pytest.mark.parametrize("size", BATCH_SIZES)
