@@ -430,14 +430,14 @@ def _assert_not_internal(error: grpc.RpcError, request: message.Message | bytes)
     assert code not in FORBIDDEN, f"{code}: {error.details()} for {request!r}"
 
 
-def garbage(api: Api, share: int = 1, batch: int = BATCH) -> settings:
+def garbage(api: Api, share: int = 1) -> settings:
     """The profile's count of requests on PostgreSQL, where the probes found the most, a tenth of it on
     SQLite; divided by `share` for the tests of one class of input (forged tokens, frames). An example holds
-    `batch` requests."""
+    `BATCH` requests (or forged tokens)."""
     full = settings().max_examples // share
     count = full if cast(SqlStore, api.store).engine.dialect.name == "postgresql" else max(full // 10, 10)
     return settings(
-        max_examples=max(count // batch, 1),
+        max_examples=max(count // BATCH, 1),
         deadline=None,
         suppress_health_check=list(HealthCheck),
         database=None,
@@ -522,21 +522,18 @@ def test_forged_page_tokens_never_fail_internally(api: Api) -> None:
     assert jobs_token
     assert runs_token
 
-    @garbage(api, share=5, batch=1)
-    @given(json_values)
-    def check(values: object) -> None:
-        jobs = search_service_pb2.ListJobsRequest(page_size=1, page_token=_forge(jobs_token, values))
-        runs = search_service_pb2.ListRunsRequest(
-            parent="jobs/-", page_size=1, page_token=_forge(runs_token, values)
-        )
-        for call in (
-            lambda: api.search.ListJobs(jobs, timeout=30),
-            lambda: api.search.ListRuns(runs, timeout=30),
-        ):
-            try:
-                call()
-            except grpc.RpcError as error:
-                _assert_not_internal(error, jobs)
+    @garbage(api, share=5)
+    @given(st.lists(json_values, min_size=BATCH, max_size=BATCH))
+    def check(batch: list[object]) -> None:
+        calls: list[tuple[message.Message | bytes, grpc.Future[Any]]] = []
+        for values in batch:
+            jobs = search_service_pb2.ListJobsRequest(page_size=1, page_token=_forge(jobs_token, values))
+            runs = search_service_pb2.ListRunsRequest(
+                parent="jobs/-", page_size=1, page_token=_forge(runs_token, values)
+            )
+            calls.append((jobs, api.search.ListJobs.future(jobs, timeout=30)))
+            calls.append((runs, api.search.ListRuns.future(runs, timeout=30)))
+        _assert_none_internal(calls)
 
     check()
 
