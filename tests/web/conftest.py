@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.acceptance.processes import REPO, free_port, jobmesh_process
@@ -28,6 +28,12 @@ class Dashboard:
     grpc_address: str
     jobs: job_service_pb2_grpc.JobServiceStub
     search: search_service_pb2_grpc.SearchServiceStub
+
+
+# Assertions wait for their condition as long as actions do (`open_page`): on a loaded machine the live
+# stream took longer than Playwright's 5 s default to connect. A wait, not a bound: a page that never gets
+# there still fails.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="module")
