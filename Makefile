@@ -22,6 +22,11 @@ UNIT := not postgres and not kafka and not redis and not browser and not fresh_c
 # its JOBMESH_* variable (JOBMESH_LISTEN, JOBMESH_DASHBOARD_LISTEN, ...).
 JOBMESH_DATABASE_URL ?= sqlite:///$(CURDIR)/.jobmesh/dev.sqlite3
 
+# Bytecode is cached as Python does by default, even where the environment turns that off: without it every
+# pytest worker rewrites and compiles every test module again (about 4 CPU-s each), and every process the
+# suite starts compiles what it imports.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: run test unit examples setup install gen lint check-gen services-up services-down lock clean
 
 # The whole mesh on the embedded store, set up first with Python and Node alone (the two halves side by side:
