@@ -75,15 +75,15 @@ class NamespaceQuotas:
         violations: list[tuple[str, str]] = []
         for job in jobs:
             violations += self._cron_interval(job)
+        if self.admits_at_once(jobs):  # the common case, on the create path: no count is read or taken
+            if violations:
+                raise _refusal(violations)
+            return
         namespaces = Counter(namespace_of(job) for job in jobs)
         crons = Counter(namespace_of(job) for job in jobs if _is_cron(job))
         immediate = Counter(
             namespace_of(job) for job in jobs if job.schedule.WhichOneof("kind") == "immediate"
         )
-        if self.admits_at_once(jobs):
-            if violations:
-                raise _refusal(violations)
-            return
         counting = self.counts_held(jobs)
         with self._lock:
             if counting:
