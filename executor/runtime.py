@@ -302,16 +302,20 @@ class Executor:
     async def _commit_claimed(
         self, consumer: RunConsumer, thread: ThreadPoolExecutor, claims: _ClaimsInFlight, *, wait: bool
     ) -> None:
-        """Commits the answered batches at the head, in order; with `wait`, waits for the oldest first."""
+        """Commits the answered batches at the head, in order, in one commit (each is a round trip to the
+        broker and a write there); with `wait`, waits for the oldest first."""
+        answered: list[Delivery] = []
         while (head := claims.head(wait)) is not None:
             deliveries, claim = head
-            if not await claim:
-                continue
-            try:
-                await self._in(thread, consumer.commit, deliveries)
-            except Exception as exc:  # the runs come back, and the server refuses them as duplicates
-                log.warning("could not commit %d deliveries: %s", len(deliveries), exc)
-            wait = False
+            if await claim:
+                answered += deliveries
+                wait = False
+        if not answered:
+            return
+        try:
+            await self._in(thread, consumer.commit, answered)
+        except Exception as exc:  # the runs come back, and the server refuses them as duplicates
+            log.warning("could not commit %d deliveries: %s", len(answered), exc)
 
     async def _claim(self, deliveries: list[Delivery]) -> bool:
         """Claims and starts the granted attempts; False when draining before the answer came."""

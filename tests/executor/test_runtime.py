@@ -7,15 +7,17 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
 import pytest
 
+from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.ports.queue import Delivery, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.executor.handlers import HandlerContext
 from jobmesh.v1 import run_pb2
@@ -144,6 +146,47 @@ def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
             for n, run in enumerate(runs):
                 assert fake.log_texts(key(run)) == [str(n)]
                 assert fake.claims.count(key(run)) == 1
+
+    scenario(test)
+
+
+class _CommitsRecorded:
+    """A queue whose consumers record each `commit` call's attempts, in order."""
+
+    def __init__(self, queue: RunQueue) -> None:
+        self._queue = queue
+        self.commits: list[list[AttemptRef]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    def consumer(self, group: str, queues: Sequence[str]) -> RunConsumer:
+        consumer = self._queue.consumer(group, queues)
+        commit = consumer.commit
+
+        def recorded(deliveries: Sequence[Delivery]) -> None:
+            self.commits.append([AttemptRef.from_proto(delivery.run.attempt) for delivery in deliveries])
+            commit(deliveries)
+
+        consumer.commit = recorded  # type: ignore[method-assign]
+        return consumer
+
+
+def test_claim_batches_answered_together_are_committed_to_the_queue_in_one_commit_in_order() -> None:
+    async def test(fake: FakeControl) -> None:
+        fake.hold_claims = 3  # answered newest first: the oldest batch's answer comes last
+        queue = _CommitsRecorded(open_queue(f"memory://commits-{uuid.uuid4().hex[:8]}"))
+        async with running_executor(fake, queue=queue) as rig:
+            runs = [dispatched(command("echo", str(n))) for n in range(3)]
+            for run in runs:
+                fake.refuse[key(run)] = pb.CLAIM_OUTCOME_DUPLICATE  # nothing to start: answered at once
+            for number, run in enumerate(runs, start=1):  # one claim batch each, the next sent unanswered
+                rig.publish(run)
+                held = number % fake.hold_claims
+                await fake.wait_until(lambda: len(fake.held_claims) == held)  # noqa: B023 (awaited here)
+            await fake.wait_until(lambda: sum(map(len, queue.commits)) == len(runs))
+            # One round trip to the broker for the three, each batch after every batch before it.
+            assert queue.commits == [[key(run) for run in runs]]
 
     scenario(test)
 
