@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from jobmesh.adapters.store.migrate import upgrade
 from tests.support import SUITE_SETTINGS
 
 # Generated tests try this many examples in `make test`; `make unit` runs the fast tier with the `unit`
@@ -49,3 +52,18 @@ def taken_port() -> Iterator[int]:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         yield holder.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], str]:
+    """`migrated_sqlite(path)`: the URL of a SQLite file at `path` whose schema is at head, a copy of one
+    migrated once a session (migrating a new file costs each test 40 ms or more); `open_store` finds nothing
+    left to migrate and goes on as with a new file."""
+    template = tmp_path_factory.mktemp("migrated") / "store.db"
+    upgrade(f"sqlite:///{template}")
+
+    def copy(path: Path) -> str:
+        shutil.copyfile(template, path)
+        return f"sqlite:///{path}"
+
+    return copy

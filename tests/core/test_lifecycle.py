@@ -37,8 +37,8 @@ class DeadLetterTopicDown(MemoryRunQueue):
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
+    store = open_store(migrated_sqlite(tmp_path / "store.db"))
     yield store
     store.close()
 

@@ -142,7 +142,7 @@ def _serve(site: Site, location: str = "") -> ThreadingHTTPServer:
             """Quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", site.port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shut down at once
     return server
 
 

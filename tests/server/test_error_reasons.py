@@ -5,6 +5,7 @@ every value is sent somewhere."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -40,8 +41,10 @@ def reasons_of_error_types() -> set[str]:
     }
 
 
-def reasons_named_by_raises() -> set[str]:
-    """`reason=` of every call to an error type, as a literal or a module constant."""
+@functools.cache
+def reasons_named_by_raises() -> frozenset[str]:
+    """`reason=` of every call to an error type, as a literal or a module constant (parsed once a process:
+    three tests ask)."""
     found: set[str] = set()
     for path in [*(REPO / "server").rglob("*.py"), *(REPO / "core").rglob("*.py")]:
         tree = ast.parse(path.read_text())
@@ -61,7 +64,7 @@ def reasons_named_by_raises() -> set[str]:
                     found.add(str(value.value))
                 elif keyword.arg == "reason" and isinstance(value, ast.Name):
                     found.add(str(constants[value.id]))
-    return found
+    return frozenset(found)
 
 
 def test_every_reason_the_server_sends_is_documented() -> None:

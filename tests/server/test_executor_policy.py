@@ -133,7 +133,7 @@ def test_ssrf_to_a_loopback_server_is_refused(api: Api) -> None:
             """Quiet."""
 
     with ThreadingHTTPServer(("127.0.0.1", 0), Internal) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shut down at once
         url = f"http://localhost:{server.server_address[1]}/admin"
         name = create(api, job_pb2.Target(http=job_pb2.Target.Http(method="GET", url=url)), attempts=1)
         run = settled(api, name)

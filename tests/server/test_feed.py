@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ from tests.support import arrives
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    opened = open_store(f"sqlite:///{tmp_path / 'feed.sqlite3'}")
+def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
+    opened = open_store(migrated_sqlite(tmp_path / "feed.sqlite3"))
     assert isinstance(opened, SqlStore)
     yield opened
     opened.close()

@@ -4,6 +4,7 @@ and opaque tokens with their hashed file."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -71,9 +72,14 @@ def ec_signer(directory: Path, name: str = "ec") -> Signer:
 
 
 def rsa_signer(directory: Path, name: str = "rsa") -> Signer:
-    return _written(
-        rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256", directory / f"{name}.pem"
-    )
+    """An RS256 signer; each name has one 2048-bit key a process (making one takes 50 to 200 ms), so keys of
+    different names still differ."""
+    return _written(_rsa_key(name), "RS256", directory / f"{name}.pem")
+
+
+@functools.cache
+def _rsa_key(name: str) -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
 def _written(key: PrivateKey, algorithm: str, path: Path) -> Signer:

@@ -3,7 +3,7 @@ its job is still going. Real store (SQLite) and in-process queue and signals."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,8 +27,8 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    store = open_store(f"sqlite:///{tmp_path / 'overlap.sqlite3'}")
+def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
+    store = open_store(migrated_sqlite(tmp_path / "overlap.sqlite3"))
     yield store
     store.close()
 

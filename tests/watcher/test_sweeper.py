@@ -5,7 +5,7 @@ timeout keeps it, and moves its deadline on."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,8 +33,8 @@ EXECUTOR = "executor-1"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    opened = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
+    opened = open_store(migrated_sqlite(tmp_path / "store.db"))
     assert isinstance(opened, SqlStore)
     yield opened
     opened.close()

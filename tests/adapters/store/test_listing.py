@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,9 +19,12 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.filters import JOB_FIELDS, RUN_FIELDS
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState
+from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at
 from tests.adapters.store.catalog import (
     TEAMS,
+    catalog_jobs,
+    catalog_runs,
     collect,
     expected_jobs,
     expected_runs,
@@ -33,9 +38,25 @@ from tests.adapters.store.catalog import (
 Catalog = tuple[list[JobRecord], list[RunRecord]]
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Here the migrated template SQLite tests copy holds the catalog too: each test still gets a file of its
+    own, without writing the catalog's 240 rows again."""
+    path = tmp_path_factory.mktemp("catalog") / "store.db"
+    shutil.copyfile(sqlite_template, path)
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        load(store)
+    finally:
+        store.close()
+    return path
+
+
 @pytest.fixture
-def catalog(store: SqlStore) -> Catalog:
-    return load(store)
+def catalog(backend: Backend) -> Catalog:
+    if backend.name == "sqlite":
+        return catalog_jobs(), catalog_runs()  # loaded into the template the test's file was copied from
+    return load(backend.store)
 
 
 def _job_ids(store: SqlStore, filter_text: str, *, show_deleted: bool = True) -> list[str]:
