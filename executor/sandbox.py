@@ -29,7 +29,7 @@ from pathlib import Path
 
 from jobmesh.core.errors import InvalidConfig
 
-__all__ = ["ISOLATION_MODES", "JobLimits", "JobUser", "Sandbox", "job_user", "open_sandbox"]
+__all__ = ["ISOLATION_MODES", "JobLimits", "JobUser", "Sandbox", "job_user", "open_sandbox", "try_bubblewrap"]
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,13 @@ def open_sandbox(mode: str, user: str, limits: JobLimits, hidden: Sequence[str])
     return Sandbox(USER, runs_as, limits)
 
 
+def try_bubblewrap(mode: str, user: str) -> None:
+    """Tries bubblewrap now, for `open_sandbox` to find the answer later (it is tried once per process): a
+    process that is about to start gRPC calls this first, as a fork beside gRPC's threads can fail."""
+    if mode in ISOLATION_MODES and mode != USER:
+        _bwrap_works(job_user(user))
+
+
 def _reachable(path: str, user: JobUser | None) -> bool:
     """Whether `user` (None: this process's) could reach the file: only those need hiding (bubblewrap cannot
     mount over a file in a folder the user may not enter)."""
@@ -201,6 +208,6 @@ def _bwrap_works(user: JobUser | None) -> tuple[str, str]:
         )
     except subprocess.CalledProcessError as exc:
         return "", f"bwrap failed ({exc.stderr.decode(errors='replace').strip() or exc.returncode})"
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, subprocess.SubprocessError) as exc:  # a timeout, or a child that failed before exec
         return "", f"bwrap failed ({exc})"
     return program, ""

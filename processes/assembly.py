@@ -28,6 +28,7 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.queue_reach import QueueUnreachable
 from jobmesh.executor.runtime import Executor
+from jobmesh.executor.sandbox import try_bubblewrap
 from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
@@ -194,6 +195,7 @@ async def run_dev(
     if dashboard.dashboard:
         setting = BY_NAME["dashboard_listen"]
         ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")
+    try_bubblewrap(executor_config.isolation, executor_config.job_user)  # before gRPC's threads start
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         running = await start_server(server_config, store, queue, signals)

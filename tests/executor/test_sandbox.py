@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import stat
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -182,6 +183,40 @@ def test_auto_falls_back_loudly_where_bubblewrap_cannot_run(
         sandboxes._bwrap_works.cache_clear()
     _, io = run(sh("grep NoNewPrivs /proc/self/status"), fallback)
     assert io.texts(STDOUT) == ["NoNewPrivs:\t1"]
+
+
+def test_a_probe_whose_child_fails_before_exec_falls_back_loudly_instead_of_failing_the_executor(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failed_fork(*args: object, **kwargs: object) -> None:
+        # What subprocess raises when the forked child fails before exec (seen beside gRPC's threads).
+        raise subprocess.SubprocessError("Bad exception data from child: b'OSError:'")
+
+    monkeypatch.setattr(subprocess, "run", failed_fork)
+    sandboxes._bwrap_works.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert open_sandbox("auto", "", JobLimits(), []).mode == "user"
+        assert "COMMANDS ARE NOT ISOLATED" in caplog.text
+        assert "Bad exception data from child" in caplog.text
+        with pytest.raises(InvalidConfig, match="bubblewrap cannot isolate commands here"):
+            open_sandbox("bwrap", "", JobLimits(), [])
+    finally:
+        sandboxes._bwrap_works.cache_clear()
+
+
+def test_bubblewrap_tried_ahead_is_the_answer_open_sandbox_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    sandboxes._bwrap_works.cache_clear()
+    try:
+        sandboxes.try_bubblewrap("auto", "")
+        tried = sandboxes._bwrap_works.cache_info()
+        assert (tried.misses, tried.hits) == (1, 0)
+        open_sandbox("auto", "", JobLimits(), [])
+        assert sandboxes._bwrap_works.cache_info().hits == 1  # not tried again
+        sandboxes.try_bubblewrap("user", "")  # nothing to try in user mode
+        assert sandboxes._bwrap_works.cache_info().misses == 1
+    finally:
+        sandboxes._bwrap_works.cache_clear()
 
 
 def test_an_unknown_user_or_mode_is_refused() -> None:
