@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
@@ -83,17 +86,27 @@ def test_a_cron_job_made_in_the_form_has_its_runs_appear_live_on_the_board(
 
 
 def test_a_run_page_streams_its_log_lines_as_they_are_written(dashboard: Dashboard, page: Page) -> None:
-    script = "for i in $(seq 1 8); do echo line $i; sleep 0.5; done"
+    # The last line waits for a file the test makes once the page has shown the others: the page must stream
+    # them while the command runs, however late it connects on a busy machine (the job user reads the file,
+    # so it lies in a folder anyone may enter). The command stops by itself after 60 s.
+    gate = Path(tempfile.mkdtemp(prefix="jobmesh-gate-")) / "go"
+    gate.parent.chmod(0o755)
+    script = (
+        "for i in $(seq 1 7); do echo line $i; sleep 0.2; done;"
+        f" for n in $(seq 600); do [ -e {gate} ] && break; sleep 0.1; done; echo line 8"
+    )
     run = create_now(dashboard, unique("lines"), command("sh", "-c", script))
     page.goto(f"/#/{run.name}")
     log = page.get_by_role("log", name="Run log")
-    expect(log).to_contain_text("line 1", timeout=30_000)
-    assert "line 8" not in log.inner_text()  # seen while the command still writes, not after it ended
+    expect(log).to_contain_text("line 7", timeout=30_000)
     expect(page.get_by_test_id("run-state")).to_have_text("RUNNING")
-    expect(log).to_contain_text("line 8", timeout=30_000)
+    assert "line 8" not in log.inner_text()
+    gate.touch()
+    expect(log).to_contain_text("line 8", timeout=30_000)  # on the page already open: streamed, not reloaded
     expect(page.get_by_test_id("run-state")).to_have_text("SUCCEEDED")
     expect(page.locator('[data-figure="lateness"]')).not_to_have_text("—")
     screenshot(page, "run")
+    shutil.rmtree(gate.parent)
 
 
 def test_cancelling_a_running_sleep_ends_it_cancelled(dashboard: Dashboard, page: Page) -> None:
