@@ -55,15 +55,21 @@ def taken_port() -> Iterator[int]:
 
 
 @pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], str]:
-    """`migrated_sqlite(path)`: the URL of a SQLite file at `path` whose schema is at head, a copy of one
-    migrated once a session (migrating a new file costs each test 40 ms or more); `open_store` finds nothing
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file whose schema is at head, migrated once a session for tests to copy (migrating a new file
+    costs each test 40 ms or more)."""
+    path = tmp_path_factory.mktemp("template") / "store.db"
+    upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(sqlite_template: Path) -> Callable[[Path], str]:
+    """`migrated_sqlite(path)`: the URL of a copy of `sqlite_template` at `path`; `open_store` finds nothing
     left to migrate and goes on as with a new file."""
-    template = tmp_path_factory.mktemp("migrated") / "store.db"
-    upgrade(f"sqlite:///{template}")
 
     def copy(path: Path) -> str:
-        shutil.copyfile(template, path)
+        shutil.copyfile(sqlite_template, path)
         return f"sqlite:///{path}"
 
     return copy

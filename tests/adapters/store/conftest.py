@@ -17,7 +17,6 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from jobmesh.adapters.store.factory import open_store
-from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
 from tests.adapters.store.backend import Backend, pg_schema
 from tests.support import fresh_postgres_database, require_service_url
@@ -48,13 +47,6 @@ def pg_contract(pg_base_url: str) -> Iterator[tuple[str, Engine]]:
             yield url, engine
         finally:
             engine.dispose()
-
-
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "store.db"
-    upgrade(f"sqlite:///{path}")
-    return path
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
