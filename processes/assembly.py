@@ -224,10 +224,16 @@ async def run_dev(
             f"{host}:{running.port}", executor_config.call_token, executor_config.tls
         ):
             print(f"  demo: this empty store got the job `{DEMO_JOB_ID}`, run every 10 s", flush=True)
-        await stop.wait()
+        stopped = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        failed = next((task for task in done if task is not stopped and task.exception() is not None), None)
         print("jobmesh dev: stopping", flush=True)
         if envoy is not None:
             envoy.stop()
         executor.drain(grace=min(DEV_DRAIN_GRACE, executor_config.drain_grace))
+        stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
         await running.stop()
+        if failed is not None:  # the watcher or the executor failed: the mesh is not whole, so it ends
+            failed.result()

@@ -71,16 +71,22 @@ class Watcher:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [
-            asyncio.create_task(self._keep_lease(stop)),
-            asyncio.create_task(self._scan(stop)),
-            asyncio.create_task(self._materialize(stop)),
-            asyncio.create_task(self._release(stop)),
-            asyncio.create_task(self._sweep(stop)),
-            asyncio.create_task(self._maintain(stop)),
+            asyncio.create_task(self._keep_lease(stop), name="lease"),
+            asyncio.create_task(self._scan(stop), name="scan"),
+            asyncio.create_task(self._materialize(stop), name="cron"),
+            asyncio.create_task(self._release(stop), name="release"),
+            asyncio.create_task(self._sweep(stop), name="sweep"),
+            asyncio.create_task(self._maintain(stop), name="maintenance"),
         ]
+        stopped = asyncio.create_task(stop.wait())
         try:
-            await stop.wait()
+            done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for task in done - {stopped}:
+                task.result()  # a loop that failed: leave (a standby takes over) rather than limp on
+                if not stop.is_set():
+                    raise RuntimeError(f"the watcher's {task.get_name()} loop ended unexpectedly")
         finally:
+            stopped.cancel()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
