@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from jobmesh.adapters.queue import codec
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable
@@ -31,6 +31,11 @@ WAIT_SLICE = 0.01
 
 # How long step_aside() serves the consumers for their leave to be sent and their partitions revoked.
 STEP_ASIDE_WAIT = 2.0
+
+# How long an assignment waits for the group's committed offsets (each ask up to COMMITTED_ASK) before it
+# leaves them to librdkafka.
+COMMITTED_WAIT = 10.0
+COMMITTED_ASK = 2.0
 
 # How long commit() retries while the group rebalances before it gives up (the runs then come again).
 COMMIT_REBALANCE_WAIT = 5.0
@@ -95,7 +100,7 @@ def open_lane_consumers(
                 {**CONSUMER_SETTINGS, **base, "group.id": f"{group}.{lane}", "client.id": client_id}
             )
             consumers[lane] = consumer
-            consumer.subscribe(list(lane_topics))
+            _subscribe(consumer, lane_topics)
     except KafkaException as exc:
         for consumer in consumers.values():
             consumer.close()
@@ -171,7 +176,7 @@ class KafkaRunConsumer:
             return
         try:
             for lane, consumer in self._consumers.items():
-                consumer.subscribe(self._topics[lane])
+                _subscribe(consumer, self._topics[lane])
         except KafkaException as exc:
             raise QueueUnavailable(f"cannot rejoin the Kafka group: {exc}") from exc
         self._aside = False
@@ -245,6 +250,41 @@ class KafkaRunConsumer:
                 where = f"{result.topic}[{result.partition}]"
                 raise QueueUnavailable(f"Kafka commit failed for {where}: {result.error}")
             self._ledgers[lane].committed((result.topic, result.partition), result.offset)
+
+
+def _subscribe(consumer: Consumer, topics: Sequence[str]) -> None:
+    consumer.subscribe(list(topics), on_assign=_start_at_committed)
+
+
+def _start_at_committed(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    """Starts newly assigned partitions at the group's committed offsets, read here. Left to itself,
+    librdkafka reads them with one OffsetFetch, and when the broker refuses it as a whole (NOT_COORDINATOR,
+    as a broker that stalled does while it loads its groups again) it never asks again: the partitions stay
+    assigned and are never fetched (librdkafka 2.16). A partition nothing was committed for starts at its
+    beginning, as `auto.offset.reset` says."""
+    committed = _committed(consumer, partitions)
+    if committed is None:
+        log.warning("committed offsets unknown: librdkafka reads them for %d partitions", len(partitions))
+        consumer.incremental_assign(partitions)
+        return
+    for partition in committed:
+        if partition.offset < 0:
+            partition.offset = OFFSET_BEGINNING
+    consumer.incremental_assign(committed)
+
+
+def _committed(consumer: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition] | None:
+    deadline = time.monotonic() + COMMITTED_WAIT
+    while True:
+        try:
+            committed = consumer.committed(partitions, timeout=COMMITTED_ASK)
+            if not any(partition.error is not None for partition in committed):
+                return committed
+        except KafkaException as exc:
+            log.info("reading committed offsets: %s", exc)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
 
 
 def _commit_through_rebalance(consumer: Consumer, offsets: list[TopicPartition]) -> list[TopicPartition]:

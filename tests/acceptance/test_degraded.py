@@ -126,13 +126,18 @@ def test_a_frozen_broker_stalls_no_consumer_once_it_thaws(mesh: Mesh, tmp_path: 
         during = [create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name for _ in range(5)]
         time.sleep(FROZEN_FOR)
     after = [create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name for _ in range(5)]
-    eventually(
-        lambda: all(get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED for name in during + after),
-        90,
-        "every run created while Kafka was frozen and after it thawed to succeed",
-        interval=1.0,
-    )
-    assert len(read_times(starts)) == len(during + after)
+    names = during + after
+    try:
+        eventually(
+            lambda: all(get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED for name in names),
+            90,
+            "every run created while Kafka was frozen and after it thawed to succeed",
+            interval=1.0,
+        )
+    except AssertionError as timed_out:  # which step stalled: the runs' states and every process's log
+        states = {name: run_pb2.RunState.Name(get_run(search, name).state) for name in names}
+        raise AssertionError(f"{timed_out}\n{states}\n{mesh.logs()}") from None
+    assert len(read_times(starts)) == len(names)
     later = create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name
     eventually(lambda: get_run(search, later).state == run_pb2.RUN_STATE_SUCCEEDED, 30, "a run after")
     assert "Traceback" not in mesh.logs(), mesh.logs()

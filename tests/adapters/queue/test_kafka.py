@@ -7,10 +7,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from jobmesh.adapters.queue import kafka_consumer
 from jobmesh.adapters.queue.codec import topic_of
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.kafka_consumer import KafkaPosition
@@ -103,3 +104,36 @@ def test_a_fatally_failed_producer_is_replaced_before_the_next_publish(kafka_boo
         assert queue._producer is not before
     finally:
         queue.close()
+
+
+class _AssigningConsumer:
+    """The two calls an assignment makes, with `committed` refused `refusals` times (NOT_COORDINATOR, as a
+    broker loading its groups answers). A real broker cannot be made to refuse on demand."""
+
+    def __init__(self, offsets: dict[int, int], refusals: int) -> None:
+        self.offsets = offsets
+        self.refusals = refusals
+        self.assigned: list[tuple[int, int]] | None = None
+
+    def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        if self.refusals:
+            self.refusals -= 1
+            raise KafkaException(KafkaError(KafkaError.NOT_COORDINATOR))
+        return [TopicPartition(p.topic, p.partition, self.offsets[p.partition]) for p in partitions]
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned = [(p.partition, p.offset) for p in partitions]
+
+
+def test_assigned_partitions_start_at_the_committed_offsets_asked_again_after_a_refusal() -> None:
+    consumer = _AssigningConsumer({0: 7, 1: OFFSET_INVALID}, refusals=2)
+    partitions = [TopicPartition("runs", 0), TopicPartition("runs", 1)]
+    kafka_consumer._start_at_committed(consumer, partitions)  # type: ignore[arg-type]
+    assert consumer.assigned == [(0, 7), (1, OFFSET_BEGINNING)]  # nothing committed: the beginning
+
+
+def test_offsets_still_unknown_after_the_wait_are_left_to_librdkafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_consumer, "COMMITTED_WAIT", 0.3)
+    consumer = _AssigningConsumer({0: 7}, refusals=1_000)
+    kafka_consumer._start_at_committed(consumer, [TopicPartition("runs", 0)])  # type: ignore[arg-type]
+    assert consumer.assigned == [(0, OFFSET_INVALID)]  # assigned all the same, librdkafka reads the offset
