@@ -215,13 +215,6 @@ def build_services(
         in_process_queue=queue.in_process_id,
         log_caps=AttemptLogCaps(config.quota_attempt_log_bytes, utcnow),
     )
-    feed = RunFeed(store, watcher_capacity=config.watch_buffer_runs)
-    feed.listen(sessions.push_cancelling, CANCEL_NOTICE_STATES)
-    slots = StreamSlots(
-        total=config.max_live_streams,
-        per_client=config.max_live_streams_per_client,
-        per_caller=config.max_live_streams_per_caller,
-    )
     loop_lag = LoopLag()
     workers = Workers(
         stream_lag,
@@ -230,6 +223,13 @@ def build_services(
         max_stream_lag=config.max_stream_lag,
         max_loop_lag=config.max_loop_lag,
         retry_after=config.retry_after,
+    )
+    feed = RunFeed(store, reads=workers.read, watcher_capacity=config.watch_buffer_runs)
+    feed.listen(sessions.push_cancelling, CANCEL_NOTICE_STATES)
+    slots = StreamSlots(
+        total=config.max_live_streams,
+        per_client=config.max_live_streams_per_client,
+        per_caller=config.max_live_streams_per_caller,
     )
     return Services(
         JobService(commands, workers, NamespaceQuotas(config.quotas, store)),

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import ParamSpec, Protocol, TypeVar
 
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.filters import Comparison, in_namespaces, run_matches
@@ -26,6 +27,15 @@ from jobmesh.core.records import RunState
 log = logging.getLogger(__name__)
 FEED_PAGE = 1000  # changes read at once
 RETRY_DELAY = timedelta(seconds=1)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class StoreReads(Protocol):
+    """Where the feed's blocking store reads run: a server passes its read pool, whose close waits for the
+    reads under way (the store is closed next; a read cut off by a cancel would hold a connection past it)."""
+
+    def __call__(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[T]: ...
 
 
 class FellBehind(Exception):
@@ -116,12 +126,14 @@ class RunFeed:
         self,
         store: Store,
         *,
+        reads: StoreReads = asyncio.to_thread,
         poll_interval: timedelta = timedelta(seconds=1),
         min_interval: timedelta = timedelta(milliseconds=50),
         watcher_capacity: int = 10_000,
         retry_delay: timedelta = RETRY_DELAY,
     ) -> None:
         self._store = store
+        self._reads = reads
         self._retry_delay = retry_delay.total_seconds()
         self._poll = poll_interval if not store.notices_from_other_processes else None
         self._min_interval = min_interval.total_seconds()
@@ -138,7 +150,7 @@ class RunFeed:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._cursor = await asyncio.to_thread(self._store.feed_cursor)
+        self._cursor = await self._reads(self._store.feed_cursor)
         self._subscription = self._store.watch_changes(self._notice)
         self._task = asyncio.create_task(self._run(), name="jobmesh-feed")
 
@@ -215,7 +227,7 @@ class RunFeed:
         when it came (the live feed brings what lies beyond)."""
         cursor = after
         while cursor < target:
-            page = await asyncio.to_thread(self._store.changes_after, cursor, limit=FEED_PAGE)
+            page = await self._reads(self._store.changes_after, cursor, limit=FEED_PAGE)
             wanted = [change for change in page.changes if change.cursor <= target and watcher.wants(change)]
             if wanted:
                 yield wanted
@@ -266,9 +278,7 @@ class RunFeed:
     async def _read(self) -> None:
         while True:
             wanted = self._wanted()
-            page = await asyncio.to_thread(
-                self._store.changes_after, self.cursor, limit=FEED_PAGE, states=wanted
-            )
+            page = await self._reads(self._store.changes_after, self.cursor, limit=FEED_PAGE, states=wanted)
             if wanted is not None and self._wanted() is None:
                 # Somebody came to watch while a narrow read was under way, from the cursor it started at:
                 # the page passed over changes they want, so the same range is read again in full.

@@ -53,12 +53,12 @@ class Workers:
     def pending_creates(self) -> int:
         return self._pending_creates
 
-    async def read(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def read(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.get_running_loop().run_in_executor(
             self._reads, lambda: function(*args, **kwargs)
         )
 
-    async def write(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def write(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.get_running_loop().run_in_executor(
             self._writes, lambda: function(*args, **kwargs)
         )

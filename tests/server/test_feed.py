@@ -19,6 +19,9 @@ from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
 from jobmesh.server.feed import FEED_PAGE, FellBehind, RunFeed, Watcher
+from jobmesh.server.loop_lag import LoopLag
+from jobmesh.server.stream_lag import StreamLag
+from jobmesh.server.workers import Workers
 from tests.adapters.store.builders import at, new_job, run
 from tests.support import arrives
 
@@ -224,3 +227,62 @@ def test_a_watcher_that_comes_during_a_narrow_read_misses_nothing(store: SqlStor
         return [c.run.run_id for c in got]
 
     assert asyncio.run(scenario()) == ["r1"]
+
+
+class HeldReads:
+    """The store, each change read held until `release` is set."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self.reading = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    def changes_after(
+        self, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+    ) -> ChangePage:
+        self.reading.set()
+        self.release.wait(30)
+        page = self._store.changes_after(cursor, limit=limit, states=states)
+        self.finished.set()
+        return page
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_servers_pools_close_only_once_the_feeds_read_under_way_is_done(store: SqlStore) -> None:
+    """The feed's reads run on the server's read pool, whose close waits for them: the store is closed
+    next, and a read cut off by the feed's cancel would hold one of its connections past that."""
+    held = HeldReads(store)
+    workers = Workers(
+        StreamLag(),
+        LoopLag(),
+        max_pending_creates=10,
+        max_stream_lag=timedelta(seconds=1),
+        max_loop_lag=timedelta(seconds=1),
+        retry_after=timedelta(seconds=1),
+    )
+    closed = threading.Event()
+
+    def close_pools() -> None:
+        workers.close()
+        closed.set()
+
+    async def scenario() -> None:
+        feed = RunFeed(held, reads=workers.read)
+        await feed.start()
+        feed.listen(lambda _: None, None)
+        add_runs(store, "alpha", 1)  # the store's notice wakes the feed
+        await asyncio.to_thread(held.reading.wait, 10)
+        feed.close()
+        closer = threading.Thread(target=close_pools)
+        closer.start()
+        await asyncio.sleep(0.5)
+        assert not closed.is_set(), "the pools closed with the feed's read under way"
+        held.release.set()
+        await asyncio.to_thread(closer.join, 30)
+
+    asyncio.run(scenario())
+    assert held.finished.is_set()
+    assert closed.is_set()
