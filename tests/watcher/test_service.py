@@ -4,15 +4,12 @@ instead of leaving it leading with, say, nothing released any more."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.factory import open_signals
-from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.watcher.config import WatcherConfig
@@ -21,14 +18,6 @@ from jobmesh.watcher.service import LEASE, Watcher
 
 class _Broken(Exception):
     pass
-
-
-@pytest.fixture
-def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
-    opened = open_store(migrated_sqlite(tmp_path / "store.db"))
-    assert isinstance(opened, SqlStore)
-    yield opened
-    opened.close()
 
 
 def _watcher(store: SqlStore, queue: RunQueue) -> Watcher:

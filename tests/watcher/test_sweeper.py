@@ -5,15 +5,13 @@ timeout keeps it, and moves its deadline on."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.factory import open_signals
-from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.definitions import SchedulingPolicy, build_job
@@ -30,14 +28,6 @@ CLAIMED = datetime.now(UTC).replace(microsecond=0)
 TIMEOUT = timedelta(seconds=15)  # the default heartbeat timeout
 SWEPT = CLAIMED + TIMEOUT + timedelta(seconds=5)  # past the claim's deadline
 EXECUTOR = "executor-1"
-
-
-@pytest.fixture
-def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
-    opened = open_store(migrated_sqlite(tmp_path / "store.db"))
-    assert isinstance(opened, SqlStore)
-    yield opened
-    opened.close()
 
 
 @pytest.fixture
