@@ -19,7 +19,7 @@ from confluent_kafka.cimpl import NewTopic  # its typed home; confluent_kafka.ad
 
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
-from jobmesh.adapters.queue.kafka_consumer import KafkaRunConsumer, open_lane_consumers
+from jobmesh.adapters.queue.kafka_consumer import MAX_POLL_INTERVAL_MS, KafkaRunConsumer, open_lane_consumers
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import QueueUnavailable
 
@@ -144,7 +144,14 @@ class KafkaRunQueue:
             "logger": log,
             **(security or {}),
         }
-        self._consumer_settings = {"session.timeout.ms": session_timeout_ms} if session_timeout_ms else {}
+        self._consumer_settings = (
+            {
+                "session.timeout.ms": session_timeout_ms,
+                "max.poll.interval.ms": max(session_timeout_ms, MAX_POLL_INTERVAL_MS),
+            }
+            if session_timeout_ms
+            else {}
+        )
         self._producer_settings = {
             **PRODUCER_SETTINGS,
             **({"message.timeout.ms": delivery_timeout_ms} if delivery_timeout_ms else {}),

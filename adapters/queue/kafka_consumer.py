@@ -16,6 +16,7 @@ from jobmesh.core.ports.queue import Delivery, QueueUnavailable
 
 log = logging.getLogger(__name__)
 
+MAX_POLL_INTERVAL_MS = 15000
 CONSUMER_SETTINGS: dict[str, Any] = {
     "enable.auto.commit": False,  # committed only once the claim is recorded
     "enable.auto.offset.store": False,
@@ -23,7 +24,12 @@ CONSUMER_SETTINGS: dict[str, Any] = {
     # Short session and heartbeat: a group (re)joins in ~3 s instead of ~20 s.
     "session.timeout.ms": 6000,
     "heartbeat.interval.ms": 500,
-    "max.poll.interval.ms": 300000,  # an executor busy with long runs polls rarely
+    # Also the broker's wait, in a rebalance, for members to join again: a member that dies in the middle of
+    # a join is kept that long, and its group's partitions wait with it (at librdkafka's 5 minutes, a killed
+    # executor could stop its queue for 5 minutes). The claim loop polls all the time while in the group (a
+    # busy or out-of-contact executor steps aside), except while its claims wait for a server out of reach:
+    # past this it leaves the group, and joins again at its next poll. At least the session timeout.
+    "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
     "partition.assignment.strategy": "cooperative-sticky",
 }
 # While idle, poll() blocks on one lane at a time for this long: a message on any lane waits ~2 slices.
