@@ -94,12 +94,16 @@ class Workers:
         )
 
     def close(self) -> None:
-        """Drops the calls not yet started and waits for those under way: the store they use is closed next,
-        and a call still holding one of its connections would outlive it."""
-        self._reads.shutdown(wait=False, cancel_futures=True)
-        self._writes.shutdown(wait=False, cancel_futures=True)
-        self._reads.shutdown(wait=True)
-        self._writes.shutdown(wait=True)
+        close_pools(self._reads, self._writes)
+
+
+def close_pools(*pools: ThreadPoolExecutor) -> None:
+    """Drops the calls not yet started and waits for those under way: the store they use is closed next,
+    and a call still holding one of its connections would outlive it."""
+    for pool in pools:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for pool in pools:
+        pool.shutdown(wait=True)
 
 
 def _ms(duration: timedelta) -> str:

@@ -46,6 +46,7 @@ from jobmesh.server.queue_reach import queue_kind, refuse_unreachable
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import ExecutorNameInUse, SessionQueue, Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
+from jobmesh.server.workers import close_pools
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -88,8 +89,8 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._heartbeat_threads = ThreadPoolExecutor(HEARTBEAT_THREADS, thread_name_prefix="jobmesh-beat")
 
     def close(self) -> None:
-        self._threads.shutdown(wait=False, cancel_futures=True)
-        self._heartbeat_threads.shutdown(wait=False, cancel_futures=True)
+        """Also waits for a release that a stream ended by the server's stop left running."""
+        close_pools(self._threads, self._heartbeat_threads)
 
     async def _in_thread(self, work: Callable[[], T], threads: ThreadPoolExecutor | None = None) -> T:
         return await asyncio.get_running_loop().run_in_executor(threads or self._threads, work)
