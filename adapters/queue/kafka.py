@@ -19,7 +19,7 @@ from confluent_kafka.cimpl import NewTopic  # its typed home; confluent_kafka.ad
 
 from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
-from jobmesh.adapters.queue.kafka_consumer import MAX_POLL_INTERVAL_MS, KafkaRunConsumer, open_lane_consumers
+from jobmesh.adapters.queue.kafka_consumer import MAX_POLL_INTERVAL_MS, KafkaRunConsumer, lane_opener
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.ports.queue import QueueUnavailable
 
@@ -177,8 +177,8 @@ class KafkaRunQueue:
             raise ValueError("a consumer needs at least one executor queue")
         topics = {lane: [topic_of(queue, lane) for queue in queues] for lane in LANES}
         self._topics.ensure((topic for lane in LANES for topic in topics[lane]), self._admin_timeout)
-        lanes = open_lane_consumers({**self._base, **self._consumer_settings}, group, topics)
-        consumer = KafkaRunConsumer(lanes, topics, self._forget)
+        open_lane = lane_opener({**self._base, **self._consumer_settings}, group)
+        consumer = KafkaRunConsumer(open_lane, topics, self._forget)
         with self._lock:
             self._consumers.append(consumer)
         return consumer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -42,6 +43,12 @@ STEP_ASIDE_WAIT = 2.0
 # leaves them to librdkafka.
 COMMITTED_WAIT = 10.0
 COMMITTED_ASK = 2.0
+
+# A lane consumer whose group has looked for its coordinator this long, with nothing assigned, is opened
+# again (see `CoordinatorWatch`); librdkafka reports the group's state this often.
+LOST_COORDINATOR_MS = 20000
+STATISTICS_INTERVAL_MS = 5000
+_SEEKING_COORDINATOR = frozenset({"query-coord", "wait-coord", "wait-broker", "wait-broker-transport"})
 
 # How long commit() retries while the group rebalances before it gives up (the runs then come again).
 COMMIT_REBALANCE_WAIT = 5.0
@@ -93,25 +100,53 @@ class _Ledger:
         self._committed[tp] = max(position, self._committed.get(tp, -1))
 
 
-def open_lane_consumers(
-    base: Mapping[str, Any], group: str, topics: Mapping[str, Sequence[str]]
-) -> dict[str, Consumer]:
-    """One subscribed Consumer per lane, each in its own group (`{group}.{lane}`): the lanes' members never
-    rebalance against each other. All are closed again if any fails."""
-    consumers: dict[str, Consumer] = {}
-    try:
-        for lane, lane_topics in topics.items():
-            client_id = f"{base['client.id']}-{lane}"
-            consumer = Consumer(
-                {**CONSUMER_SETTINGS, **base, "group.id": f"{group}.{lane}", "client.id": client_id}
-            )
-            consumers[lane] = consumer
-            _subscribe(consumer, lane_topics)
-    except KafkaException as exc:
-        for consumer in consumers.values():
+class CoordinatorWatch:
+    """Whether a lane consumer's group is lost, from librdkafka's statistics (its `stats_cb`, which consume()
+    serves). A broker that comes back from a stall can answer metadata without itself; the client then drops
+    the only broker it knew and should start again from `bootstrap.servers`. A consumer that misses that
+    start (librdkafka 2.16, one lane of three, after Kafka was frozen for 12 s) looks for its group's
+    coordinator with no broker to ask, and its lane takes nothing until it is opened again."""
+
+    def __init__(self) -> None:
+        self.lost = False
+
+    def __call__(self, statistics: str) -> None:
+        group = json.loads(statistics).get("cgrp") or {}
+        self.lost = (
+            group.get("state") in _SEEKING_COORDINATOR
+            and group.get("stateage", 0) >= LOST_COORDINATOR_MS
+            and not group.get("assignment_size")
+        )
+
+
+# Opens a lane's subscribed consumer: (lane, topics) -> (consumer, its watch).
+OpenLane = Callable[[str, Sequence[str]], tuple[Consumer, CoordinatorWatch]]
+
+
+def lane_opener(base: Mapping[str, Any], group: str) -> OpenLane:
+    """Opens a lane's subscribed Consumer, in a group of the lane's own (`{group}.{lane}`): the lanes'
+    members never rebalance against each other."""
+
+    def open_lane(lane: str, topics: Sequence[str]) -> tuple[Consumer, CoordinatorWatch]:
+        watch = CoordinatorWatch()
+        consumer = Consumer(
+            {
+                **CONSUMER_SETTINGS,
+                **base,
+                "group.id": f"{group}.{lane}",
+                "client.id": f"{base['client.id']}-{lane}",
+                "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+                "stats_cb": watch,
+            }
+        )
+        try:
+            _subscribe(consumer, topics)
+        except KafkaException:
             consumer.close()
-        raise QueueUnavailable(f"cannot open Kafka consumers: {exc}") from exc
-    return consumers
+            raise
+        return consumer, watch
+
+    return open_lane
 
 
 class KafkaRunConsumer:
@@ -119,14 +154,24 @@ class KafkaRunConsumer:
 
     def __init__(
         self,
-        consumers: Mapping[str, Consumer],
+        open_lane: OpenLane,
         topics: Mapping[str, Sequence[str]],
         on_close: Callable[[KafkaRunConsumer], None],
     ) -> None:
-        self._consumers = dict(consumers)
+        """One consumer per lane of `topics`, opened by `open_lane`; all are closed again if any fails."""
+        self._open_lane = open_lane
         self._topics = {lane: list(lane_topics) for lane, lane_topics in topics.items()}
+        self._consumers: dict[str, Consumer] = {}
+        self._watches: dict[str, CoordinatorWatch] = {}
+        try:
+            for lane, lane_topics in self._topics.items():
+                self._consumers[lane], self._watches[lane] = open_lane(lane, lane_topics)
+        except KafkaException as exc:
+            for consumer in self._consumers.values():
+                consumer.close()
+            raise QueueUnavailable(f"cannot open Kafka consumers: {exc}") from exc
         self._aside = False
-        self._ledgers = {lane: _Ledger() for lane in consumers}
+        self._ledgers = {lane: _Ledger() for lane in self._consumers}
         self._order = codec.LaneOrder()
         self._on_close = on_close
         self._closed = False
@@ -134,6 +179,7 @@ class KafkaRunConsumer:
     def poll(self, max_items: int, timeout: float) -> list[Delivery]:
         if self._closed:
             raise RuntimeError("the consumer is closed")
+        self._reopen_lost_lanes()
         deadline = time.monotonic() + timeout
         order = self._order.next()
         batch = self._sweep(order, max_items)
@@ -202,6 +248,25 @@ class KafkaRunConsumer:
         for closer in closers:
             closer.join()
         self._on_close(self)
+
+    def _reopen_lost_lanes(self) -> None:
+        if self._aside:
+            return  # out of the groups on purpose
+        for lane, watch in self._watches.items():
+            if not watch.lost:
+                continue
+            log.warning(
+                "the %s lane's Kafka consumer has found no group coordinator for %d s: opening it again",
+                lane,
+                LOST_COORDINATOR_MS // 1000,
+            )
+            try:
+                opened = self._open_lane(lane, self._topics[lane])
+            except KafkaException as exc:  # the lost one stays, and is opened again at the next poll
+                raise QueueUnavailable(f"cannot open the {lane} lane's Kafka consumer again: {exc}") from exc
+            _close_lane(lane, self._consumers[lane])
+            self._consumers[lane], self._watches[lane] = opened
+            self._ledgers[lane] = _Ledger()  # the new member starts at the group's committed offsets
 
     def _sweep(self, order: Sequence[str], max_items: int) -> list[Delivery]:
         """What is already fetched, in lane order, without waiting."""

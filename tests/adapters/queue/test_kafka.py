@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
@@ -12,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jobmesh.adapters.queue import kafka_consumer
-from jobmesh.adapters.queue.codec import topic_of
+from jobmesh.adapters.queue.codec import LANES, topic_of
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.kafka_consumer import KafkaPosition
 from jobmesh.core.ports.queue import QueueUnavailable
@@ -137,3 +138,83 @@ def test_offsets_still_unknown_after_the_wait_are_left_to_librdkafka(monkeypatch
     consumer = _AssigningConsumer({0: 7}, refusals=1_000)
     kafka_consumer._start_at_committed(consumer, [TopicPartition("runs", 0)])  # type: ignore[arg-type]
     assert consumer.assigned == [(0, OFFSET_INVALID)]  # assigned all the same, librdkafka reads the offset
+
+
+def test_a_consumer_with_no_broker_to_find_its_coordinator_reports_its_group_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read from librdkafka's own statistics: the field names and states are its, not this test's."""
+    monkeypatch.setattr(kafka_consumer, "LOST_COORDINATOR_MS", 500)
+    monkeypatch.setattr(kafka_consumer, "STATISTICS_INTERVAL_MS", 100)
+    consumer, watch = kafka_consumer.lane_opener({"bootstrap.servers": UNREACHABLE, "client.id": "t"}, "g")(
+        "normal", ["t"]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not watch.lost and time.monotonic() < deadline:
+            consumer.consume(num_messages=1, timeout=0.1)  # serves the statistics callback
+        assert watch.lost
+    finally:
+        consumer.close()
+
+
+def test_a_group_that_found_its_coordinator_is_not_lost() -> None:
+    watch = kafka_consumer.CoordinatorWatch()
+    for state, age, assigned, lost in [
+        ("query-coord", kafka_consumer.LOST_COORDINATOR_MS, 0, True),
+        ("wait-coord", kafka_consumer.LOST_COORDINATOR_MS * 2, 0, True),
+        ("query-coord", kafka_consumer.LOST_COORDINATOR_MS - 1, 0, False),  # not for long enough
+        ("up", kafka_consumer.LOST_COORDINATOR_MS * 2, 0, False),
+        ("query-coord", kafka_consumer.LOST_COORDINATOR_MS * 2, 3, False),  # still holds partitions
+    ]:
+        watch(json.dumps({"cgrp": {"state": state, "stateage": age, "assignment_size": assigned}}))
+        assert watch.lost is lost, (state, age, assigned)
+    watch(json.dumps({"name": "a producer has no group"}))
+    assert not watch.lost
+
+
+class _LaneStandIn:
+    """A lane consumer that never has anything, and records being closed."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def consume(self, num_messages: int, timeout: float) -> list[object]:
+        return []
+
+    def subscribe(self, topics: list[str], on_assign: object) -> None:
+        pass
+
+    def unsubscribe(self) -> None:
+        pass
+
+    def assignment(self) -> list[object]:
+        return []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_lane_whose_group_is_lost_is_opened_again_unless_it_stepped_aside() -> None:
+    opened: dict[str, list[tuple[_LaneStandIn, kafka_consumer.CoordinatorWatch]]] = {}
+
+    def open_lane(lane: str, topics: Sequence[str]) -> tuple[_LaneStandIn, kafka_consumer.CoordinatorWatch]:
+        opened.setdefault(lane, []).append((_LaneStandIn(), kafka_consumer.CoordinatorWatch()))
+        return opened[lane][-1]
+
+    runs = kafka_consumer.KafkaRunConsumer(open_lane, {lane: [lane] for lane in LANES}, lambda _: None)  # type: ignore[arg-type]
+    ((lost, lost_watch),) = opened["normal"]
+    lost_watch.lost = True
+
+    runs.step_aside()
+    assert runs.poll(1, 0.05) == []
+    assert len(opened["normal"]) == 1  # out of the group on purpose: nothing to find
+
+    runs.rejoin()
+    assert runs.poll(1, 0.05) == []
+    assert lost.closed
+    assert len(opened["normal"]) == 2
+    assert not opened["normal"][1][0].closed
+    assert all(len(opened[lane]) == 1 and not opened[lane][0][0].closed for lane in ("high", "low"))
+    assert runs.poll(1, 0.05) == []
+    assert len(opened["normal"]) == 2  # the new one is not lost
