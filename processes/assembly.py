@@ -1,7 +1,9 @@
 """The long-running jobmesh processes: server, watcher, executor, and `dev` (all three in one process).
 
 Each opens its adapters from URLs (store, queue, signals), runs until SIGINT or SIGTERM, then stops in order:
-no new work, in-flight work drained, adapters closed.
+no new work, in-flight work drained, adapters closed. Each imports its own side when it starts (an executor
+has no use for the server, the store or Alembic): importing all of them costs a process about a second of
+CPU.
 """
 
 from __future__ import annotations
@@ -14,32 +16,28 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import make_url
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
-from jobmesh.adapters.store.factory import open_store
-from jobmesh.adapters.store.migrate import upgrade
-from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.queue_reach import QueueUnreachable
-from jobmesh.executor.runtime import Executor
-from jobmesh.executor.sandbox import try_bubblewrap
 from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
-from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
-from jobmesh.processes.ports import ensure_free
+from jobmesh.processes.ports import ensure_addresses_free, ensure_free
 from jobmesh.processes.refusal import Refused
 from jobmesh.processes.settings import BY_NAME, Connections
-from jobmesh.server.app import RunningServer, start_server
 from jobmesh.server.config import ServerConfig
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
-from jobmesh.watcher.service import Watcher
+
+if TYPE_CHECKING:
+    from jobmesh.adapters.store.sql import SqlStore
+    from jobmesh.executor.handlers import HandlerRegistry
+    from jobmesh.server.app import RunningServer
 
 log = logging.getLogger(__name__)
 DEV_DRAIN_GRACE = timedelta(seconds=5)
@@ -70,6 +68,8 @@ def stop_on_signals() -> asyncio.Event:
 
 @contextlib.asynccontextmanager
 async def adapters(connections: Connections) -> AsyncIterator[tuple[SqlStore, RunQueue, SignalBus]]:
+    from jobmesh.adapters.store.factory import open_store
+
     _ensure_sqlite_folder(connections.database_url)
     store = await asyncio.to_thread(
         open_store, connections.database_url, retention_days=connections.retention.days
@@ -86,6 +86,8 @@ async def adapters(connections: Connections) -> AsyncIterator[tuple[SqlStore, Ru
 
 def run_migrations(connections: Connections) -> None:
     """`jobmesh migrate`: the schema brought to the latest version."""
+    from jobmesh.adapters.store.migrate import upgrade
+
     _ensure_sqlite_folder(connections.database_url)
     upgrade(connections.database_url)
     print(f"schema up to date: {redacted(connections.database_url)}")
@@ -95,6 +97,8 @@ async def run_server(
     connections: Connections, config: ServerConfig, ready: Callable[[], None] | None = None
 ) -> None:
     """`jobmesh server`: the gRPC server alone (one of its workers: `ready` is called once it serves)."""
+    from jobmesh.server.app import start_server
+
     if not config.share_port:  # a worker's ports are its parent's, checked there
         ensure_addresses_free(config)
     stop = stop_on_signals()
@@ -110,17 +114,12 @@ async def run_server(
 
 async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
     """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
+    from jobmesh.watcher.service import Watcher
+
     stop = stop_on_signals()
     async with adapters(connections) as (store, queue, signals):
         print(f"jobmesh watcher {config.watcher_id}: store {redacted(connections.database_url)}", flush=True)
         await Watcher(config, store, queue, signals).run(stop)
-
-
-def ensure_addresses_free(config: ServerConfig) -> None:
-    """Refuses, in one line and before anything starts, an address that another program holds."""
-    ensure_free(config.listen, BY_NAME["listen"], "gRPC")
-    if config.executor_listen is not None:
-        ensure_free(config.executor_listen, BY_NAME["executor_listen"], "executors'")
 
 
 def _announce(
@@ -144,6 +143,9 @@ def _announce(
 
 async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None = None) -> None:
     """`jobmesh executor`: a worker. SIGTERM or SIGINT drains it; a second signal stops running work now."""
+    from jobmesh.executor.queue_reach import QueueUnreachable
+    from jobmesh.executor.runtime import Executor
+
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
     if handlers:
         print(f"  handlers: {', '.join(handlers.names())}", flush=True)
@@ -190,6 +192,12 @@ async def run_dev(
 ) -> None:
     """`jobmesh dev`: server, watcher and executor in one process, sharing in-process queue and signals, and
     Envoy in front for the dashboard (unless it is off)."""
+    from jobmesh.executor.runtime import Executor
+    from jobmesh.executor.sandbox import try_bubblewrap
+    from jobmesh.processes.demo import DEMO_JOB_ID, create_demo_job
+    from jobmesh.server.app import start_server
+    from jobmesh.watcher.service import Watcher
+
     dashboard = dashboard or DashboardConfig(dashboard=False)
     ensure_addresses_free(server_config)
     if dashboard.dashboard:

@@ -184,9 +184,8 @@ def server(**values: Any) -> None:
     """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
     import asyncio
 
-    from jobmesh.processes import assembly, settings
+    from jobmesh.processes import settings
     from jobmesh.processes.exposure import readable_by_anyone, unprotected_server
-    from jobmesh.processes.server_workers import run_server_workers
 
     with _blamed():
         plan = settings.connections(values), settings.server_config(values)
@@ -197,8 +196,12 @@ def server(**values: Any) -> None:
     )
     for warning in [*warnings, *readable_by_anyone(config.secret_files)]:
         print(warning, file=sys.stderr, flush=True)
-    if workers > 1:
+    if workers > 1:  # a supervisor, which imports nothing of the server side
+        from jobmesh.processes.server_workers import run_server_workers
+
         sys.exit(run_server_workers(*plan, workers))
+    from jobmesh.processes import assembly
+
     asyncio.run(assembly.run_server(*plan))
 
 

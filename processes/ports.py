@@ -10,7 +10,8 @@ import errno
 import socket
 
 from jobmesh.processes.refusal import Refused
-from jobmesh.processes.settings import Setting
+from jobmesh.processes.settings import BY_NAME, Setting
+from jobmesh.server.config import ServerConfig
 
 
 class AddressTaken(Refused):
@@ -35,6 +36,13 @@ def ensure_free(address: str, setting: Setting, what: str, alternative: str = ""
         f"the {what} address {address} {state} ({reason}): pass {setting.flag} HOST:PORT"
         f" ({setting.variables[0]}){way_out}"
     )
+
+
+def ensure_addresses_free(config: ServerConfig) -> None:
+    """Refuses, in one line and before anything starts, a server address that another program holds."""
+    ensure_free(config.listen, BY_NAME["listen"], "gRPC")
+    if config.executor_listen is not None:
+        ensure_free(config.executor_listen, BY_NAME["executor_listen"], "executors'")
 
 
 def _bind_problem(host: str, port: int) -> tuple[int, str] | None:

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event
 
-from jobmesh.processes import assembly
 from jobmesh.processes.logs import configure_logging
+from jobmesh.processes.ports import ensure_addresses_free
 from jobmesh.processes.settings import Connections
 from jobmesh.server.config import ServerConfig
 
@@ -42,7 +42,7 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
     stopping: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, _: stopping.append(received))
-    assembly.ensure_addresses_free(config)
+    ensure_addresses_free(config)
     reserved, address = _reserve(config.listen)
     held = [reserved]
     shared = dataclasses.replace(config, listen=address, share_port=True)
@@ -159,5 +159,9 @@ def _worker(connections: Connections, config: ServerConfig, parent: int, ready: 
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above
         sys.exit(1)
+    # Here, not at the top: the supervising parent serves nothing, and the server side is most of what a
+    # process imports (about a second of CPU).
+    from jobmesh.processes import assembly
+
     configure_logging()
     asyncio.run(assembly.run_server(connections, config, ready=ready.set))

@@ -5,6 +5,7 @@ so that they start at once; the processes' own commands still load their wiring 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,28 @@ def test_a_process_command_still_loads_its_wiring(tmp_path: Path) -> None:
     assert code == 0
     assert "sqlalchemy" in modules
     assert "alembic" in modules
+
+
+def test_the_supervisor_of_server_workers_loads_nothing_of_the_server(tmp_path: Path) -> None:
+    """It only starts and watches the workers, which load the server themselves. Its port is taken here, so
+    it stops with its one line before it starts any."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, modules, _ = loaded_by(
+            tmp_path,
+            "server",
+            "--workers",
+            "2",
+            "--listen",
+            f"127.0.0.1:{taken.getsockname()[1]}",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "--queue-url",
+            "kafka://127.0.0.1:1",
+            "--signals-url",
+            "redis://127.0.0.1:1",
+        )
+    assert code != 0
+    assert "jobmesh.processes.server_workers" in modules
+    assert of(modules, ("jobmesh.server.app", "jobmesh.processes.assembly", "alembic")) == []
