@@ -19,6 +19,7 @@ from jobmesh.transport.tls import channel as channel_to
 from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from tests.acceptance.mesh import (
     FLOOD,
+    FLOOD_MB,
     STAMP,
     TERMINAL,
     assert_flood_told_truly,
@@ -107,7 +108,7 @@ def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker(tmp_path: Pat
         name = create(jobs, command(FLOOD)).run.name
         peak = peak_rss_while(process.pid, lambda: get_run(search, name).state in TERMINAL, timeout=120)
         growth = (peak - before) / 2**20
-        print(f"a 202 MB flood: jobmesh dev (server, watcher, executor) grew by {growth:.1f} MiB")
+        print(f"a {FLOOD_MB} MB flood: jobmesh dev (server, watcher, executor) grew by {growth:.1f} MiB")
         assert get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED
         assert_flood_told_truly(log_texts(search, name), budget_lines=10_000)
 
