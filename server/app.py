@@ -252,21 +252,29 @@ class RunningServer:
     port: int
     services: Services
     executor_port: int | None = None  # the executor address's, when there is one
+    authentication: Authentication | None = None
 
     async def stop(self, grace: float = 5.0) -> None:
         await self.services.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         await self.services.loop_lag.stop()
-        await asyncio.to_thread(self.services.close)
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """What uses the store is done with it: the store may be closed next."""
+        self.services.close()
+        if self.authentication is not None:
+            self.authentication.close()
 
 
 async def start_server(
     config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
+    authentication = authentication_of(config, store)
     server = new_grpc_server(
         share_port=config.share_port,
-        authentication=authentication_of(config, store),
+        authentication=authentication,
         certified_executors=config.executor_listen is not None,
     )
     services = build_services(config, store, queue, signals)
@@ -282,4 +290,4 @@ async def start_server(
             raise OSError(f"cannot listen on {address}")
     await services.serving()  # the feed reads before the first stream can come
     await server.start()
-    return RunningServer(server, port, services, executor_port)
+    return RunningServer(server, port, services, executor_port, authentication)

@@ -94,6 +94,11 @@ class Authentication(grpc.aio.ServerInterceptor):
         self._refusals = refusals
         self._anonymous = StreamSlots(total=ANONYMOUS_STREAMS, per_client=ANONYMOUS_STREAMS_PER_CLIENT)
 
+    def close(self) -> None:
+        """Waits for the refusal being written to the audit trail, if any."""
+        if self._refusals is not None:
+            self._refusals.close()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],

@@ -5,8 +5,8 @@ is the refusal's (empty for an unauthenticated call: only callers who view every
 list those).
 
 A flood of refusals must not become a flood of writes: at most `rate` events a second are written (`burst`
-at once); the rest are counted and the count logged. Each write goes to a thread of its own, never waiting
-on the call.
+at once); the rest are counted and the count logged. The writes go to a thread of the trail's own, never
+waiting on the call, and the server's stop waits for the one under way (`close`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from datetime import datetime
 
@@ -23,6 +24,7 @@ from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.errors import JobmeshError, PermissionDenied, Unauthenticated
 from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.store import Store
+from jobmesh.server.workers import close_pools
 
 __all__ = ["RefusalTrail", "note_refusal", "noting_refusals"]
 
@@ -42,6 +44,10 @@ class RefusalTrail:
         self._tokens, self._then = float(burst), time.monotonic()
         self._dropped = 0
         self._lock = threading.Lock()
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="jobmesh-refusal")
+
+    def close(self) -> None:
+        close_pools(self._writes)
 
     def note(self, actor: str, method: str, error: JobmeshError) -> None:
         if not isinstance(error, PermissionDenied | Unauthenticated) or not self._admitted():
@@ -56,7 +62,10 @@ class RefusalTrail:
             job_id="",
             namespace=error.metadata.get("namespace", ""),
         )
-        threading.Thread(target=self._write, args=(event,), name="jobmesh-refusal", daemon=True).start()
+        try:
+            self._writes.submit(self._write, event)
+        except RuntimeError:  # a call refused while the server stops: its record is lost, the refusal stands
+            log.warning("a refused call was not written to the audit trail: the server is stopping")
 
     def _admitted(self) -> bool:
         with self._lock:

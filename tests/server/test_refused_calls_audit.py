@@ -4,13 +4,18 @@ REFUSED event with its caller, method and namespace; one refused `UNAUTHENTICATE
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
+from jobmesh.core.audit import AuditEvent
+from jobmesh.core.errors import PermissionDenied
 from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.timestamps import utcnow
+from jobmesh.server.refusals import RefusalTrail
 from jobmesh.v1 import (
     audit_pb2,
     job_pb2,
@@ -74,3 +79,36 @@ def test_refused_calls_leave_refused_events(secured: Secured) -> None:
         assert [event.actor for event in refused_events(channel, secured.token("team-viewer"))] == [
             "team-viewer"
         ]
+
+
+class _HeldAuditStore:
+    """A store whose audit writes wait for `release`."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.written: list[AuditEvent] = []
+
+    def record_audit(self, events: list[AuditEvent]) -> None:
+        self.started.set()
+        self.release.wait(30)
+        self.written += events
+
+
+def test_the_trail_closes_after_the_write_under_way_and_writes_nothing_after() -> None:
+    """The server's stop closes the trail before the store: a write still running would hold a connection of
+    a store about to close."""
+    store = _HeldAuditStore()
+    trail = RefusalTrail(store, utcnow)  # type: ignore[arg-type]
+    trail.note("someone", CREATE, PermissionDenied("no"))
+    assert store.started.wait(30)
+    closing = threading.Thread(target=trail.close)
+    closing.start()
+    closing.join(0.5)
+    assert closing.is_alive(), "closed while a write was under way"
+    store.release.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert [event.actor for event in store.written] == ["someone"]
+
+    trail.note("later", CREATE, PermissionDenied("no"))  # the call's refusal stands; no write, no error
+    assert [event.actor for event in store.written] == ["someone"]
