@@ -46,6 +46,7 @@ class _Acks:
         self._lock = threading.Lock()
         self.pending = 0
         self.failed = 0
+        self.timed_out = 0
         self.first_error: KafkaError | None = None
 
     def expect(self) -> None:
@@ -57,6 +58,7 @@ class _Acks:
             self.pending -= 1
             if error is not None:
                 self.failed += 1
+                self.timed_out += error.code() == KafkaError._MSG_TIMED_OUT
                 self.first_error = self.first_error or error
 
 
@@ -222,8 +224,10 @@ class KafkaRunQueue:
             unacknowledged = acks.pending  # before the purge turns them into "purged" delivery reports
             if unacknowledged:
                 self._drop_queued(producer)
+            if unacknowledged or acks.timed_out:
                 # A producer whose requests timed out against a broker that stalled can stay wedged after the
-                # broker returns (seen with a frozen broker): the next publish starts on a fresh one.
+                # broker returns (seen with a frozen broker: it dropped the only broker it knew, and every
+                # message timed out after): the next publish starts on a fresh one.
                 with self._lock:
                     self._producer_broken = True
         if unacknowledged:

@@ -53,6 +53,24 @@ def test_undelivered_runs_fail_the_publish_and_are_dropped_from_the_producer(
     assert len(unreachable._producer) == 0  # not sent later, on top of the caller's retry
 
 
+def test_a_producer_whose_messages_timed_out_is_replaced_before_the_next_publish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Delivery reports that say "timed out" within the publish's own time: a producer that lost its broker
+    (as after a frozen one) reports every message so, and only a new one starts from `bootstrap.servers`."""
+    queue = KafkaRunQueue(UNREACHABLE, delivery_timeout_ms=200)
+    monkeypatch.setattr(queue._topics, "ensure", lambda topics, timeout: None)  # as if the topics existed
+    try:
+        before = queue._producer
+        with pytest.raises(QueueUnavailable, match="_MSG_TIMED_OUT"):
+            queue.publish([make_run("q", "a", "1")], timeout=30)
+        with pytest.raises(QueueUnavailable):
+            queue.publish([make_run("q", "a", "2")], timeout=30)
+        assert queue._producer is not before
+    finally:
+        queue.close()
+
+
 def test_consumer_on_an_unreachable_broker_fails(unreachable: KafkaRunQueue) -> None:
     with pytest.raises(QueueUnavailable):
         unreachable.consumer("g", ["q"])
