@@ -58,6 +58,10 @@ class SessionRenewals:
         self._server_id = server_id
         self._interval = interval.total_seconds()
         self._lock = threading.Lock()
+        # A renewal reads the live streams, then writes: a stream that ends in between is released before
+        # the renewal's write, which then took the name back, held by no stream until it went stale. So a
+        # renewal and a release never interleave.
+        self._writing = threading.Lock()
         self._waiting: list[_Waiting] = []
         self._stop = threading.Event()
         self._arrived = threading.Event()
@@ -84,11 +88,13 @@ class SessionRenewals:
         batches wait for the next)."""
         with self._lock:
             waiting, self._waiting = self._waiting, []
-        executors = {*self._sessions.live_executor_ids(), *(item.executor_id for item in waiting)}
         try:
-            held = self._store.renew_sessions(
-                sorted(executors), self._server_id, self._clock(), stale_after=self._stale_after
-            )
+            with self._writing:
+                streams = set(self._sessions.executor_ids())  # a batch of a stream that ended: not renewed
+                executors = {*self._sessions.live_executor_ids(), *(i.executor_id for i in waiting)} & streams
+                held = self._store.renew_sessions(
+                    sorted(executors), self._server_id, self._clock(), stale_after=self._stale_after
+                )
         except JobmeshError as error:
             if not self._failing:
                 log.warning("executor sessions not renewed (heartbeats wait for their answers): %s", error)
@@ -128,7 +134,8 @@ class SessionRenewals:
         """This server's stream of `executor_id` ended: its name is free for any server at once (else it
         would be a quiet limit later)."""
         try:
-            self._store.release_session(executor_id, self._server_id)
+            with self._writing:
+                self._store.release_session(executor_id, self._server_id)
         except JobmeshError as error:
             log.info("session of executor %s not released (free a quiet limit later): %s", executor_id, error)
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -13,6 +16,8 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import AlreadyExists
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.records import RunState
+from jobmesh.core.timestamps import utcnow
+from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE, SessionQueue, Sessions
 from tests.adapters.store.builders import run
 
@@ -64,3 +69,56 @@ def test_one_live_stream_per_executor_name_and_a_quiet_one_gives_its_name_up() -
         signals.close()
 
     asyncio.run(main())
+
+
+class _HeldRenewals:
+    """Session writes of a store, in the order they finish; the renewal waits for `release_renewal`."""
+
+    def __init__(self) -> None:
+        self.renewing, self.release_renewal = threading.Event(), threading.Event()
+        self.finished: list[str] = []
+
+    def renew_sessions(
+        self, executor_ids: Sequence[str], server_id: str, now: datetime, *, stale_after: timedelta
+    ) -> frozenset[str]:
+        self.renewing.set()
+        self.release_renewal.wait(30)
+        self.finished.append(f"renew {','.join(executor_ids)}")
+        return frozenset(executor_ids)
+
+    def release_session(self, executor_id: str, server_id: str) -> None:
+        self.finished.append(f"release {executor_id}")
+
+
+def test_a_stream_that_ends_during_a_renewal_is_released_after_it() -> None:
+    """Else the renewal, which read the live streams before this one ended, took its name back after the
+    release: held by no stream until it went stale, refusing the executor anywhere else."""
+
+    async def main() -> list[str]:
+        signals = open_signals("memory://sessions-release")
+        sessions = Sessions(signals)
+        stream = SessionQueue(asyncio.get_running_loop())
+        sessions.register("exec-1", stream)
+        store = _HeldRenewals()
+        renewals = SessionRenewals(
+            store,  # type: ignore[arg-type]
+            sessions,
+            utcnow,
+            server_id="server-1",
+            interval=timedelta(hours=1),
+            stale_after=timedelta(hours=1),
+        )
+        renewing = threading.Thread(target=renewals.renew)
+        renewing.start()
+        assert store.renewing.wait(30)
+        sessions.unregister("exec-1", stream)  # the stream ends, as the server's Connect does on its way out
+        releasing = threading.Thread(target=renewals.release, args=("exec-1",))
+        releasing.start()
+        releasing.join(0.5)
+        store.release_renewal.set()
+        for thread in (renewing, releasing):
+            thread.join(30)
+        signals.close()
+        return store.finished
+
+    assert asyncio.run(main()) == ["renew exec-1", "release exec-1"]
