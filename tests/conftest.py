@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import upgrade
+from jobmesh.adapters.store.sql import SqlStore
 from tests.support import SUITE_SETTINGS
 
 # Generated tests try this many examples in `make test`; `make unit` runs the fast tier with the `unit`
@@ -73,3 +75,12 @@ def migrated_sqlite(sqlite_template: Path) -> Callable[[Path], str]:
         return f"sqlite:///{path}"
 
     return copy
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
+    """A store of its own for the test, on a SQLite file migrated to head."""
+    opened = open_store(migrated_sqlite(tmp_path / "store.db"))
+    assert isinstance(opened, SqlStore)
+    yield opened
+    opened.close()

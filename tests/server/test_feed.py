@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
@@ -27,11 +24,9 @@ from tests.support import arrives
 
 
 @pytest.fixture
-def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[SqlStore]:
-    opened = open_store(migrated_sqlite(tmp_path / "feed.sqlite3"))
-    assert isinstance(opened, SqlStore)
-    yield opened
-    opened.close()
+def store(sqlite_store: SqlStore) -> SqlStore:
+    """A SQLite store of the test's own, not the module's shared one (tests/server/conftest.py)."""
+    return sqlite_store
 
 
 def add_runs(store: SqlStore, job_id: str, count: int) -> list[str]:
