@@ -7,6 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
+LINKS := $(VENV)/.linked
+# The folders of the package (pyproject.toml's package-dir), whose files the editable install links.
+PACKAGE_DIRS := $(shell find core adapters server watcher executor processes transport clients/python \
+	gen/python/jobmesh gen/descriptors -type d -not -name __pycache__ 2>/dev/null)
 WEB := clients/web
 WEB_BUILD := $(WEB)/dist/index.html
 # The Go and Java code generators that buf.gen.yaml runs, pinned in the script that installs them.
@@ -50,13 +54,18 @@ examples:
 	CI=true $(BIN)/python -m pytest tests/examples -q
 
 # What `make run` needs: Python and Node, and bubblewrap for its commands' sandbox (installed when missing, as
-# root; without it they run unisolated, with a warning). The package is installed in editable mode (strict: a tree of links
-# under build/), again on every run so that new modules are found; setuptools' notice about that tree is not
-# for newcomers.
-setup: $(RUN_STAMP) node_modules/.installed $(WEB_BUILD)
+# root; without it they run unisolated, with a warning). The package is installed in editable mode (strict: a
+# tree of links under build/), again whenever a module is added or removed; setuptools' notice about that tree
+# is not for newcomers.
+setup: $(RUN_STAMP) $(LINKS) node_modules/.installed $(WEB_BUILD)
 	@bash tools/services/services.sh sandbox
+
+# The editable install's tree of links, made again when a package's folder gains or loses a file (the
+# folder's time changes then) or pyproject.toml changes: a changed file is seen through its link.
+$(LINKS): $(RUN_STAMP) pyproject.toml $(PACKAGE_DIRS)
 	@PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
 		--config-settings editable_mode=strict
+	@touch $@
 
 # Everything else the checks need: Go, Java and Maven, for the code generators and the examples. The
 # targets that need it make it four jobs at a time: the Python, npm, Go and Maven installs mostly wait on the
