@@ -63,6 +63,32 @@ def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
+def test_a_database_at_head_is_not_migrated_again_and_one_behind_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store at head skips Alembic's environment (it loads every migration script); a database
+    behind head still goes through it."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    runs: list[str] = []
+    real = command.upgrade
+    monkeypatch.setattr(command, "upgrade", lambda config, revision: runs.append(revision))
+    upgrade(url)
+    assert runs == []
+    monkeypatch.setattr(command, "upgrade", real)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0006")
+    finally:
+        engine.dispose()
+    monkeypatch.setattr(command, "upgrade", lambda config, revision: runs.append(revision))
+    upgrade(url)
+    assert runs == ["head"]
+
+
 def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     upgrade(url)
