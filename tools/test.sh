@@ -6,14 +6,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The services start while the static checks run (they mostly wait on the JVM and the disk); what they say
+# comes after the checks' output. Whatever happens, they are stopped, once their start has ended.
+state=.jobmesh/test-services
+services_log=.jobmesh/test-services.log
+mkdir -p .jobmesh
+bash tools/services/services.sh up "$state" >"$services_log" 2>&1 &
+starting=$!
+trap 'wait "$starting" 2>/dev/null || true; bash tools/services/services.sh down "$state"' EXIT
+
 bash tools/lint.sh
 echo "test: vitest (clients/web)"
 npm run --silent test --workspace clients/web
 bash tools/services/services.sh browser  # Debian's Chromium, for tests/web
 
-state=.jobmesh/test-services
-trap 'bash tools/services/services.sh down "$state"' EXIT
-bash tools/services/services.sh up "$state"
+if ! wait "$starting"; then
+	cat "$services_log" >&2
+	exit 1
+fi
+cat "$services_log"
 # shellcheck disable=SC1091
 source "$state/env"
 export JOBMESH_SERVICES_DIR="$PWD/$state"  # the degraded-mode tests freeze these services
