@@ -76,28 +76,29 @@ def test_a_database_at_head_is_not_migrated_again_and_one_behind_is(
     upgrade(url)
     assert runs == []
     monkeypatch.setattr(command, "upgrade", real)
-    engine = create_engine(url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config()
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0006")
-    finally:
-        engine.dispose()
+    _downgrade(url, "0006")
     monkeypatch.setattr(command, "upgrade", lambda config, revision: runs.append(revision))
     upgrade(url)
     assert runs == ["head"]
 
 
-def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    upgrade(url)
+def _downgrade(url: str, revision: str) -> None:
     engine = create_engine(url)
     try:
         with engine.begin() as connection:
             config = alembic_config()
             config.attributes["connection"] = connection
-            command.downgrade(config, "base")
+            command.downgrade(config, revision)
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    upgrade(url)
+    _downgrade(url, "base")
+    engine = create_engine(url)
+    try:
         assert inspect(engine).get_table_names() == ["alembic_version"]
     finally:
         engine.dispose()
