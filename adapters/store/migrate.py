@@ -23,13 +23,13 @@ def alembic_config() -> Config:
 
 
 @functools.cache
-def head_revision() -> str | None:
+def _head_revision() -> str | None:
     """The newest migration's revision, read from the scripts once a process (they do not change under it)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def _at_head(connection: Connection) -> bool:
-    return MigrationContext.configure(connection).get_current_revision() == head_revision()
+    return MigrationContext.configure(connection).get_current_revision() == _head_revision()
 
 
 def upgrade(url: str, revision: str = "head") -> None:
