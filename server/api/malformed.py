@@ -99,22 +99,41 @@ def _asynchronous(handler: grpc.RpcMethodHandler[Any, Any]) -> bool:
 
 
 class MalformedRequests(grpc.aio.ServerInterceptor):
+    """Each method's handler is wrapped once: gRPC hands the interceptor the same handler for every call of a
+    method, and wrapping it anew (inspecting it, new closures, a new tuple) cost each call about a tenth of a
+    millisecond."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or not hasattr(handler, "_replace") or not _asynchronous(handler):
-            return handler  # a framework's synchronous handler (reflection's) is left as gRPC made it
-        changes: dict[str, Any] = {"request_deserializer": _tolerant(handler.request_deserializer)}
-        if handler.unary_unary is not None:
-            changes["unary_unary"] = _unary_request(handler.unary_unary)
-        elif handler.unary_stream is not None:
-            changes["unary_stream"] = _unary_request(handler.unary_stream)
-        elif handler.stream_stream is not None:
-            changes["stream_stream"] = _streaming_request(handler.stream_stream)
-        elif handler.stream_unary is not None:
-            changes["stream_unary"] = _streaming_request(handler.stream_unary)
-        replaced: grpc.RpcMethodHandler[Any, Any] = handler._replace(**changes)
-        return replaced
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _tolerant_handler(handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+
+def _tolerant_handler(handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
+    if not hasattr(handler, "_replace") or not _asynchronous(handler):
+        return handler  # a framework's synchronous handler (reflection's) is left as gRPC made it
+    changes: dict[str, Any] = {"request_deserializer": _tolerant(handler.request_deserializer)}
+    if handler.unary_unary is not None:
+        changes["unary_unary"] = _unary_request(handler.unary_unary)
+    elif handler.unary_stream is not None:
+        changes["unary_stream"] = _unary_request(handler.unary_stream)
+    elif handler.stream_stream is not None:
+        changes["stream_stream"] = _streaming_request(handler.stream_stream)
+    elif handler.stream_unary is not None:
+        changes["stream_unary"] = _streaming_request(handler.stream_unary)
+    replaced: grpc.RpcMethodHandler[Any, Any] = handler._replace(**changes)
+    return replaced
