@@ -151,8 +151,6 @@ job_runs = Table(
     Column("heartbeat_timeout_ms", BigInteger, nullable=False, server_default=text("15000")),
     # While an attempt runs: when it is declared lost (last heartbeat + timeout); the sweeper scans it.
     Column("heartbeat_deadline", UtcDateTime, nullable=True),
-    # Where the run's latest visible change lies in the change feed (migration 0004, `sql_feed`).
-    Column("change_position", BigInteger, nullable=False, server_default=text("0")),
     # An executor reported times that contradict the claim and heartbeat record: the stored ones were clamped
     # (migration 0007).
     Column("times_clamped", Boolean, nullable=False, server_default=text("false")),
@@ -161,38 +159,9 @@ job_runs = Table(
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
-# The watcher's window scan, the sweeper, the re-send of unclaimed runs and the overlap check each touch a
-# small, hot slice: partial indexes stay small. The queries spell the same predicates with literal states
-# (`sql_batch.state_is`), or neither database can use them.
-Index(
-    "ix_job_runs_due",
-    job_runs.c.due_time,
-    postgresql_where=text("state = 'SCHEDULED'"),
-    sqlite_where=text("state = 'SCHEDULED'"),
-)
-Index(
-    "ix_job_runs_deadline",
-    job_runs.c.heartbeat_deadline,
-    postgresql_where=text("state IN ('RUNNING', 'CANCELLING')"),
-    sqlite_where=text("state IN ('RUNNING', 'CANCELLING')"),
-)
-Index(
-    "ix_job_runs_dispatch",
-    job_runs.c.dispatch_time,
-    postgresql_where=text("state = 'QUEUED'"),
-    sqlite_where=text("state = 'QUEUED'"),
-)
-Index(
-    "ix_job_runs_active",
-    job_runs.c.job_id,
-    postgresql_where=text("state IN ('QUEUED', 'RUNNING', 'CANCELLING')"),
-    sqlite_where=text("state IN ('QUEUED', 'RUNNING', 'CANCELLING')"),
-)
 Index(
     "ix_job_runs_job_schedule", job_runs.c.job_id, job_runs.c.schedule_time.desc(), job_runs.c.run_id.desc()
 )
-# The change feed reads runs in the order of their changes, after a cursor (`sql_feed`).
-Index("ix_job_runs_change", job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
 Index(
     "ix_job_runs_request",
     job_runs.c.job_id,
@@ -209,6 +178,42 @@ Index(
     job_runs.c.job_id.desc(),
     job_runs.c.run_id.desc(),
 )
+
+# No index of `job_runs` holds a column that a run's progress changes, nor a predicate on its state: each
+# update of a run can then be HOT (written beside the old version on its page, no index touched). What the
+# watcher and the feed look runs up by lives in the two tables below, written by triggers on `job_runs`
+# (migration 0008), so no writer of runs can forget them.
+
+# The runs not yet ended, each with the time it next needs the mesh: a SCHEDULED run its due time (the
+# watcher's window), a QUEUED one its dispatch time (the re-send of unclaimed runs), a RUNNING or CANCELLING
+# one its heartbeat deadline (the sweeper). Small (ended runs leave it) and hot.
+open_runs = Table(
+    "open_runs",
+    metadata,
+    Column("job_id", id_type(), nullable=False),
+    Column("run_id", id_type(), nullable=False),
+    Column("schedule_time", UtcDateTime, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("wake_time", UtcDateTime, nullable=True),
+    PrimaryKeyConstraint("job_id", "run_id", name="pk_open_runs"),
+)
+Index("ix_open_runs_wake", open_runs.c.state, open_runs.c.wake_time)
+
+# Where each run's latest visible change lies in the change feed (`sql_feed`): on PostgreSQL the id of the
+# transaction that wrote it, on SQLite a counter. Partitioned like `job_runs`, so a day's entries go with
+# the day's runs (`sql_partitions`).
+run_changes = Table(
+    "run_changes",
+    metadata,
+    Column("job_id", id_type(), nullable=False),
+    Column("run_id", id_type(), nullable=False),
+    Column("schedule_time", UtcDateTime, nullable=False),
+    Column("change_position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_run_changes"),
+    postgresql_partition_by="RANGE (schedule_time)",
+)
+# The feed reads runs in the order of their changes, after a cursor.
+Index("ix_run_changes_position", run_changes.c.change_position, run_changes.c.job_id, run_changes.c.run_id)
 
 run_attempts = Table(
     "run_attempts",
@@ -285,3 +290,7 @@ RUN_PARTITION_PREFIX = "job_runs_p"
 RUN_DEFAULT_PARTITION = "job_runs_default"
 LOG_PARTITION_PREFIX = "run_logs_p"
 LOG_DEFAULT_PARTITION = "run_logs_default"
+CHANGE_PARTITION_PREFIX = "run_changes_p"
+CHANGE_DEFAULT_PARTITION = "run_changes_default"
+# Room left on each page of a run partition for the new versions of its rows (HOT updates).
+RUN_FILLFACTOR = 80

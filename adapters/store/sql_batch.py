@@ -9,11 +9,11 @@ order, the caller checks its fence on them in Python, and `update_by_key` writes
 key. Two reasons:
 - PostgreSQL locks rows in the order its plan visits them; a fixed order keeps two batches over the same
   runs (a sweep and a report) from deadlocking (`sql_engine.run_write` still retries one).
-- Neither statement mentions the run state, so no state-partial index is a candidate: with a fence such as
-  `state IN ('RUNNING', 'CANCELLING')` in SQL and statistics that lag a burst (the planner believing a
-  partition holds almost no running runs), PostgreSQL read every running run of the partition through
-  `ix_job_runs_deadline` for each batch (measured: 20k rows read for 500 written, 4x slower and growing).
-  Keyed statements leave it the primary key only.
+- Neither statement mentions the run state, so no index but the primary key is a candidate: with a fence
+  such as `state IN ('RUNNING', 'CANCELLING')` in SQL and statistics that lag a burst (the planner believing
+  a partition holds almost no running runs), PostgreSQL read every running run of the partition through the
+  state-partial index that `job_runs` had then for each batch (measured: 20k rows read for 500 written, 4x
+  slower and growing). Keyed statements leave it the primary key only.
 
 Statements are built once per shape (`functools.lru_cache` on the builders) with placeholders, and each call
 binds its values: building a statement costs far more than executing it (SQLAlchemy coerces every element),
@@ -43,7 +43,6 @@ from sqlalchemy import (
     bindparam,
     column,
     func,
-    literal_column,
     or_,
     select,
     true,
@@ -73,8 +72,7 @@ _SHAPES = 512
 EVER = (datetime(1, 1, 2, tzinfo=UTC), FAR_FUTURE)
 _MICROSECOND = timedelta(microseconds=1)
 
-# In the order of the predicates of ix_job_runs_active and ix_job_runs_deadline: SQLite uses a partial index
-# only when the query repeats its predicate as written.
+# The states of runs an overlap policy counts as still going, and of runs that hold an executor's slot.
 ACTIVE = (RunState.QUEUED, RunState.RUNNING, RunState.CANCELLING)
 HELD = (RunState.RUNNING, RunState.CANCELLING)
 
@@ -212,16 +210,6 @@ def _insert_statement(
 
 def insert_runs(connection: Connection, runs: Sequence[RunRecord]) -> None:
     insert_rows(connection, job_runs, RUN_ROW_COLUMNS, [run_row(run) for run in runs], skip_taken=False)
-
-
-def state_is(*states: RunState) -> ColumnElement[bool]:
-    """The run state test spelled with literals: a partial index is only used when the planner can prove its
-    predicate, which it cannot from a bind parameter (see INDEXES.md). Keep the order of the index
-    predicates: SQLite matches an IN list term by term."""
-    literals = [literal_column(f"'{state.value}'", Text) for state in states]
-    if len(literals) == 1:
-        return job_runs.c.state == literals[0]
-    return job_runs.c.state.in_(literals)
 
 
 def window_of(run_id: str) -> tuple[datetime, datetime]:

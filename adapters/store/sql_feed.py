@@ -1,6 +1,7 @@
-"""The change feed's reads, and its notices (migration 0004 sets the change positions).
+"""The change feed's reads, and its notices (triggers of migration 0008 write the change positions).
 
-A run's `change_position` is, on PostgreSQL, the id of the transaction that last changed it visibly. Ids
+A run's change position (`run_changes`) is, on PostgreSQL, the id of the transaction that last changed it
+visibly. Ids
 are handed out when transactions begin writing, not when they commit, so a reader takes only positions below
 the oldest transaction still open in this database (`HORIZON`): every transaction below it has ended, so
 nothing can appear there later, and the feed never skips a change. Transactions of the cluster's other
@@ -36,8 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import URL
 
-from jobmesh.adapters.store.schema import job_runs, jobs
-from jobmesh.adapters.store.sql_batch import state_is
+from jobmesh.adapters.store.schema import job_runs, jobs, run_changes
 from jobmesh.adapters.store.sql_rows import run_from_row
 from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
@@ -78,7 +78,7 @@ def feed_cursor(connection: Connection) -> FeedCursor:
     limit = horizon(connection)
     if limit is not None:
         return FeedCursor(limit)
-    latest = select(job_runs.c.change_position).order_by(job_runs.c.change_position.desc()).limit(1)
+    latest = select(run_changes.c.change_position).order_by(run_changes.c.change_position.desc()).limit(1)
     # Ids are never empty: the cursor just before the next position lies past every change at this one.
     return FeedCursor(int(connection.execute(latest).scalar() or 0) + 1)
 
@@ -108,7 +108,7 @@ def changes_after(
     return ChangePage(changes, changes[-1].cursor if changes else cursor, complete=True)
 
 
-_LATEST = select(func.max(job_runs.c.change_position))
+_LATEST = select(func.max(run_changes.c.change_position))
 
 
 def _ordered(states: frozenset[RunState] | None) -> tuple[RunState, ...] | None:
@@ -118,23 +118,31 @@ def _ordered(states: frozenset[RunState] | None) -> tuple[RunState, ...] | None:
 @lru_cache(maxsize=16)
 def _changes_statement(below_horizon: bool, states: tuple[RunState, ...] | None) -> Select[Any]:
     """Built once per shape: the feed reads many times a second."""
-    key = tuple_(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+    position = run_changes.c.change_position
+    key = tuple_(position, run_changes.c.job_id, run_changes.c.run_id)
     after = tuple_(
         bindparam("position", type_=BigInteger()),
         bindparam("job_id", type_=Text()),
         bindparam("run_id", type_=Text()),
     )
+    found = (
+        (run_changes.c.job_id == job_runs.c.job_id)
+        & (run_changes.c.run_id == job_runs.c.run_id)
+        & (run_changes.c.schedule_time == job_runs.c.schedule_time)
+    )
     statement = (
-        select(job_runs, jobs.c.labels)
+        select(job_runs, position, jobs.c.labels)
+        .select_from(run_changes)
+        .join(job_runs, found)
         .join(jobs, jobs.c.job_id == job_runs.c.job_id)
         .where(key > after)
-        .order_by(job_runs.c.change_position, job_runs.c.job_id, job_runs.c.run_id)
+        .order_by(position, run_changes.c.job_id, run_changes.c.run_id)
         .limit(bindparam("limit", type_=Integer()))
     )
     if below_horizon:
-        statement = statement.where(job_runs.c.change_position < bindparam("horizon", type_=BigInteger()))
+        statement = statement.where(position < bindparam("horizon", type_=BigInteger()))
     if states is not None:
-        statement = statement.where(state_is(*states))
+        statement = statement.where(job_runs.c.state.in_([state.value for state in states]))
     return statement
 
 

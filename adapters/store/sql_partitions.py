@@ -1,7 +1,9 @@
-"""Daily range partitions of `job_runs` and `run_logs` on PostgreSQL: created ahead, dropped after retention.
+"""Daily range partitions of `job_runs`, `run_changes` and `run_logs` on PostgreSQL: created ahead, dropped
+after retention.
 
-A day's runs are partitioned by their schedule time, and their log lines by their run ids (which start with
-the schedule time: `core.ids.run_id_floor`), so both of a day are dropped together.
+A day's runs and their change positions are partitioned by their schedule time, and their log lines by their
+run ids (which start with the schedule time: `core.ids.run_id_floor`), so the three of a day are dropped
+together. Run partitions leave room on their pages for the new versions of their rows (HOT updates).
 
 A run no daily partition covers lands in the DEFAULT partition, so an insert never fails. PostgreSQL refuses
 to create a partition whose range overlaps rows already in DEFAULT, so each partition is created in one
@@ -25,11 +27,15 @@ from datetime import UTC, date, datetime, time, timedelta
 from sqlalchemy import Connection, Engine, Table, bindparam, text
 
 from jobmesh.adapters.store.schema import (
+    CHANGE_DEFAULT_PARTITION,
+    CHANGE_PARTITION_PREFIX,
     LOG_DEFAULT_PARTITION,
     LOG_PARTITION_PREFIX,
     RUN_DEFAULT_PARTITION,
+    RUN_FILLFACTOR,
     RUN_PARTITION_PREFIX,
     job_runs,
+    run_changes,
     run_logs,
 )
 from jobmesh.adapters.store.sql_engine import write_transaction
@@ -48,6 +54,7 @@ class _Family:
     default: str
     key: str
     bounds: Callable[[date], tuple[str, str]]
+    storage: str = ""  # the new partition's storage parameters
 
     def name(self, day: date) -> str:
         return f"{self.prefix}{day:%Y%m%d}"
@@ -57,13 +64,19 @@ def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
+def _days(day: date) -> tuple[str, str]:
+    return _midnight(day).isoformat(), _midnight(day + timedelta(days=1)).isoformat()
+
+
 RUNS = _Family(
     job_runs,
     RUN_PARTITION_PREFIX,
     RUN_DEFAULT_PARTITION,
     "schedule_time",
-    lambda day: (_midnight(day).isoformat(), _midnight(day + timedelta(days=1)).isoformat()),
+    _days,
+    f" WITH (fillfactor = {RUN_FILLFACTOR})",
 )
+CHANGES = _Family(run_changes, CHANGE_PARTITION_PREFIX, CHANGE_DEFAULT_PARTITION, "schedule_time", _days)
 LOGS = _Family(
     run_logs,
     LOG_PARTITION_PREFIX,
@@ -98,7 +111,7 @@ def maintain(engine: Engine, now: datetime, *, retention_days: int, ahead_days: 
     """Creates partitions for today .. today+ahead_days (UTC days) and drops those older than retention."""
     today = now.astimezone(UTC).date()
     for offset in range(ahead_days + 1):
-        for family in (RUNS, LOGS):
+        for family in (RUNS, CHANGES, LOGS):
             with write_transaction(engine) as connection:
                 _locked(connection)
                 day = today + timedelta(days=offset)
@@ -114,7 +127,7 @@ def maintain(engine: Engine, now: datetime, *, retention_days: int, ahead_days: 
             _drop_if_finished(connection, day, name)
     with write_transaction(engine) as connection:
         _locked(connection)
-        _drop_orphaned_logs(connection, cutoff)
+        _drop_orphaned_companions(connection, cutoff)
         _expire_default(connection, _midnight(cutoff))
 
 
@@ -131,7 +144,9 @@ def _create(connection: Connection, family: _Family, day: date) -> None:
     # ATTACH needs this lock anyway; taking it first stops a row landing in DEFAULT between the move and
     # the ATTACH (which would then fail its check of DEFAULT).
     connection.execute(text(f"LOCK TABLE {family.default} IN ACCESS EXCLUSIVE MODE"))
-    connection.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"))
+    connection.execute(
+        text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS){family.storage}")
+    )
     moved = connection.execute(
         text(
             f"WITH moved AS (DELETE FROM {family.default} "
@@ -156,27 +171,39 @@ def _drop_if_finished(connection: Connection, day: date, name: str) -> None:
         log.warning("keeping run partition %s past retention: it still holds unfinished runs", name)
         return
     connection.execute(text(f"DROP TABLE {name}"))
-    logs = existing_partitions(connection, LOGS).get(day)
-    if logs is not None:
-        connection.execute(text(f"DROP TABLE {logs}"))
-    log.info("dropped partition %s and its runs' logs (runs of %s)", name, day.isoformat())
+    for family in (CHANGES, LOGS):
+        companion = existing_partitions(connection, family).get(day)
+        if companion is not None:
+            connection.execute(text(f"DROP TABLE {companion}"))
+    log.info("dropped partition %s and its runs' changes and logs (runs of %s)", name, day.isoformat())
 
 
-def _drop_orphaned_logs(connection: Connection, cutoff: date) -> None:
-    """Log partitions past retention whose day has no run partition (dropped earlier, or never made)."""
+def _drop_orphaned_companions(connection: Connection, cutoff: date) -> None:
+    """Change and log partitions past retention whose day has no run partition (dropped earlier, or never
+    made)."""
     runs = existing_partitions(connection)
-    for day, name in existing_partitions(connection, LOGS).items():
-        if day < cutoff and day not in runs:
-            connection.execute(text(f"DROP TABLE {name}"))
+    for family in (CHANGES, LOGS):
+        for day, name in existing_partitions(connection, family).items():
+            if day < cutoff and day not in runs:
+                connection.execute(text(f"DROP TABLE {name}"))
 
 
 def _expire_default(connection: Connection, cutoff: datetime) -> None:
-    """Finished runs older than retention that lived in DEFAULT go the way of their partitions, and the logs
-    there of runs that are gone."""
+    """Finished runs older than retention that lived in DEFAULT go the way of their partitions, and the
+    change positions and logs there of runs that are gone (a partition's own rows fire no trigger of
+    `job_runs`)."""
     connection.execute(
         text(
             f"DELETE FROM {RUN_DEFAULT_PARTITION} WHERE schedule_time < :cutoff AND state IN :terminal"
         ).bindparams(bindparam("terminal", _TERMINAL, expanding=True)),
+        {"cutoff": cutoff},
+    )
+    connection.execute(
+        text(
+            f"DELETE FROM {CHANGE_DEFAULT_PARTITION} c WHERE c.schedule_time < :cutoff AND NOT EXISTS "
+            f"(SELECT 1 FROM {RUN_DEFAULT_PARTITION} r WHERE r.job_id = c.job_id AND r.run_id = c.run_id "
+            "AND r.schedule_time = c.schedule_time)"
+        ),
         {"cutoff": cutoff},
     )
     connection.execute(

@@ -1,8 +1,9 @@
 """The watcher's statements: due and stale runs, QUEUED marks, cron materialisation, overlap and lost-attempt
 scans, and attempt lookups. Each function runs inside the caller's transaction.
 
-Scans spell run states as literals so their partial indexes apply (INDEXES.md); batches of refs join
-`job_runs` through `sql_batch`, pruned to the partitions of their run ids.
+Scans find their runs in `open_runs` (by state and wake time, or by job) and read them from `job_runs` by
+primary key (INDEXES.md); batches of refs join `job_runs` through `sql_batch`, pruned to the partitions of
+their run ids.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, Select, bindparam, literal_column, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    Select,
+    and_,
+    bindparam,
+    literal_column,
+    select,
+    update,
+)
 
-from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.adapters.store.schema import job_runs, jobs, open_runs
 from jobmesh.adapters.store.sql_batch import (
     ACTIVE,
     FENCE_COLUMNS,
@@ -24,7 +35,6 @@ from jobmesh.adapters.store.sql_batch import (
     lock_runs,
     run_rows,
     select_runs,
-    state_is,
     update_by_key,
 )
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row
@@ -54,12 +64,25 @@ def specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]
     return specs
 
 
+def _open_runs(*conditions: ColumnElement[bool]) -> Select[Any]:
+    """The `job_runs` rows of the open runs that meet `conditions`."""
+    found = and_(
+        job_runs.c.job_id == open_runs.c.job_id,
+        job_runs.c.run_id == open_runs.c.run_id,
+        job_runs.c.schedule_time == open_runs.c.schedule_time,
+    )
+    return select(job_runs).select_from(open_runs).join(job_runs, found).where(*conditions)
+
+
 def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dispatchable]:
     statement = (
-        select(job_runs)
-        # due_time >= schedule_time always: the second bound prunes the partitions of later days.
-        .where(state_is(RunState.SCHEDULED), job_runs.c.due_time <= until, job_runs.c.schedule_time <= until)
-        .order_by(job_runs.c.due_time)
+        _open_runs(
+            open_runs.c.state == RunState.SCHEDULED.value,
+            open_runs.c.wake_time <= until,
+            # due_time >= schedule_time always: the second bound prunes the partitions of later days.
+            open_runs.c.schedule_time <= until,
+        )
+        .order_by(open_runs.c.wake_time)
         .limit(limit)
     )
     return _dispatchables(connection, statement)
@@ -88,9 +111,8 @@ def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetim
 
 def stale_queued(connection: Connection, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
     statement = (
-        select(job_runs)
-        .where(state_is(RunState.QUEUED), job_runs.c.dispatch_time < dispatched_before)
-        .order_by(job_runs.c.dispatch_time)
+        _open_runs(open_runs.c.state == RunState.QUEUED.value, open_runs.c.wake_time < dispatched_before)
+        .order_by(open_runs.c.wake_time)
         .limit(limit)
     )
     return _dispatchables(connection, statement)
@@ -166,10 +188,8 @@ def _first_per_time(runs: Sequence[RunRecord]) -> list[RunRecord]:
 def active_runs(connection: Connection, job_ids: Sequence[str]) -> Mapping[str, list[RunRecord]]:
     found: dict[str, list[RunRecord]] = {job_id: [] for job_id in job_ids}
     for chunk in chunks(sorted(set(job_ids))):
-        statement = (
-            select(job_runs)
-            .where(job_runs.c.job_id.in_(chunk), state_is(*ACTIVE))
-            .order_by(job_runs.c.job_id, job_runs.c.schedule_time, job_runs.c.run_id)
+        statement = _open_runs(open_runs.c.job_id.in_(chunk), open_runs.c.state.in_(ACTIVE)).order_by(
+            job_runs.c.job_id, job_runs.c.schedule_time, job_runs.c.run_id
         )
         for row in connection.execute(statement).mappings():
             found[row["job_id"]].append(run_from_row(row))
@@ -178,17 +198,17 @@ def active_runs(connection: Connection, job_ids: Sequence[str]) -> Mapping[str, 
 
 def lost_attempts(connection: Connection, now: datetime, *, limit: int) -> list[Dispatchable]:
     statement = (
-        select(job_runs)
-        .where(state_is(*HELD), job_runs.c.heartbeat_deadline < now)
-        .order_by(job_runs.c.heartbeat_deadline)
+        _open_runs(open_runs.c.state.in_(HELD), open_runs.c.wake_time < now)
+        .order_by(open_runs.c.wake_time)
         .limit(limit)
     )
     return _dispatchables(connection, statement)
 
 
 def attempts_held_by(connection: Connection, executor: str) -> list[Dispatchable]:
-    """By the state index: the runs RUNNING or CANCELLING at once are few, whatever the table holds."""
-    statement = select(job_runs).where(state_is(*HELD), job_runs.c.executor == executor)
+    """Through the open runs' state index: the runs RUNNING or CANCELLING at once are few, whatever the
+    table holds."""
+    statement = _open_runs(open_runs.c.state.in_(HELD), job_runs.c.executor == executor)
     return _dispatchables(connection, statement)
 
 

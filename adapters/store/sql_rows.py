@@ -22,10 +22,7 @@ from jobmesh.core.records import (
 )
 
 _RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
-_RUN_STORE_MANAGED = ("change_position",)  # set by the database (migration 0004), not part of the record
-_RUN_PLAIN_FIELDS = tuple(
-    column.name for column in job_runs.c if column.name not in (*_RUN_CONVERTED, *_RUN_STORE_MANAGED)
-)
+_RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
 _MILLISECOND = timedelta(milliseconds=1)
 # Stored value → member, by dict: the enums' own lookup costs more, and a page of runs makes hundreds.
 _RUN_STATE_OF = {state.value: state for state in RunState}
@@ -81,9 +78,7 @@ def job_from_row(row: RowMapping) -> JobRecord:
 
 # A new row's columns, in the order of `job_row` and `run_row` (for batch inserts).
 JOB_ROW_COLUMNS = tuple((column.name, column.type) for column in jobs.c)
-RUN_ROW_COLUMNS = tuple(
-    (column.name, column.type) for column in job_runs.c if column.name not in _RUN_STORE_MANAGED
-)
+RUN_ROW_COLUMNS = tuple((column.name, column.type) for column in job_runs.c)
 
 
 def job_row(job: JobRecord, *, first_run_id: str | None = None) -> tuple[Any, ...]:

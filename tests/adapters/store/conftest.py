@@ -21,7 +21,17 @@ from jobmesh.adapters.store.sql import SqlStore
 from tests.adapters.store.backend import Backend, pg_schema
 from tests.support import fresh_postgres_database, require_service_url
 
-TABLES = ("jobs", "job_runs", "run_attempts", "run_logs", "leases", "executor_sessions", "audit_events")
+TABLES = (
+    "jobs",
+    "job_runs",
+    "open_runs",
+    "run_changes",
+    "run_attempts",
+    "run_logs",
+    "leases",
+    "executor_sessions",
+    "audit_events",
+)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ from sqlalchemy.exc import IntegrityError
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.migrate import alembic_config, upgrade
 from jobmesh.adapters.store.schema import (
+    CHANGE_DEFAULT_PARTITION,
+    CHANGE_PARTITION_PREFIX,
     LOG_DEFAULT_PARTITION,
     LOG_PARTITION_PREFIX,
     RUN_DEFAULT_PARTITION,
@@ -26,8 +28,10 @@ from jobmesh.adapters.store.schema import (
 )
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.records import RunState
 from tests.adapters.store.backend import Backend
-from tests.adapters.store.builders import new_job
+from tests.adapters.store.builders import at, new_job
+from tests.adapters.store.pipeline_support import add_job, add_run, ref
 
 
 def _schema_drift(url: str) -> list[Any]:
@@ -35,7 +39,14 @@ def _schema_drift(url: str) -> list[Any]:
         table = obj if kind == "table" else getattr(obj, "table", None)
         table_name = getattr(table, "name", "") or ""
         partition = table_name.startswith(
-            (RUN_PARTITION_PREFIX, RUN_DEFAULT_PARTITION, LOG_PARTITION_PREFIX, LOG_DEFAULT_PARTITION)
+            (
+                RUN_PARTITION_PREFIX,
+                RUN_DEFAULT_PARTITION,
+                LOG_PARTITION_PREFIX,
+                LOG_DEFAULT_PARTITION,
+                CHANGE_PARTITION_PREFIX,
+                CHANGE_DEFAULT_PARTITION,
+            )
         )
         sqlite_gin = kind == "index" and name == "ix_jobs_labels" and url.startswith("sqlite")
         sqlite_clock = table_name == "change_clock"  # SQLite's change feed counter (migration 0004)
@@ -59,7 +70,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0007",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0008",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -174,8 +185,66 @@ def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
                 "job_runs",
                 "jobs",
                 "leases",
+                "open_runs",
                 "run_attempts",
+                "run_changes",
                 "run_logs",
             ]
     finally:
         store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database of the test's own, migrated to head (it is taken up and down)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        upgrade(url)
+        yield url
+        return
+    with request.getfixturevalue("new_pg_schema")("jm_down") as url:
+        upgrade(url)
+        yield url
+
+
+def _side_tables(url: str) -> tuple[set[Any], set[Any]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            opened = set(connection.execute(text("SELECT job_id, run_id, state, wake_time FROM open_runs")))
+            changes = set(connection.execute(text("SELECT run_id, change_position FROM run_changes")))
+            return opened, changes
+    finally:
+        engine.dispose()
+
+
+def test_runs_keep_their_queues_and_positions_down_to_0007_and_up_again(empty_url: str) -> None:
+    """Migration 0008 fills `open_runs` and `run_changes` from the runs there, and its downgrade gives the
+    positions back to `job_runs`."""
+    store = SqlStore(empty_url)
+    try:
+        add_job(store)
+        scheduled, queued, running = (add_run(store, seconds) for seconds in (60, 61, 62))
+        add_run(store, 63, state=RunState.SUCCEEDED)
+        store.mark_queued([ref(queued), ref(running)], at(64))
+        store.claim([ref(running)], "ex1", at(65))
+    finally:
+        store.close()
+    before = _side_tables(empty_url)
+    assert {(run_id, state) for _, run_id, state, _ in before[0]} == {
+        (scheduled.run_id, "SCHEDULED"),
+        (queued.run_id, "QUEUED"),
+        (running.run_id, "RUNNING"),
+    }
+    assert len(before[1]) == 4
+    _downgrade(empty_url, "0007")
+    engine = create_engine(empty_url)
+    try:
+        with engine.connect() as connection:
+            positions = set(connection.execute(text("SELECT run_id, change_position FROM job_runs")))
+    finally:
+        engine.dispose()
+    assert positions == before[1]
+    upgrade(empty_url)
+    assert _side_tables(empty_url) == before
+    assert _schema_drift(empty_url) == []

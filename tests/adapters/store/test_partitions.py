@@ -34,12 +34,17 @@ def pg(new_pg_schema: Callable[[str], Any]) -> Iterator[Backend]:
             store.close()
 
 
-def _partitions(pg: Backend) -> dict[str, str]:
+def _partitions(pg: Backend, table: str = "job_runs") -> dict[str, str]:
     rows = pg.execute(
         "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
-        "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'job_runs'::regclass"
+        "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass(:table)",
+        {"table": table},
     )
     return {name: bound for name, bound in rows}
+
+
+def _renamed(partitions: dict[str, str], table: str) -> dict[str, str]:
+    return {name.replace("job_runs", table): bound for name, bound in partitions.items()}
 
 
 def _home(pg: Backend, run_id: str) -> str:
@@ -60,8 +65,12 @@ def test_partitions_are_created_for_the_coming_days(pg: Backend) -> None:
         "job_runs_p20300311": "FOR VALUES FROM ('2030-03-11 00:00:00+00') TO ('2030-03-12 00:00:00+00')",
         "job_runs_p20300312": "FOR VALUES FROM ('2030-03-12 00:00:00+00') TO ('2030-03-13 00:00:00+00')",
     }
+    assert _partitions(pg, "run_changes") == _renamed(_partitions(pg), "run_changes")
     indexes = pg.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'job_runs_p20300311'")
-    assert len(indexes) == 9  # the primary key and the eight indexes of job_runs
+    assert len(indexes) == 4  # the primary key and the three indexes of job_runs
+    assert pg.execute("SELECT reloptions FROM pg_class WHERE relname = 'job_runs_p20300311'") == [
+        (["fillfactor=80"],)
+    ]
     pg.store.create_run(_day(DAY0 + timedelta(days=1), "r1"))
     assert _home(pg, "r1") == "job_runs_p20300311"
 
@@ -80,6 +89,7 @@ def test_old_partitions_are_dropped_unless_a_run_is_unfinished(pg: Backend) -> N
         "job_runs_p20300316",
         "job_runs_p20300317",
     ]
+    assert sorted(_partitions(pg, "run_changes")) == sorted(_renamed(_partitions(pg), "run_changes"))
     with pytest.raises(NotFound):
         pg.store.get_run("alpha", "finished")
     assert pg.store.get_run("alpha", "running").state is RunState.RUNNING
@@ -98,6 +108,10 @@ def test_runs_outside_every_partition_go_to_default_and_move_out_later(pg: Backe
     assert _home(pg, "future") == "job_runs_p20300601"
     assert pg.store.get_run("alpha", "future") == _day(future, "future", RunState.SCHEDULED)
     assert pg.execute("SELECT count(*) FROM job_runs_default") == [(1,)]  # finished and past retention: gone
+    assert pg.execute("SELECT run_id FROM run_changes_default") == [("ancient-running",)]
+    assert pg.execute("SELECT tableoid::regclass::text FROM run_changes WHERE run_id = 'future'") == [
+        ("run_changes_p20300601",)
+    ]
     assert _home(pg, "ancient-running") == "job_runs_default"
     with pytest.raises(NotFound):
         pg.store.get_run("alpha", "ancient-done")

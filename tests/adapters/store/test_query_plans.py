@@ -92,12 +92,12 @@ FROM (SELECT i, {YESTERDAY} + i * (interval '1 day' / {BUSY_DAY_RUNS}) AS t
 """
 
 WATCHER_WINDOW = (
-    "SELECT job_id, run_id, schedule_time, due_time FROM job_runs "
-    "WHERE state = 'SCHEDULED' AND due_time < now() + interval '5 minutes' ORDER BY due_time"
+    "SELECT job_id, run_id, schedule_time, wake_time FROM open_runs "
+    "WHERE state = 'SCHEDULED' AND wake_time < now() + interval '5 minutes' ORDER BY wake_time"
 )
 SWEEPER = (
-    "SELECT job_id, run_id, schedule_time, attempt FROM job_runs "
-    "WHERE state IN ('RUNNING', 'CANCELLING') AND heartbeat_deadline < now()"
+    "SELECT job_id, run_id, schedule_time, wake_time FROM open_runs "
+    "WHERE state IN ('RUNNING', 'CANCELLING') AND wake_time < now()"
 )
 DUE_JOBS = (
     "SELECT job_id, next_run_time FROM jobs "
@@ -178,12 +178,12 @@ def _captured(
 @pytest.mark.parametrize(
     ("statement", "index"),
     [
-        (WATCHER_WINDOW, "ix_job_runs_due"),
-        (SWEEPER, "ix_job_runs_deadline"),
+        (WATCHER_WINDOW, "ix_open_runs_wake"),
+        (SWEEPER, "ix_open_runs_wake"),
         (DUE_JOBS, "ix_jobs_next_run_time"),
     ],
 )
-def test_pipeline_scans_use_their_partial_indexes(loaded: SqlStore, statement: str, index: str) -> None:
+def test_pipeline_scans_use_their_indexes(loaded: SqlStore, statement: str, index: str) -> None:
     with loaded.engine.connect() as connection:
         _check(connection, _plan(connection, statement), index)
 
@@ -244,16 +244,19 @@ def _partitions_read(plan: dict[str, Any]) -> set[str]:
 @pytest.mark.parametrize(
     ("call", "index"),
     [
-        (lambda s, now: s.lost_attempts(now, limit=1000), "ix_job_runs_deadline"),
-        (lambda s, now: s.stale_queued(now - timedelta(minutes=1), limit=1000), "ix_job_runs_dispatch"),
-        (lambda s, now: s.due_runs(now + timedelta(minutes=5), limit=1000), "ix_job_runs_due"),
-        (lambda s, now: s.active_runs([f"job{i:06d}" for i in range(1, 200)]), "ix_job_runs_active"),
+        (lambda s, now: s.lost_attempts(now, limit=1000), "ix_open_runs_wake"),
+        (lambda s, now: s.stale_queued(now - timedelta(minutes=1), limit=1000), "ix_open_runs_wake"),
+        (lambda s, now: s.due_runs(now + timedelta(minutes=5), limit=1000), "ix_open_runs_wake"),
+        (
+            lambda s, now: s.active_runs([f"job{i:06d}" for i in range(1, 200)]),
+            ("pk_open_runs", "ix_open_runs_wake"),
+        ),
         (lambda s, now: s.cron_jobs_due(now + timedelta(minutes=5), limit=1000), "ix_jobs_next_run_time"),
     ],
     ids=["sweeper", "stale_queued", "due_runs", "active_runs", "cron_jobs_due"],
 )
-def test_the_watchers_scans_use_their_partial_indexes(
-    loaded: SqlStore, call: Callable[[SqlStore, datetime], object], index: str
+def test_the_watchers_scans_use_their_indexes(
+    loaded: SqlStore, call: Callable[[SqlStore, datetime], object], index: str | tuple[str, ...]
 ) -> None:
     now = datetime.now(UTC)
     [(statement, parameters), *specs] = _captured(loaded, lambda: call(loaded, now))
