@@ -199,8 +199,10 @@ open_runs = Table(
 )
 Index("ix_open_runs_wake", open_runs.c.state, open_runs.c.wake_time)
 
-# Where each run's latest visible change lies in the change feed (`sql_feed`): on PostgreSQL the id of the
-# transaction that wrote it, on SQLite a counter. Partitioned like `job_runs`, so a day's entries go with
+# The change feed's log (`sql_feed`): an entry for each visible change of a run, at its position (on
+# PostgreSQL the id of the transaction that wrote it, on SQLite a counter) with the run's `update_time` then.
+# The feed reads a run at the entry of its current `update_time`, its latest. PostgreSQL only appends (no key
+# to look up, one index entry a change); the table is partitioned like `job_runs`, so a day's entries go with
 # the day's runs (`sql_partitions`).
 run_changes = Table(
     "run_changes",
@@ -208,12 +210,16 @@ run_changes = Table(
     Column("job_id", id_type(), nullable=False),
     Column("run_id", id_type(), nullable=False),
     Column("schedule_time", UtcDateTime, nullable=False),
+    Column("update_time", UtcDateTime, nullable=False),
     Column("change_position", BigInteger, nullable=False),
-    PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_run_changes"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
 # The feed reads runs in the order of their changes, after a cursor.
 Index("ix_run_changes_position", run_changes.c.change_position, run_changes.c.job_id, run_changes.c.run_id)
+# SQLite only (migration 0008): it drops no partitions, so a run keeps one entry, replaced at each change.
+Index(
+    "ix_run_changes_run", run_changes.c.job_id, run_changes.c.run_id, run_changes.c.schedule_time, unique=True
+)
 
 run_attempts = Table(
     "run_attempts",

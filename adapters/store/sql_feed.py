@@ -1,7 +1,7 @@
-"""The change feed's reads, and its notices (triggers of migration 0008 write the change positions).
+"""The change feed's reads, and its notices (triggers of migration 0008 write the change log).
 
-A run's change position (`run_changes`) is, on PostgreSQL, the id of the transaction that last changed it
-visibly. Ids
+A run's change position (its latest entry in `run_changes`) is, on PostgreSQL, the id of the transaction
+that last changed it visibly. Ids
 are handed out when transactions begin writing, not when they commit, so a reader takes only positions below
 the oldest transaction still open in this database (`HORIZON`): every transaction below it has ended, so
 nothing can appear there later, and the feed never skips a change. Transactions of the cluster's other
@@ -125,10 +125,12 @@ def _changes_statement(below_horizon: bool, states: tuple[RunState, ...] | None)
         bindparam("job_id", type_=Text()),
         bindparam("run_id", type_=Text()),
     )
+    # A run's latest entry only: the earlier ones name an update time it no longer has.
     found = (
         (run_changes.c.job_id == job_runs.c.job_id)
         & (run_changes.c.run_id == job_runs.c.run_id)
         & (run_changes.c.schedule_time == job_runs.c.schedule_time)
+        & (run_changes.c.update_time == job_runs.c.update_time)
     )
     statement = (
         select(job_runs, position, jobs.c.labels)

@@ -86,6 +86,20 @@ def test_a_full_page_of_some_states_ends_at_its_last_change(store: SqlStore) -> 
     assert [c.run.run_id for c in rest.changes] == ["r3"]
 
 
+def test_a_run_changed_many_times_between_reads_comes_once_as_it_is_now(store: SqlStore) -> None:
+    store.create_jobs([new_job("alpha")])
+    cursor = store.feed_cursor()
+    store.create_run(run("alpha", "r1"))
+    store.create_run(run("alpha", "r2"))
+    store.cancel_run("alpha", "r1", reason="x", now=at(100))
+    changes, cursor = everything_after(store, cursor, limit=1)
+    assert [(c.run.run_id, c.run.state) for c in changes] == [
+        ("r2", RunState.SCHEDULED),
+        ("r1", RunState.CANCELLED),
+    ]
+    assert everything_after(store, cursor)[0] == []
+
+
 def test_a_heartbeat_is_no_change(store: SqlStore) -> None:
     store.create_jobs([new_job("alpha")])
     store.create_run(run("alpha", "r1", state=RunState.RUNNING, executor="e1", attempt=1))
@@ -139,6 +153,41 @@ def test_a_transaction_that_commits_late_is_not_skipped(backend: Backend) -> Non
             slow_transaction.commit()
         changes, _ = everything_after(store, cursor_before)
         assert sorted(c.run.run_id for c in changes) == ["early", "late"]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_run_changed_last_by_the_transaction_that_began_first_comes_once_as_it_is_now(
+    backend: Backend,
+) -> None:
+    """The earlier transaction's position is the lower one, yet its change is the run's latest."""
+    if backend.name != "postgres":
+        pytest.skip("SQLite has one writer at a time: nothing commits out of order")
+    store = backend.store
+    store.create_jobs([new_job("alpha")])
+    for name in ("first", "shared"):
+        store.create_run(run("alpha", name))
+    cursor = everything_after(store, FeedCursor(0))[1]
+    engine = create_engine(backend.url)
+    try:
+        with engine.connect() as slow, engine.connect() as quick:
+            slow_transaction = slow.begin()
+            slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'first'"))
+            with quick.begin():
+                quick.execute(
+                    text("UPDATE job_runs SET state = 'QUEUED', update_time = now() WHERE run_id = 'shared'")
+                )
+            slow.execute(
+                text("UPDATE job_runs SET state = 'CANCELLED', update_time = now() WHERE run_id = 'shared'")
+            )
+            slow_transaction.commit()
+        changes, cursor = everything_after(store, cursor)
+        assert sorted((c.run.run_id, c.run.state) for c in changes) == [
+            ("first", RunState.SCHEDULED),
+            ("shared", RunState.CANCELLED),
+        ]
+        assert everything_after(store, cursor)[0] == []
     finally:
         engine.dispose()
 

@@ -50,7 +50,9 @@ def _schema_drift(url: str) -> list[Any]:
         )
         sqlite_gin = kind == "index" and name == "ix_jobs_labels" and url.startswith("sqlite")
         sqlite_clock = table_name == "change_clock"  # SQLite's change feed counter (migration 0004)
-        return not partition and not sqlite_gin and not sqlite_clock
+        # SQLite keeps one change entry a run; PostgreSQL appends them (migration 0008).
+        postgres_log = kind == "index" and name == "ix_run_changes_run" and url.startswith("postgresql")
+        return not partition and not sqlite_gin and not sqlite_clock and not postgres_log
 
     engine = create_engine(url)
     try:
@@ -212,7 +214,12 @@ def _side_tables(url: str) -> tuple[set[Any], set[Any]]:
     try:
         with engine.connect() as connection:
             opened = set(connection.execute(text("SELECT job_id, run_id, state, wake_time FROM open_runs")))
-            changes = set(connection.execute(text("SELECT run_id, change_position FROM run_changes")))
+            latest = (
+                "SELECT c.run_id, c.change_position FROM run_changes AS c JOIN job_runs AS r "
+                "ON r.job_id = c.job_id AND r.run_id = c.run_id AND r.schedule_time = c.schedule_time "
+                "AND r.update_time = c.update_time"
+            )
+            changes = set(connection.execute(text(latest)))
             return opened, changes
     finally:
         engine.dispose()

@@ -53,10 +53,14 @@ def test_the_open_runs_are_the_runs_not_ended_each_with_when_it_next_needs_the_m
     assert _open_runs(backend)[key] == ("RUNNING", at(92) + TIMEOUT)
 
 
-def test_each_run_has_one_change_position_that_moves_with_each_visible_change(backend: Backend) -> None:
+def test_a_runs_latest_change_position_moves_with_each_visible_change(backend: Backend) -> None:
     add_job(backend.store, "beta")
     record = add_run(backend.store, 90, job_id="beta")
-    query = f"SELECT change_position FROM run_changes WHERE run_id = '{record.run_id}'"
+    query = (
+        "SELECT c.change_position FROM run_changes AS c JOIN job_runs AS r "
+        "ON r.job_id = c.job_id AND r.run_id = c.run_id AND r.schedule_time = c.schedule_time "
+        f"AND r.update_time = c.update_time WHERE c.run_id = '{record.run_id}'"
+    )
     [(created,)] = backend.execute(query)
     backend.store.mark_queued([ref(record)], at(91))
     [(queued,)] = backend.execute(query)

@@ -7,8 +7,11 @@ name the state in their predicates, which makes any change of state an indexed c
 HOT. Now:
 - `open_runs` holds each run not yet ended with its state and the time it next needs the mesh (due time,
   dispatch time or heartbeat deadline), indexed by `(state, wake_time)`: ended runs leave it.
-- `run_changes` holds each run's latest change position, indexed for the feed's keyset; on PostgreSQL it is
-  partitioned by day like `job_runs` (`sql_partitions` makes and drops both).
+- `run_changes` is the feed's log: an entry for each visible change of a run (its position and the run's
+  `update_time` then), indexed for the feed's keyset. The feed reads a run at its latest entry only, the one
+  whose `update_time` is the run's. On PostgreSQL it is appended to, never updated (one index entry a
+  change, at the index's right end), and partitioned by day like `job_runs` (`sql_partitions` makes and
+  drops both); on SQLite, which drops no partitions, a run keeps one entry, replaced (`ix_run_changes_run`).
 - Triggers write both from every insert, update and delete of `job_runs`: on PostgreSQL one set-based
   statement a write statement (transition tables), on SQLite one trigger a row (a counter gives positions).
 - The run partitions leave a fifth of each page free, for the new versions of their rows.
@@ -56,17 +59,14 @@ _OPEN_UPSERT = f"""
     WHERE open_runs.state IS DISTINCT FROM excluded.state
         OR open_runs.wake_time IS DISTINCT FROM excluded.wake_time
 """
-_POSITION_UPSERT = """
-    ON CONFLICT (job_id, run_id, schedule_time) DO UPDATE SET change_position = excluded.change_position
-"""
+_CHANGE_COLUMNS = "job_id, run_id, schedule_time, update_time, change_position"
 
 _POSTGRES_FUNCTIONS = [
     f"""
     CREATE FUNCTION jobmesh_runs_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        INSERT INTO run_changes (job_id, run_id, schedule_time, change_position)
-        SELECT job_id, run_id, schedule_time, pg_current_xact_id()::text::bigint FROM new_runs
-        {_POSITION_UPSERT};
+        INSERT INTO run_changes ({_CHANGE_COLUMNS})
+        SELECT job_id, run_id, schedule_time, update_time, pg_current_xact_id()::text::bigint FROM new_runs;
         IF FOUND THEN
             PERFORM pg_notify('jobmesh_runs', '');
         END IF;
@@ -77,12 +77,11 @@ _POSTGRES_FUNCTIONS = [
     f"""
     CREATE FUNCTION jobmesh_runs_updated() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        INSERT INTO run_changes (job_id, run_id, schedule_time, change_position)
-        SELECT n.job_id, n.run_id, n.schedule_time, pg_current_xact_id()::text::bigint
+        INSERT INTO run_changes ({_CHANGE_COLUMNS})
+        SELECT n.job_id, n.run_id, n.schedule_time, n.update_time, pg_current_xact_id()::text::bigint
         FROM new_runs AS n JOIN old_runs AS o
             ON o.job_id = n.job_id AND o.run_id = n.run_id AND o.schedule_time = n.schedule_time
-        WHERE n.update_time IS DISTINCT FROM o.update_time
-        {_POSITION_UPSERT};
+        WHERE n.update_time IS DISTINCT FROM o.update_time;
         IF FOUND THEN
             PERFORM pg_notify('jobmesh_runs', '');
         END IF;
@@ -96,8 +95,6 @@ _POSTGRES_FUNCTIONS = [
     CREATE FUNCTION jobmesh_runs_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         DELETE FROM open_runs AS o USING old_runs AS d WHERE o.job_id = d.job_id AND o.run_id = d.run_id;
-        DELETE FROM run_changes AS c USING old_runs AS d
-        WHERE c.job_id = d.job_id AND c.run_id = d.run_id AND c.schedule_time = d.schedule_time;
         RETURN NULL;
     END $$
     """,
@@ -113,9 +110,10 @@ _POSTGRES_TRIGGERS = [
 
 _SQLITE_NEXT_POSITION = f"""
     UPDATE change_clock SET position = position + 1;
-    INSERT INTO run_changes (job_id, run_id, schedule_time, change_position)
-    SELECT NEW.job_id, NEW.run_id, NEW.schedule_time, position FROM change_clock WHERE true
-    {_POSITION_UPSERT};
+    INSERT INTO run_changes ({_CHANGE_COLUMNS})
+    SELECT NEW.job_id, NEW.run_id, NEW.schedule_time, NEW.update_time, position FROM change_clock WHERE true
+    ON CONFLICT (job_id, run_id, schedule_time)
+    DO UPDATE SET update_time = excluded.update_time, change_position = excluded.change_position;
 """
 _SQLITE_OPEN_UPSERT = f"""
     INSERT INTO open_runs (job_id, run_id, schedule_time, state, wake_time)
@@ -204,11 +202,15 @@ def _create_tables(postgres: bool) -> None:
         sa.Column("job_id", id_type(), nullable=False),
         sa.Column("run_id", id_type(), nullable=False),
         sa.Column("schedule_time", UtcDateTime(), nullable=False),
+        sa.Column("update_time", UtcDateTime(), nullable=False),
         sa.Column("change_position", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_run_changes"),
         postgresql_partition_by="RANGE (schedule_time)" if postgres else None,
     )
     op.create_index("ix_run_changes_position", "run_changes", ["change_position", "job_id", "run_id"])
+    if not postgres:
+        op.create_index(
+            "ix_run_changes_run", "run_changes", ["job_id", "run_id", "schedule_time"], unique=True
+        )
     if postgres:
         op.execute(f"CREATE TABLE {CHANGE_DEFAULT_PARTITION} PARTITION OF run_changes DEFAULT")
         for name, day in _run_partitions():
@@ -254,8 +256,8 @@ def upgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
     _create_tables(postgres)
     op.execute(
-        "INSERT INTO run_changes (job_id, run_id, schedule_time, change_position) "
-        "SELECT job_id, run_id, schedule_time, change_position FROM job_runs"
+        f"INSERT INTO run_changes ({_CHANGE_COLUMNS}) "
+        "SELECT job_id, run_id, schedule_time, update_time, change_position FROM job_runs"
     )
     op.execute(
         "INSERT INTO open_runs (job_id, run_id, schedule_time, state, wake_time) "
@@ -292,10 +294,12 @@ def downgrade() -> None:
     op.add_column(
         "job_runs", sa.Column("change_position", sa.BigInteger(), nullable=False, server_default="0")
     )
+    # A run's latest entry, the one of its update time (PostgreSQL keeps them all; a transaction that began
+    # earlier can change a run last, so the highest position is not always the latest).
     op.execute(
-        "UPDATE job_runs SET change_position = c.change_position FROM run_changes AS c "
+        "UPDATE job_runs SET change_position = coalesce((SELECT max(c.change_position) FROM run_changes AS c "
         "WHERE c.job_id = job_runs.job_id AND c.run_id = job_runs.run_id "
-        "AND c.schedule_time = job_runs.schedule_time"
+        "AND c.schedule_time = job_runs.schedule_time AND c.update_time = job_runs.update_time), 0)"
     )
     for statement in _OLD_POSTGRES_FEED if postgres else _OLD_SQLITE_FEED:
         op.execute(statement)
