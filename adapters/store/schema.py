@@ -299,4 +299,4 @@ LOG_DEFAULT_PARTITION = "run_logs_default"
 CHANGE_PARTITION_PREFIX = "run_changes_p"
 CHANGE_DEFAULT_PARTITION = "run_changes_default"
 # Room left on each page of a run partition for the new versions of its rows (HOT updates).
-RUN_FILLFACTOR = 80
+RUN_FILLFACTOR = 60

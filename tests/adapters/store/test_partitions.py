@@ -69,8 +69,10 @@ def test_partitions_are_created_for_the_coming_days(pg: Backend) -> None:
     indexes = pg.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'job_runs_p20300311'")
     assert len(indexes) == 4  # the primary key and the three indexes of job_runs
     assert pg.execute("SELECT reloptions FROM pg_class WHERE relname = 'job_runs_p20300311'") == [
-        (["fillfactor=80"],)
+        (["fillfactor=60"],)
     ]
+    [(queue_options,)] = pg.execute("SELECT reloptions FROM pg_class WHERE oid = 'open_runs'::regclass")
+    assert "autovacuum_vacuum_scale_factor=0" in queue_options  # a small table rewritten at every change
     pg.store.create_run(_day(DAY0 + timedelta(days=1), "r1"))
     assert _home(pg, "r1") == "job_runs_p20300311"
 
