@@ -3,10 +3,12 @@ never skipping one (a transaction that commits late included), and notices when 
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef
@@ -132,29 +134,36 @@ def test_writes_call_the_stores_listeners(store: SqlStore) -> None:
     assert RUNS_CHANGED not in heard
 
 
-@pytest.mark.postgres
-def test_a_transaction_that_commits_late_is_not_skipped(backend: Backend) -> None:
+@contextlib.contextmanager
+def _racing_writers(backend: Backend, *run_names: str) -> Iterator[tuple[FeedCursor, Connection, Connection]]:
+    """Runs of one job, the feed's cursor past them, and two connections of their own that write them in
+    transactions that overlap (PostgreSQL)."""
     if backend.name != "postgres":
         pytest.skip("SQLite has one writer at a time: nothing commits out of order")
-    store = backend.store
-    store.create_jobs([new_job("alpha")])
-    for name in ("early", "late"):
-        store.create_run(run("alpha", name))
-    cursor = everything_after(store, FeedCursor(0))[1]
+    backend.store.create_jobs([new_job("alpha")])
+    for name in run_names:
+        backend.store.create_run(run("alpha", name))
+    cursor = everything_after(backend.store, FeedCursor(0))[1]
     engine = create_engine(backend.url)
     try:
         with engine.connect() as slow, engine.connect() as quick:
-            slow_transaction = slow.begin()
-            slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'early'"))
-            with quick.begin():  # begins writing after the slow one, commits first
-                quick.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'late'"))
-            seen, cursor_before = everything_after(store, cursor)
-            assert seen == []  # 'late' waits: 'early''s transaction is still open below it
-            slow_transaction.commit()
-        changes, _ = everything_after(store, cursor_before)
-        assert sorted(c.run.run_id for c in changes) == ["early", "late"]
+            yield cursor, slow, quick
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_transaction_that_commits_late_is_not_skipped(backend: Backend) -> None:
+    with _racing_writers(backend, "early", "late") as (cursor, slow, quick):
+        slow_transaction = slow.begin()
+        slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'early'"))
+        with quick.begin():  # begins writing after the slow one, commits first
+            quick.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'late'"))
+        seen, cursor_before = everything_after(backend.store, cursor)
+        assert seen == []  # 'late' waits: 'early''s transaction is still open below it
+        slow_transaction.commit()
+    changes, _ = everything_after(backend.store, cursor_before)
+    assert sorted(c.run.run_id for c in changes) == ["early", "late"]
 
 
 @pytest.mark.postgres
@@ -162,34 +171,23 @@ def test_a_run_changed_last_by_the_transaction_that_began_first_comes_once_as_it
     backend: Backend,
 ) -> None:
     """The earlier transaction's position is the lower one, yet its change is the run's latest."""
-    if backend.name != "postgres":
-        pytest.skip("SQLite has one writer at a time: nothing commits out of order")
-    store = backend.store
-    store.create_jobs([new_job("alpha")])
-    for name in ("first", "shared"):
-        store.create_run(run("alpha", name))
-    cursor = everything_after(store, FeedCursor(0))[1]
-    engine = create_engine(backend.url)
-    try:
-        with engine.connect() as slow, engine.connect() as quick:
-            slow_transaction = slow.begin()
-            slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'first'"))
-            with quick.begin():
-                quick.execute(
-                    text("UPDATE job_runs SET state = 'QUEUED', update_time = now() WHERE run_id = 'shared'")
-                )
-            slow.execute(
-                text("UPDATE job_runs SET state = 'CANCELLED', update_time = now() WHERE run_id = 'shared'")
+    with _racing_writers(backend, "first", "shared") as (cursor, slow, quick):
+        slow_transaction = slow.begin()
+        slow.execute(text("UPDATE job_runs SET update_time = now() WHERE run_id = 'first'"))
+        with quick.begin():
+            quick.execute(
+                text("UPDATE job_runs SET state = 'QUEUED', update_time = now() WHERE run_id = 'shared'")
             )
-            slow_transaction.commit()
-        changes, cursor = everything_after(store, cursor)
-        assert sorted((c.run.run_id, c.run.state) for c in changes) == [
-            ("first", RunState.SCHEDULED),
-            ("shared", RunState.CANCELLED),
-        ]
-        assert everything_after(store, cursor)[0] == []
-    finally:
-        engine.dispose()
+        slow.execute(
+            text("UPDATE job_runs SET state = 'CANCELLED', update_time = now() WHERE run_id = 'shared'")
+        )
+        slow_transaction.commit()
+    changes, cursor = everything_after(backend.store, cursor)
+    assert sorted((c.run.run_id, c.run.state) for c in changes) == [
+        ("first", RunState.SCHEDULED),
+        ("shared", RunState.CANCELLED),
+    ]
+    assert everything_after(backend.store, cursor)[0] == []
 
 
 @pytest.mark.postgres
