@@ -83,6 +83,8 @@ Columns = Sequence[tuple[str, TypeEngine[Any]]]
 RUN_COLUMNS: Columns = (("job_id", Text()), ("run_id", Text()))
 # A run's exact key, once it has been read: the write then touches one partition by primary key.
 KEY_COLUMNS: Columns = (("job_id", Text()), ("run_id", Text()), ("schedule_time", UtcDateTime()))
+# A run looked up on PostgreSQL (`_looked_up`): with the millisecond its id puts its schedule time in.
+WINDOW_COLUMNS: Columns = (*RUN_COLUMNS, ("earliest", UtcDateTime()), ("latest", UtcDateTime()))
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -245,13 +247,44 @@ def select_runs(connection: Connection, rows: Sequence[RunRow]) -> tuple[Select[
     statement = _select_statement(
         connection.dialect.name, batch_size(connection, len(rows)), _shape_of(ranges)
     )
-    return statement, batch_values(connection, "runs", RUN_COLUMNS, rows) | _range_values(ranges)
+    return statement, _run_batch_values(connection, rows) | _range_values(ranges)
+
+
+def _run_batch_values(connection: Connection, rows: Sequence[RunRow]) -> Params:
+    if connection.dialect.name == "postgresql":
+        windows = [(job_id, run_id, *window_of(run_id)) for job_id, run_id in rows]
+        return batch_values(connection, "runs", WINDOW_COLUMNS, windows)
+    return batch_values(connection, "runs", RUN_COLUMNS, rows)
 
 
 @lru_cache(maxsize=_SHAPES)
 def _select_statement(dialect: str, size: int, ranges: int) -> Select[Any]:
+    if dialect == "postgresql":
+        return _looked_up(select(job_runs), ranges, locked=False)
     batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
     return select(job_runs).join(batch, and_(run_match(batch), _partitions(ranges)))
+
+
+def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
+    """`rows` of `job_runs` for each run of the batch in turn, by primary key (PostgreSQL). As a join, the
+    planner may read the batch's whole schedule-time range into a hash instead: it does whenever the
+    partition's statistics are stale (a new day's partition, a burst), and that costs the range's runs, not
+    the batch's (docs/performance.md, "Where the time goes"). A LATERAL subquery that PostgreSQL may not
+    flatten (a lock, or an OFFSET) is looked up once per key, within the millisecond its run id gives (so no
+    index but the primary key narrows it better) and in the partitions of the batch's days. Keys come sorted
+    (`run_rows`), so locks are taken in key order."""
+    batch = batch_table("postgresql", "runs", WINDOW_COLUMNS, 0)
+    found = rows.where(
+        run_match(batch),
+        job_runs.c.schedule_time >= batch.c.earliest,
+        job_runs.c.schedule_time < batch.c.latest,
+        _partitions(ranges),
+    )
+    # In the primary key's order: of two indexes that find the run, the planner then takes the key's.
+    found = found.order_by(job_runs.c.job_id, job_runs.c.run_id, job_runs.c.schedule_time)
+    found = found.with_for_update(key_share=True) if locked else found.offset(0)
+    lateral = found.lateral("found")
+    return select(lateral).select_from(batch).join(lateral, true())
 
 
 def key_match(batch: FromClause) -> ColumnElement[bool]:
@@ -331,7 +364,7 @@ def lock_runs(
         statement = _lock_statement(
             connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges)
         )
-        params = batch_values(connection, "runs", RUN_COLUMNS, chunk) | _range_values(ranges)
+        params = _run_batch_values(connection, chunk) | _range_values(ranges)
         for row in connection.execute(statement, params).mappings():
             found[(row["job_id"], row["run_id"])] = row
     return found
@@ -339,8 +372,10 @@ def lock_runs(
 
 @lru_cache(maxsize=_SHAPES)
 def _lock_statement(dialect: str, columns: tuple[str, ...] | None, size: int, ranges: int) -> Select[Any]:
-    batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
     selected = [job_runs.c[name] for name in columns] if columns else [job_runs]
+    if dialect == "postgresql":
+        return _looked_up(select(*selected), ranges, locked=True)
+    batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
     return (
         select(*selected)
         .join_from(job_runs, batch, and_(run_match(batch), _partitions(ranges)))

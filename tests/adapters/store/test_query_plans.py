@@ -281,13 +281,29 @@ def test_claims_and_heartbeats_touch_one_partition_by_primary_key(loaded: SqlSto
     statements = _captured(loaded, lambda: loaded.claim(refs, "bench", moment), ("SELECT", "UPDATE"))
     beats = [Heartbeat(ref, moment + timedelta(seconds=15)) for ref in refs]
     statements += _captured(loaded, lambda: loaded.heartbeat("bench", beats, moment), ("SELECT", "UPDATE"))
-    # Each: the runs locked by (job_id, run_id) in their day's partition, then written by primary key.
+    # Each: the runs locked one key at a time in their day's partition (an index probe by job, run and the
+    # millisecond of the run id, whichever index the planner takes), then written by primary key.
     assert [s.split()[0] for s, _ in statements] == ["SELECT", "UPDATE"] * 2
     with loaded.engine.connect() as connection:
         for statement, parameters in statements:
             plan = _plan(connection, statement, parameters)
-            _check(connection, plan, "pk_job_runs")
             assert len(_partitions_read(plan)) == 1, json.dumps(plan, indent=1)
+            if statement.startswith("UPDATE"):
+                _check(connection, plan, "pk_job_runs")
+                continue
+            _check(connection, plan, ("pk_job_runs", "ix_job_runs_job_schedule"))
+            assert _probes_per_key(plan), json.dumps(plan, indent=1)
+
+
+def _probes_per_key(plan: dict[str, Any]) -> bool:
+    """Every read of a run partition is an index probe for one key of the batch: its job, its run and its
+    run id's millisecond are all index conditions (not a range of the partition read into a hash)."""
+    reads = [n for n in _nodes(plan) if n.get("Relation Name", "").startswith("job_runs")]
+    wanted = ("job_id = runs.job_id", "run_id = runs.run_id", "schedule_time >= runs.earliest")
+    return bool(reads) and all(
+        n["Node Type"] == "Index Scan" and all(term in n.get("Index Cond", "") for term in wanted)
+        for n in reads
+    )
 
 
 def test_the_occurrence_check_is_one_index_probe_in_one_partition(loaded: SqlStore) -> None:
