@@ -191,6 +191,13 @@ def test_a_name_that_resolves_to_loopback_is_refused(internal: Site) -> None:
         "http://10.1.2.3:{port}/",
         "http://0.0.0.0:{port}/",
         "http://224.0.0.1:{port}/",
+        # Loopback spelled as the resolver also reads it: decimal, hexadecimal, octal, short, IPv6.
+        "http://2130706433:{port}/",
+        "http://0x7f000001:{port}/",
+        "http://0177.0.0.1:{port}/",
+        "http://127.1:{port}/",
+        "http://[::1]:{port}/",
+        "http://[0:0:0:0:0:ffff:7f00:1]:{port}/",
     ],
 )
 def test_non_public_addresses_are_refused_by_default(internal: Site, url: str) -> None:
