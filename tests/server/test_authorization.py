@@ -372,6 +372,43 @@ def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
         everything_watch.cancel()
 
 
+def test_a_page_token_of_another_namespaces_caller_shows_nothing_of_that_namespace(api: Api) -> None:
+    """A page token holds the place of the query it came from: followed by a viewer of team-a, another
+    namespace's caller's token shows only team-a's runs and jobs, or is refused."""
+    case = unique("case")
+    for namespace in (OTHER_NAMESPACE, OTHER_NAMESPACE, OTHER_NAMESPACE, NAMESPACE):
+        job = command_job(namespace)
+        job.labels["case"] = case
+        api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=unique()))
+    scope = f'labels.case = "{case}"'
+    runs = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=scope, page_size=1)
+    jobs = search_service_pb2.ListJobsRequest(filter=scope, page_size=1)
+    runs.page_token = api.search.ListRuns(runs, metadata=as_caller("other-namespace")).next_page_token
+    jobs.page_token = api.search.ListJobs(jobs, metadata=as_caller("other-namespace")).next_page_token
+    assert runs.page_token
+    assert jobs.page_token
+    seen = _followed(lambda: api.search.ListRuns(runs, metadata=as_caller("viewer")), runs, "runs")
+    seen += _followed(lambda: api.search.ListJobs(jobs, metadata=as_caller("viewer")), jobs, "jobs")
+    assert {item.namespace for item in seen} <= {NAMESPACE}
+
+
+def _followed(call: Callable[[], Any], request: Any, field: str) -> list[Any]:
+    """What the pages hold from `request`'s token on (at most 10 pages); nothing when the token is refused."""
+    items: list[Any] = []
+    for _ in range(10):
+        try:
+            page = call()
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.INVALID_ARGUMENT:
+                raise
+            return items
+        items += getattr(page, field)
+        if not page.next_page_token:
+            return items
+        request.page_token = page.next_page_token
+    raise AssertionError("more than 10 pages of one item")
+
+
 def test_a_job_keeps_its_namespace(api: Api) -> None:
     created = new_job(api)
     assert created.job.namespace == NAMESPACE
