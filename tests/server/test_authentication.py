@@ -73,6 +73,17 @@ def test_a_bad_credential_gets_the_same_answer_as_none(channel: grpc.Channel, cr
     assert error.details() == GENERIC_MESSAGE
 
 
+def test_oversized_tokens_are_refused_and_the_server_serves_on(
+    channel: grpc.Channel, secured: Secured
+) -> None:
+    """The attack: bearer tokens of 4 KiB and 1 MiB. The first is no credential; the second is refused before
+    any parser of the server's sees it (gRPC's limit on metadata). Neither costs the next caller anything."""
+    error = call_error(get_job(channel, bearer("a" * 4096)), UNAUTHENTICATED)
+    assert error.details() == GENERIC_MESSAGE
+    call_error(get_job(channel, bearer("a" * 2**20)), grpc.StatusCode.RESOURCE_EXHAUSTED)
+    call_error(get_job(channel, bearer(secured.token("admin"))), grpc.StatusCode.NOT_FOUND)
+
+
 def test_a_valid_opaque_token_and_a_valid_jwt_pass(channel: grpc.Channel, secured: Secured) -> None:
     call_error(get_job(channel, bearer(secured.token("admin"))), grpc.StatusCode.NOT_FOUND)
     jwt = secured.signer.token("svc", {"roles": {"*": "viewer"}})
