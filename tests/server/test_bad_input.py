@@ -1,5 +1,5 @@
-"""Bad input found by probing the API: each is INVALID_ARGUMENT with a field violation, on every store, and
-the server stays up."""
+"""Bad input found by probing the API: each is INVALID_ARGUMENT with a field violation (a request that
+inflates past the message limit, RESOURCE_EXHAUSTED), on every store, and the server stays up."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import grpc
 import pytest
 from google.protobuf import field_mask_pb2, timestamp_pb2
 
+from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.v1 import job_pb2, job_service_pb2, search_service_pb2
 from tests.server.conftest import Api
 from tests.server.errors import call_error, field_violations
@@ -185,3 +186,20 @@ def test_a_stream_frame_that_does_not_parse_ends_the_stream_as_invalid(api: Api)
             "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
         )
         assert list(reflection(iter([b"\x3a\x00"]), timeout=10))  # a well-formed list_services: answered
+
+
+def test_a_decompression_bomb_is_refused_and_the_server_serves_on(api: Api) -> None:
+    """A gzip-compressed request of a few KiB that inflates past the server's message limit: the server stops
+    inflating at the limit (RESOURCE_EXHAUSTED), and answers the next call."""
+    inflated = bytes(MAX_GRPC_MESSAGE_BYTES + 2**20)
+    bomb = job(schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()))
+    bomb.target.handler.name = "anything"
+    bomb.target.handler.payload = inflated
+    error = call_error(
+        lambda: api.jobs.CreateJob(
+            job_service_pb2.CreateJobRequest(job=bomb), compression=grpc.Compression.Gzip, timeout=30
+        ),
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    )
+    assert "larger than max" in (error.details() or "")
+    api.search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1))
