@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import socket
 import ssl
+import warnings
 from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -295,3 +297,33 @@ def test_certificate_grants_parse_and_bad_ones_are_refused() -> None:
     for bad in ("", "a", "a=", "=q", "a=Not A Queue"):
         with pytest.raises(ValueError, match=r"expected|queue name"):
             parse_certificate_grants(bad)
+
+
+def _handshake(port: int, trust: Path, version: ssl.TLSVersion) -> str:
+    """The TLS version agreed with a client that offers `version` alone (and every cipher, so that the
+    client's own policy refuses nothing the server might accept)."""
+    context = ssl.create_default_context(cafile=str(trust))
+    context.set_ciphers("ALL:@SECLEVEL=0")
+    context.set_alpn_protocols(["h2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TLS 1.0 and 1.1, offered on purpose
+        context.minimum_version = context.maximum_version = version
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        return str(tls.version())
+
+
+@pytest.mark.parametrize("version", ["TLSv1", "TLSv1_1"])
+def test_tls_before_1_2_is_refused(server_tls: ServerTls, tmp_path: Path, version: str) -> None:
+    async def scenario() -> None:
+        async with serving(server_tls) as (port, _):
+            handshake = functools.partial(_handshake, port, tmp_path / "ca.pem")
+            loop = asyncio.get_running_loop()
+            assert await loop.run_in_executor(None, handshake, ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+            with pytest.raises(ssl.SSLError) as refused:
+                await loop.run_in_executor(None, handshake, ssl.TLSVersion[version])
+            assert "NO_PROTOCOLS_AVAILABLE" not in str(refused.value)  # the client did offer it
+
+    run(scenario())
