@@ -300,3 +300,35 @@ def test_the_shipped_config_answers_the_loopback_names_only() -> None:
     assert dashboard["domains"] == DashboardConfig().domains
     assert refused["domains"] == ["*"]
     assert refused["routes"][0]["direct_response"]["status"] == 403
+
+
+def _preflight(url: str, origin: str) -> tuple[int, Any]:
+    """A browser's CORS preflight for a gRPC-Web call from a page of `origin`: its status and headers."""
+    request = urllib.request.Request(
+        f"{url}/jobmesh.v1.SearchService/ListJobs",
+        method="OPTIONS",
+        headers={
+            "origin": origin,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type,x-grpc-web,authorization",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers
+    except urllib.error.HTTPError as error:
+        error.close()
+        return error.code, error.headers
+
+
+def test_another_origin_is_not_allowed_to_call_the_api(envoy_in_front: tuple[str, Recording]) -> None:
+    """CORS: a page of another site, at a loopback name, asks whether it may call the API: no answer allows it
+    (the browser then never sends the call), while the Vite dev server's origin is allowed."""
+    url, recording = envoy_in_front
+    _, foreign = _preflight(url, "http://attacker.example")
+    assert "access-control-allow-origin" not in foreign
+    assert "access-control-allow-credentials" not in foreign
+    status, dev = _preflight(url, "http://localhost:5173")
+    assert status == 200
+    assert dev["access-control-allow-origin"] == "http://localhost:5173"
+    assert recording.metadata == []  # the server ran no handler for either
