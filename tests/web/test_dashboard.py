@@ -340,3 +340,21 @@ def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
     board.context.close()
     assert errors == []
     assert blocked == []
+
+
+MARKUP = '<img src="/xss.png" onerror="document.title=\'xss\'"><b>bold</b>'
+
+
+def test_markup_in_a_jobs_fields_and_its_log_is_shown_as_text(dashboard: Dashboard, page: Page) -> None:
+    """XSS: a job whose name, label, command and log line hold markup. Each view shows it as the text it is,
+    and no element of it reaches the page (the content security policy aside, which would block the
+    handler even then)."""
+    job_id = unique("markup")
+    run = create_now(dashboard, job_id, command("echo", MARKUP), display_name=MARKUP, labels={"note": MARKUP})
+    wait_for(lambda: run_state(dashboard, run.name) == run_pb2.RUN_STATE_SUCCEEDED, "the run to succeed")
+    for view in ("/#/jobs", f"/#/jobs/{job_id}", f"/#/{run.name}"):
+        page.goto(view)
+        expect(page.get_by_text(MARKUP).first).to_be_visible()
+        assert page.locator('img[src="/xss.png"], [onerror], b:text-is("bold")').count() == 0, view
+    expect(page.get_by_role("log", name="Run log")).to_contain_text(MARKUP)
+    assert page.title() != "xss"
