@@ -43,6 +43,7 @@ from sqlalchemy import (
     bindparam,
     column,
     func,
+    literal_column,
     or_,
     select,
     true,
@@ -270,9 +271,9 @@ def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
     planner may read the batch's whole schedule-time range into a hash instead: it does whenever the
     partition's statistics are stale (a new day's partition, a burst), and that costs the range's runs, not
     the batch's (docs/performance.md, "Where the time goes"). A LATERAL subquery that PostgreSQL may not
-    flatten (a lock, or an OFFSET) is looked up once per key, within the millisecond its run id gives (so no
-    index but the primary key narrows it better) and in the partitions of the batch's days. Keys come sorted
-    (`run_rows`), so locks are taken in key order."""
+    flatten (a lock, or an OFFSET) is looked up once per key, within the millisecond its run id gives (so
+    either index that leads with the job finds it exactly) and in the partitions of the batch's days. Keys
+    come sorted (`run_rows`), so locks are taken in key order."""
     batch = batch_table("postgresql", "runs", WINDOW_COLUMNS, 0)
     found = rows.where(
         run_match(batch),
@@ -280,8 +281,6 @@ def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
         job_runs.c.schedule_time < batch.c.latest,
         _partitions(ranges),
     )
-    # In the primary key's order: of two indexes that find the run, the planner then takes the key's.
-    found = found.order_by(job_runs.c.job_id, job_runs.c.run_id, job_runs.c.schedule_time)
     found = found.with_for_update(key_share=True) if locked else found.offset(0)
     lateral = found.lateral("found")
     return select(lateral).select_from(batch).join(lateral, true())
@@ -317,17 +316,17 @@ def _shape_of(ranges: Ranges) -> int:
 
 
 @lru_cache(maxsize=_SHAPES)
-def _partitions(count: int) -> ColumnElement[bool]:
+def _partitions(count: int, runs: FromClause = job_runs) -> ColumnElement[bool]:
     """A schedule-time condition of `count` ranges bound as parameters (-1: none), so that PostgreSQL
     prunes the statement to the partitions (days) the batch touches when it runs (a join's keys cannot
-    prune)."""
+    prune). `runs`: `job_runs` or an alias of it."""
     if count < 0:
         return and_(True)
     return or_(
         *(
             and_(
-                job_runs.c.schedule_time >= bindparam(f"day__lo__{i}", type_=UtcDateTime()),
-                job_runs.c.schedule_time < bindparam(f"day__hi__{i}", type_=UtcDateTime()),
+                runs.c.schedule_time >= bindparam(f"day__lo__{i}", type_=UtcDateTime()),
+                runs.c.schedule_time < bindparam(f"day__hi__{i}", type_=UtcDateTime()),
             )
             for i in range(count)
         )
@@ -436,8 +435,39 @@ def _update_statement(
     dialect: str, name: str, columns: Columns, size: int, *, ranges: int, sets: SetShape
 ) -> Update:
     batch = batch_table(dialect, name, columns, size)
+    if dialect == "postgresql":
+        located = _located(batch, name, ranges)
+        values = {col: _set_value(located, col, value) for col, value in sets}
+        reached = (
+            literal_column("job_runs.ctid") == located.c.row_id,
+            literal_column("job_runs.tableoid") == located.c.part,
+            job_runs.c.job_id == located.c.job_id,  # what ties the two for SQLAlchemy (and checks the row)
+        )
+        return update(job_runs).where(*reached, _partitions(ranges)).values(**values)
     values = {col: _set_value(batch, col, value) for col, value in sets}
     return update(job_runs).where(key_match(batch), _partitions(ranges)).values(**values)
+
+
+def _located(batch: FromClause, name: str, ranges: int) -> FromClause:
+    """The batch's rows, each with the row id (`row_id`, `part`) of its run, found by its key on its own
+    (PostgreSQL): as a join of the keys, the planner may read the batch's whole range into a hash (see
+    `_looked_up`). The update then reaches each run by its row id."""
+    located = job_runs.alias("located")
+    row = (
+        select(
+            literal_column("located.ctid").label("row_id"), literal_column("located.tableoid").label("part")
+        )
+        .select_from(located)
+        .where(
+            located.c.job_id == batch.c.job_id,
+            located.c.run_id == batch.c.run_id,
+            located.c.schedule_time == batch.c.schedule_time,
+            _partitions(ranges, located),
+        )
+        .offset(0)
+        .lateral("found")
+    )
+    return select(batch, row).select_from(batch).join(row, true()).subquery(f"{name}_located")
 
 
 def _set_value(batch: FromClause, col: str, value: object) -> Any:
