@@ -15,6 +15,12 @@ key. Two reasons:
   state-partial index that `job_runs` had then for each batch (measured: 20k rows read for 500 written, 4x
   slower and growing). Keyed statements leave it the primary key only.
 
+On PostgreSQL the two do not join the batch to `job_runs`: each key is looked up on its own, in a LATERAL
+subquery the planner may not flatten (`_looked_up`, `_located`), and the update reaches the rows found by
+their row ids. As a join, with a partition's statistics stale, the planner read the batch's whole
+schedule-time range into a hash, at a cost that grew with the rate (docs/performance.md, "Where the time
+goes").
+
 Statements are built once per shape (`functools.lru_cache` on the builders) with placeholders, and each call
 binds its values: building a statement costs far more than executing it (SQLAlchemy coerces every element),
 and the hot path runs these on every create, claim and result. On PostgreSQL the shape is the same whatever
