@@ -50,12 +50,18 @@ RECONNECT_DELAY = 1.0
 
 # The oldest transaction still open, of those not known to belong to another database (an id that
 # pg_stat_activity does not show elsewhere counts as this database's: never too far), else the next id.
+# pg_stat_activity is read before the snapshot is taken: read after it, another database's transaction that
+# ends in between is in the snapshot but no longer shown elsewhere, and the horizon falls back to it, below
+# changes an earlier read had already passed. Read before, a transaction that begins in between has an id
+# above every change committed then.
 HORIZON = text(
     """
-    WITH snapshot AS (SELECT pg_current_snapshot() AS current),
-    elsewhere AS (
+    WITH elsewhere AS MATERIALIZED (
         SELECT backend_xid FROM pg_stat_activity
         WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database()
+    ),
+    snapshot AS MATERIALIZED (
+        SELECT pg_current_snapshot() AS current FROM (SELECT count(*) FROM elsewhere) AS read_first
     )
     SELECT coalesce(
         (SELECT min(open::text::bigint) FROM snapshot, pg_snapshot_xip(snapshot.current) AS open
