@@ -233,9 +233,20 @@ def run_rows(refs: Iterable[AttemptRef]) -> list[RunRow]:
     return sorted({(ref.job_id, ref.run_id) for ref in refs})
 
 
-def run_days(rows: Sequence[RunRow]) -> Ranges:
-    """The day ranges of the schedule times the rows' run ids give."""
-    return day_ranges([window_of(run_id) for _, run_id in rows])
+Params = dict[str, Any]
+
+
+def run_batch(connection: Connection, rows: Sequence[RunRow]) -> tuple[Ranges, Params]:
+    """The day ranges of the schedule times the rows' run ids give, and the parameters of the rows' batch
+    with those ranges (on PostgreSQL, each run with the millisecond its id gives: `_looked_up`)."""
+    windows = [window_of(run_id) for _, run_id in rows]
+    ranges = day_ranges(windows)
+    if connection.dialect.name == "postgresql":
+        keyed = [(job_id, run_id, *window) for (job_id, run_id), window in zip(rows, windows, strict=True)]
+        values = batch_values(connection, "runs", WINDOW_COLUMNS, keyed)
+    else:
+        values = batch_values(connection, "runs", RUN_COLUMNS, rows)
+    return ranges, values | _range_values(ranges)
 
 
 def run_match(batch: FromClause) -> ColumnElement[bool]:
@@ -244,24 +255,14 @@ def run_match(batch: FromClause) -> ColumnElement[bool]:
     return and_(job_runs.c.job_id == batch.c.job_id, job_runs.c.run_id == batch.c.run_id)
 
 
-Params = dict[str, Any]
-
-
 def select_runs(connection: Connection, rows: Sequence[RunRow]) -> tuple[Select[Any], Params]:
     """The `job_runs` rows of a batch of `run_rows` (whatever their attempt), pruned to their partitions:
     the statement and its parameters."""
-    ranges = run_days(rows)
+    ranges, params = run_batch(connection, rows)
     statement = _select_statement(
         connection.dialect.name, batch_size(connection, len(rows)), _shape_of(ranges)
     )
-    return statement, _run_batch_values(connection, rows) | _range_values(ranges)
-
-
-def _run_batch_values(connection: Connection, rows: Sequence[RunRow]) -> Params:
-    if connection.dialect.name == "postgresql":
-        windows = [(job_id, run_id, *window_of(run_id)) for job_id, run_id in rows]
-        return batch_values(connection, "runs", WINDOW_COLUMNS, windows)
-    return batch_values(connection, "runs", RUN_COLUMNS, rows)
+    return statement, params
 
 
 @lru_cache(maxsize=_SHAPES)
@@ -273,7 +274,7 @@ def _select_statement(dialect: str, size: int, ranges: int) -> Select[Any]:
 
 
 def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
-    """`rows` of `job_runs` for each run of the batch in turn, by primary key (PostgreSQL). As a join, the
+    """`rows` of `job_runs` for each run of the batch in turn, by its key (PostgreSQL). As a join, the
     planner may read the batch's whole schedule-time range into a hash instead: it does whenever the
     partition's statistics are stale (a new day's partition, a burst), and that costs the range's runs, not
     the batch's (docs/performance.md, "Where the time goes"). A LATERAL subquery that PostgreSQL may not
@@ -365,11 +366,10 @@ def lock_runs(
     found: dict[tuple[str, str], RowMapping] = {}
     wanted = tuple(columns) if columns else None
     for chunk in batch_chunks(connection, run_rows(refs)):
-        ranges = run_days(chunk)
+        ranges, params = run_batch(connection, chunk)
         statement = _lock_statement(
             connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges)
         )
-        params = _run_batch_values(connection, chunk) | _range_values(ranges)
         for row in connection.execute(statement, params).mappings():
             found[(row["job_id"], row["run_id"])] = row
     return found
