@@ -35,6 +35,7 @@ from jobmesh.core.errors import (
     RequestIdReused,
 )
 from jobmesh.core.filters import Comparison, ListQuery
+from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
@@ -49,7 +50,6 @@ from jobmesh.core.records import (
     version_of_etag,
 )
 from jobmesh.server.authorization import Access
-from jobmesh.server.group_commit import GroupCommit
 from jobmesh.server.validation import (
     Violations,
     check_job,

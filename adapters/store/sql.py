@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from sqlalchemy import Connection, Engine
 
@@ -34,11 +34,13 @@ from jobmesh.adapters.store.sql_engine import (
     read_connection,
     run_write,
     translate_errors,
+    unavailable,
     write_transaction,
 )
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
+from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ports.pipeline_store import Claim, Heartbeat, PipelineStore, ProgressReport
 from jobmesh.core.ports.store import (
     LOGS_CHANGED,
@@ -59,6 +61,9 @@ from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
 R = TypeVar("R")
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_PARTITION_AHEAD_DAYS = 7
+# The most calls whose writes share a transaction: enough to take what queues while one commits at rate,
+# few enough that a transaction stays short.
+WRITES_PER_TRANSACTION = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,11 @@ class _Unwatch:
 
     def close(self) -> None:
         self.store._unwatch(self.key)
+
+
+def _own_failure(error: BaseException) -> bool:
+    """Whether a shared write transaction failed for one call's sake, rather than the database's."""
+    return isinstance(error, Exception) and not unavailable(error)
 
 
 class SqlStore:
@@ -88,6 +98,13 @@ class SqlStore:
         self._listeners: dict[int, Callable[[str], None]] = {}
         self._listeners_lock = threading.Lock()
         self._listener: sql_feed.Listener | None = None
+        # The pipeline's writes of concurrent calls (claims, results, dispatches, creates, of every stream)
+        # share a transaction: its BEGIN, COMMIT and WAL flush are paid once for all of them. A call that
+        # fails, except for an unavailable database, fails the shared transaction, which is then run again
+        # call by call so that only that call fails.
+        self._writes: GroupCommit[Callable[[Connection], object], object] = GroupCommit(
+            self._write_together, max_items=WRITES_PER_TRANSACTION, alone=_own_failure
+        )
 
     @property
     def dialect(self) -> str:
@@ -104,8 +121,7 @@ class SqlStore:
     def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
         if not items:
             return []
-        with self._writing() as connection:
-            return sql_jobs.create_jobs(connection, items)
+        return self._run_write(lambda connection: sql_jobs.create_jobs(connection, items))
 
     @translate_errors
     def get_job(self, job_id: str, *, include_deleted: bool = False) -> JobRecord:
@@ -388,10 +404,15 @@ class SqlStore:
             self._notify(notice)
 
     def _run_write(self, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED) -> R:
-        result = run_write(self._engine, work)
+        """`work` in a write transaction, which it may share with other calls' (`self._writes`); so it
+        must not hold a transaction of this store open while it waits. Its result once committed."""
+        [result] = self._writes.submit([work])
         if notice is not None:
             self._notify(notice)
-        return result
+        return cast(R, result)
+
+    def _write_together(self, works: Sequence[Callable[[Connection], object]]) -> list[object]:
+        return run_write(self._engine, lambda connection: [work(connection) for work in works])
 
     # Maintenance -------------------------------------------------------------------------------------------
 

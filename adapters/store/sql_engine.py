@@ -162,15 +162,25 @@ def translate_errors(
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return method(self, *args, **kwargs)
-        except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError) as error:
-            raise StoreUnavailable(_summary(error)) from error
-        except sa_exc.DBAPIError as error:
-            if error.connection_invalidated:
-                raise StoreUnavailable(f"connection lost: {_summary(error)}") from error
-            log.error("the database refused %s: %s", method.__name__, _summary(error))
-            raise StoreFailure(_summary(error)) from error
+        except (sa_exc.DBAPIError, sa_exc.TimeoutError) as error:
+            if not unavailable(error):
+                log.error("the database refused %s: %s", method.__name__, _summary(error))
+                raise StoreFailure(_summary(error)) from error
+            lost = "" if isinstance(error, _UNREACHABLE) else "connection lost: "
+            raise StoreUnavailable(lost + _summary(error)) from error
 
     return wrapper
+
+
+_UNREACHABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether a driver error says the database could not be reached or used (busy, locked, gone), rather
+    than that it refused a statement."""
+    if isinstance(error, _UNREACHABLE):
+        return True
+    return isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated
 
 
 def _summary(error: Any) -> str:

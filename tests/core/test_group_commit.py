@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from jobmesh.core.errors import StoreFailure, StoreUnavailable
-from jobmesh.server.group_commit import GroupCommit
+from jobmesh.core.group_commit import GroupCommit
 from tests.support import eventually
 
 

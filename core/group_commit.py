@@ -6,9 +6,10 @@ lead to the first caller still waiting. Nothing waits for a batch to fill: an id
 once, and a busy one batches what queued while the previous commit ran, so the number of transactions a
 second follows the store's commit rate, not the callers' call rate.
 
-A batch that fails for one item's sake (`StoreFailure`: the database refused a statement) is written again
-one caller at a time, so that one caller's bad item never fails the others; an unreachable store fails the
-whole batch, as it would fail each call alone.
+A batch that fails for one item's sake (by default `StoreFailure`: the database refused a statement; the
+store's own transactions pass a wider `alone`) is written again one caller at a time, so that one caller's bad
+item never fails the others; any other failure, such as an unreachable store, fails the whole batch, as it
+would fail each call alone.
 """
 
 from __future__ import annotations
@@ -37,12 +38,24 @@ class _Ticket(Generic[T, R]):
         self.leads = False
 
 
-class GroupCommit(Generic[T, R]):
-    """`write(items)` returns one outcome per item, in order; `submit` returns the caller's own."""
+def _refused(error: BaseException) -> bool:
+    return isinstance(error, StoreFailure)
 
-    def __init__(self, write: Callable[[Sequence[T]], list[R]], *, max_items: int) -> None:
+
+class GroupCommit(Generic[T, R]):
+    """`write(items)` returns one outcome per item, in order; `submit` returns the caller's own. A batch
+    whose failure `alone` accepts is written again caller by caller."""
+
+    def __init__(
+        self,
+        write: Callable[[Sequence[T]], list[R]],
+        *,
+        max_items: int,
+        alone: Callable[[BaseException], bool] = _refused,
+    ) -> None:
         self._write = write
         self._max_items = max_items
+        self._alone = alone
         self._lock = threading.Lock()
         self._waiting: deque[_Ticket[T, R]] = deque()
         self._leading = False
@@ -90,16 +103,13 @@ class GroupCommit(Generic[T, R]):
     def _write_batch(self, batch: list[_Ticket[T, R]]) -> None:
         try:
             outcomes = self._write([item for ticket in batch for item in ticket.items])
-        except StoreFailure as error:
-            if len(batch) == 1:
-                _fail(batch[0], error)
-            else:
+        except BaseException as error:
+            if len(batch) > 1 and self._alone(error):
                 for ticket in batch:
                     self._write_batch([ticket])
-            return
-        except BaseException as error:
-            for ticket in batch:
-                _fail(ticket, error)
+            else:
+                for ticket in batch:
+                    _fail(ticket, error)
             return
         start = 0
         for ticket in batch:

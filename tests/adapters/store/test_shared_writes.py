@@ -1,0 +1,104 @@
+"""Writes of concurrent calls share a transaction, and one call's failure stays that call's (both stores)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Connection, event, text
+from sqlalchemy import exc as sa_exc
+
+from jobmesh.adapters.store.sql import SqlStore
+from tests.support import eventually
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+TTL = timedelta(minutes=5)
+
+
+class HeldWrite:
+    """A write that holds the store's transaction until released, so that the calls after it queue."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=store._run_write, args=(self._work,))
+
+    def _work(self, connection: Connection) -> None:
+        self.inside.set()
+        assert self.release.wait(30)
+
+    def __enter__(self) -> HeldWrite:
+        self.thread.start()
+        assert self.inside.wait(30)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release.set()
+        self.thread.join(30)
+
+
+def _in_threads(calls: dict[str, Callable[[], object]]) -> tuple[dict[str, object], list[threading.Thread]]:
+    answers: dict[str, object] = {}
+
+    def call(name: str, work: Callable[[], object]) -> None:
+        try:
+            answers[name] = work()
+        except Exception as error:  # recorded for the test to look at
+            answers[name] = error
+
+    threads = [threading.Thread(target=call, args=item) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    return answers, threads
+
+
+@pytest.fixture
+def commits(store: SqlStore) -> Iterator[list[int]]:
+    counted: list[int] = []
+
+    def on_commit(_connection: Connection) -> None:
+        counted.append(1)
+
+    event.listen(store.engine, "commit", on_commit)
+    yield counted
+    event.remove(store.engine, "commit", on_commit)
+
+
+def test_calls_that_queue_behind_a_write_commit_together(store: SqlStore, commits: list[int]) -> None:
+    with HeldWrite(store):
+        answers, threads = _in_threads(
+            {f"lease-{n}": lambda n=n: store.try_lease(f"lease-{n}", "me", TTL, NOW) for n in range(10)}
+        )
+        eventually(lambda: len(store._writes._waiting) == 10, 10, "ten calls queued")
+    for thread in threads:
+        thread.join(30)
+    assert answers == {f"lease-{n}": True for n in range(10)}
+    assert len(commits) == 2  # the held write's, then one for the ten
+    assert not any(store.try_lease(f"lease-{n}", "another", TTL, NOW) for n in range(10))
+
+
+def test_a_call_that_fails_fails_alone(store: SqlStore, commits: list[int]) -> None:
+    assert store.try_lease("taken", "me", TTL, NOW)
+    duplicate = text("INSERT INTO leases (name, holder, expires_at) VALUES ('taken', 'x', :at)")
+    calls: dict[str, Callable[[], object]] = {
+        "before": lambda: store.try_lease("before", "me", TTL, NOW),
+        "refused by the database": lambda: store._run_write(
+            lambda connection: connection.execute(duplicate, {"at": NOW})
+        ),
+        "refused by its own check": lambda: store.try_lease("no ttl", "me", timedelta(0), NOW),
+        "after": lambda: store.try_lease("after", "me", TTL, NOW),
+    }
+    with HeldWrite(store):
+        answers, threads = _in_threads(calls)
+        eventually(lambda: len(store._writes._waiting) == len(calls), 10, "the calls queued")
+    for thread in threads:
+        thread.join(30)
+    assert answers["before"] is True
+    assert answers["after"] is True
+    assert isinstance(answers["refused by the database"], sa_exc.IntegrityError)
+    assert isinstance(answers["refused by its own check"], ValueError)
+    assert not store.try_lease("before", "another", TTL, NOW)
+    assert not store.try_lease("after", "another", TTL, NOW)
+    assert store.try_lease("no ttl", "another", TTL, NOW)  # nothing of the failed calls was written
