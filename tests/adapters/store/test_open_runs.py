@@ -99,3 +99,43 @@ def test_a_runs_updates_through_its_life_are_hot(new_pg_schema: Callable[[str], 
         updates, hot = _run_updates(url, JOBS * UPDATES_A_RUN)
     assert updates >= JOBS * UPDATES_A_RUN
     assert hot == updates
+
+
+# Enough runs that a join of the update's old rows to its new ones by nested loop (the store's sessions turn
+# hash joins off) takes minutes here; by hash, about a second.
+MANY_RUNS = 40_000
+MANY_RUNS_TIMEOUT = "20s"
+
+
+@pytest.mark.postgres
+def test_one_statement_that_updates_many_runs_keeps_the_open_runs_in_linear_time(
+    new_pg_schema: Callable[[str], Any],
+) -> None:
+    with new_pg_schema("jm_many") as url:
+        upgrade(url)
+        store = SqlStore(url)
+        try:
+            store.maintain_partitions(datetime.now(UTC))
+            add_job(store, "many")
+            with store.engine.begin() as connection:
+                connection.execute(text(_MANY_RUNS), {"count": MANY_RUNS})
+            with store.engine.begin() as connection:  # a session of the store's, with its settings
+                connection.execute(text(f"SET LOCAL statement_timeout = '{MANY_RUNS_TIMEOUT}'"))
+                ended = connection.execute(
+                    text("UPDATE job_runs SET state = 'SUCCEEDED', end_time = now(), update_time = now()")
+                )
+                assert ended.rowcount == MANY_RUNS
+            with store.engine.connect() as connection:
+                assert connection.execute(text("SELECT count(*) FROM open_runs")).scalar() == 0
+        finally:
+            store.close()
+
+
+_MANY_RUNS = """
+INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger, priority, queue,
+                      executor, start_time, last_heartbeat_time, heartbeat_deadline, progress,
+                      progress_message, create_time, update_time, namespace)
+SELECT 'many', 'run' || lpad(i::text, 7, '0'), now(), 1, now(), 'RUNNING', 'MANUAL', 'NORMAL', 'default',
+       'executor-1', now(), now(), now() + interval '1 minute', 0, '', now(), now(), 'default'
+FROM generate_series(1, :count) AS i
+"""

@@ -294,14 +294,15 @@ def test_claims_and_heartbeats_touch_one_partition_by_primary_key(loaded: SqlSto
             assert _probes_per_key(plan), json.dumps(plan, indent=1)
 
 
-def _probes_per_key(plan: dict[str, Any]) -> bool:
+def _probes_per_key(plan: dict[str, Any], empty: frozenset[str] = frozenset({"job_runs_default"})) -> bool:
     """Every read of a run partition finds one key of the batch: an index scan whose conditions hold the
     key's job, run and schedule time (not a range of the partition read into a hash), or a fetch by the
-    row id such a scan found. (The empty DEFAULT partition may be read whole: that costs nothing.)"""
+    row id such a scan found. (An `empty` partition, such as DEFAULT, may be read whole: that costs
+    nothing.)"""
     reads = [
         n
         for n in _nodes(plan)
-        if n.get("Relation Name", "").startswith("job_runs_") and n["Relation Name"] != "job_runs_default"
+        if n.get("Relation Name", "").startswith("job_runs_") and n["Relation Name"] not in empty
     ]
 
     def one_key(node: dict[str, Any]) -> bool:
@@ -335,6 +336,54 @@ def test_a_feed_read_of_a_rare_state_looks_its_changes_up_by_key(loaded: SqlStor
         plan = _plan(connection, statement, parameters)
         _check(connection, plan, ("pk_job_runs", "ix_job_runs_job_schedule"))
         assert _probes_per_key(plan), json.dumps(plan, indent=1)
+
+
+STALE_RUNS = 30_000
+
+
+def test_a_sweep_looks_runs_up_by_key_when_the_open_runs_statistics_are_stale(
+    new_pg_schema: Callable[[str], Any],
+) -> None:
+    # Statistics taken while 30,000 runs were RUNNING with their heartbeats due, read after they all ended:
+    # under load `open_runs` churns faster than autovacuum analyses it.
+    now = datetime.now(UTC)
+    with new_pg_schema("jm_stale") as url:
+        upgrade(url)
+        store = SqlStore(url)
+        try:
+            store.maintain_partitions(now)
+            with store.engine.begin() as connection:
+                connection.execute(text(LOAD_JOBS.replace(f"{JOBS}", "100")))
+                connection.execute(text(STALE_RUNNING))
+            with store.engine.connect() as connection:
+                connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
+            with store.engine.begin() as connection:
+                connection.execute(text("UPDATE job_runs SET state = 'SUCCEEDED', end_time = now()"))
+            [(statement, parameters)] = _captured(store, lambda: store.lost_attempts(now, limit=500))
+            with store.engine.connect() as connection:
+                plan = _plan(connection, statement, parameters)
+                # `open_runs` may be read whole (its statistics say it is all due): autovacuum keeps it to
+                # a few thousand rows, live and dead. The day's runs are read one key at a time.
+                empty = frozenset(
+                    connection.execute(
+                        text("SELECT relname FROM pg_class WHERE relname LIKE 'job_runs_%' AND reltuples < 1")
+                    ).scalars()
+                )
+            assert _probes_per_key(plan, empty), json.dumps(plan, indent=1)
+        finally:
+            store.close()
+
+
+STALE_RUNNING = f"""
+INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger, priority, queue,
+                      executor, dispatch_time, start_time, last_heartbeat_time, heartbeat_deadline,
+                      progress, progress_message, create_time, update_time, namespace)
+SELECT 'job' || lpad((1 + i % 100)::text, 6, '0'), 'run' || lpad(i::text, 7, '0'), t, 1, t, 'RUNNING',
+       'SCHEDULE', 'NORMAL', 'default', 'executor-1', t, t, t, t + interval '1 second', 0, '', t, t,
+       'ns' || (1 + i % 100) % {NAMESPACES}
+FROM (SELECT i, now() - interval '1 hour' + i * interval '100 milliseconds' AS t
+      FROM generate_series(1, {STALE_RUNS}) AS i) AS spread
+"""
 
 
 def test_the_occurrence_check_is_one_index_probe_in_one_partition(loaded: SqlStore) -> None:
