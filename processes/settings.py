@@ -28,6 +28,7 @@ from jobmesh.adapters.queue.factory import MemoryQueueAddress, parse_queue_url
 from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.names import QUEUE_NAME
+from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
 from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
@@ -1020,6 +1021,18 @@ SETTINGS: tuple[Setting, ...] = (
         help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
         " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
         metavar="SOURCE",
+    ),
+    Setting(
+        name="secret_queues",
+        variables=("JOBMESH_SECRET_QUEUES",),
+        parse=parse_secret_queues,
+        commands=(DEV, SERVER, EXECUTOR),
+        default="none (every secret serves every queue of its namespace)",
+        help="secrets granted to some queues of their namespace only: `NAME=QUEUE+QUEUE` (a `default`"
+        " namespace's secret) or `NAMESPACE/NAME=QUEUE+QUEUE`, comma-separated; a job on another queue that"
+        " references one is refused at create (`INVALID_ARGUMENT`) and by the executor; give servers and"
+        " executors the same list",
+        metavar="GRANTS",
     ),
     Setting(
         name="isolation",

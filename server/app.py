@@ -189,7 +189,14 @@ def build_services(
     sessions.start()
     cancels = CancelRouter(signals, push_local=sessions.push)
     bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
-    commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, cancels=cancels)
+    commands = JobCommands(
+        store,
+        config.policy,
+        utcnow,
+        dispatcher=bypass,
+        cancels=cancels,
+        secret_queues=config.secret_queues,
+    )
     lifecycle = AttemptLifecycle(store, queue, utcnow)
     reports = AttemptReports(
         store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.client_certificates import CertificateGrant
 from jobmesh.server.feed import FEED_PAGE
 from jobmesh.server.quotas import Quotas
@@ -53,6 +54,8 @@ class ServerConfig:
     # Executors known by their verified client certificate on `executor_listen`: name → queues
     # (server/client_certificates.py).
     executor_certificates: Mapping[str, CertificateGrant] | None = None
+    # The secrets a job may reference on some queues of their namespace only (core/secret_refs.py).
+    secret_queues: SecretQueues = field(default_factory=SecretQueues)
     # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and

@@ -56,6 +56,7 @@ BAD_VALUES = {
     "JOBMESH_ALLOWED_SCHEMES": "ftp",
     "JOBMESH_COMMAND_PATH": "bin:/usr/bin",
     "JOBMESH_SECRETS": "vault://secrets",
+    "JOBMESH_SECRET_QUEUES": "TOKEN=Upper",
     "JOBMESH_ISOLATION": "chroot",
     "JOBMESH_JOB_USER": "no-such-user-here",
     "JOBMESH_JOB_MEMORY": "lots",
@@ -256,6 +257,7 @@ def test_help_names_each_option_and_its_variable() -> None:
 # Settings whose default is nothing at all (no file, no token).
 _UNSET = (
     "executor_certificates",
+    "secret_queues",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
