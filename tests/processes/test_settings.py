@@ -377,3 +377,16 @@ def test_a_server_config_refuses_quotas_of_no_namespace_or_no_quota() -> None:
         ServerConfig(namespace_quotas={"Team": {"jobs": 5}})
     with pytest.raises(InvalidConfig, match="'rate' is not a quota"):
         ServerConfig(namespace_quotas={"team": {"rate": 5}})
+
+
+def test_secret_queues_reach_the_server_and_the_executor_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server refuses such a job at create, the executor at resolution: `jobmesh dev` gives both its
+    one list, and `jobmesh server` and `jobmesh executor` each take it."""
+    monkeypatch.setenv("JOBMESH_SECRET_QUEUES", "team-a/DB=db+reports")
+    dev = cli.resolved("dev", ["--secret-queues", "TOKEN=mail"])
+    expected = {("default", "TOKEN"): frozenset({"mail"})}
+    assert settings.server_config(dev).secret_queues.granted == expected
+    assert settings.executor_config(dev, dev=True).secret_queues.granted == expected
+    from_environment = {("team-a", "DB"): frozenset({"db", "reports"})}
+    assert settings.server_config(cli.resolved("server")).secret_queues.granted == from_environment
+    assert settings.executor_config(cli.resolved("executor")).secret_queues.granted == from_environment
