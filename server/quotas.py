@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,7 +50,7 @@ class Quotas:
         return Quotas(**values)
 
 
-QUOTA_NAMES = tuple(Quotas.__dataclass_fields__)  # as refusals and the per-namespace settings name them
+QUOTA_NAMES = tuple(quota.name for quota in fields(Quotas))  # as refusals and --namespace-quotas name them
 
 
 @dataclass(frozen=True, slots=True)
