@@ -13,6 +13,7 @@ JOB_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 # An executor queue: the jobs of one queue go to the executors that serve it.
 QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,62}$")
+DEFAULT_QUEUE = "default"  # a job's queue when it names none
 # A namespace: roles are granted per namespace, and every job (with its runs) lies in one.
 NAMESPACE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEFAULT_NAMESPACE = "default"

@@ -5,19 +5,28 @@ Secrets belong to namespaces: `secret://NAME` in a job is its own namespace's se
 form `secret://NAMESPACE/NAME` is allowed only with the job's own namespace (the server refuses any other at
 create, and the executor refuses to resolve it). In an `http` target's header values and body a reference
 may stand inside the text (`Authorization: Bearer secret://API_TOKEN`).
+
+Where wanted, a secret is granted to some queues of its namespace only (`SecretQueues`): a job on another
+queue may not reference it. The server refuses such a job at create and update, and the executor refuses to
+resolve it, with the same `refused_reference`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE, QUEUE_NAME
 
 __all__ = [
     "SECRET_SCHEME",
+    "SecretQueues",
     "SecretReference",
     "SecretReferenceError",
     "embedded_references",
-    "foreign_reference",
+    "parse_secret_queues",
+    "refused_reference",
     "secret_reference",
 ]
 
@@ -41,6 +50,46 @@ class SecretReference:
     def foreign_to(self, namespace: str) -> bool:
         return self.namespace is not None and self.namespace != namespace
 
+    def __str__(self) -> str:
+        owner = f"{self.namespace}/" if self.namespace is not None else ""
+        return f"{SECRET_SCHEME}{owner}{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretQueues:
+    """The secrets granted to some queues of their namespace only: (namespace, name) → those queues. A secret
+    not listed serves every queue of its namespace. A plain dict, so that server workers can be sent it."""
+
+    granted: Mapping[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+
+    def queues_of(self, namespace: str, name: str) -> frozenset[str] | None:
+        """The queues the secret is granted to, or None: every queue of its namespace."""
+        return self.granted.get((namespace, name))
+
+
+_GRANT_FORM = "NAME=QUEUE[+QUEUE...] or NAMESPACE/NAME=QUEUE[+QUEUE...]"
+
+
+def parse_secret_queues(text: str) -> SecretQueues:
+    """`API_TOKEN=mail,team-a/DB_PASSWORD=db+reports` → the queues each secret is granted to. A key names a
+    secret as a secrets file does (NAME: the default namespace's). ValueError says what was expected."""
+    granted: dict[tuple[str, str], frozenset[str]] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, queues_text = (item.strip() for item in entry.partition("="))
+        match = _WHOLE.match(key)
+        queues = frozenset(filter(None, (queue.strip() for queue in queues_text.split("+"))))
+        if not equals or match is None or not queues:
+            raise ValueError(f"expected {_GRANT_FORM} entries, got {entry[:200]!r}")
+        if bad := sorted(queue for queue in queues if not QUEUE_NAME.match(queue)):
+            raise ValueError(f"{bad[0][:100]!r} is not a queue name (in {entry[:200]!r})")
+        secret = (match.group(1) or DEFAULT_NAMESPACE, match.group(2))
+        if secret in granted:
+            raise ValueError(f"secret {key!r} is granted queues twice: list them in one entry")
+        granted[secret] = queues
+    if not granted:
+        raise ValueError(f"expected {_GRANT_FORM} entries, got {text[:200]!r}")
+    return SecretQueues(granted)
+
 
 def secret_reference(value: str) -> SecretReference | None:
     """The secret a whole value refers to, or None for a plain value. SecretReferenceError for a malformed
@@ -61,11 +110,20 @@ def embedded_references(text: str) -> list[tuple[re.Match[str], SecretReference]
     return [(match, SecretReference(match.group(2), match.group(1))) for match in _EMBEDDED.finditer(text)]
 
 
-def foreign_reference(reference: SecretReference, namespace: str) -> str | None:
-    """Why a job of `namespace` may not use the reference (another namespace's secret), or None."""
-    if not reference.foreign_to(namespace):
+def refused_reference(
+    reference: SecretReference, namespace: str, queue: str, granted: SecretQueues
+) -> str | None:
+    """Why a job of `namespace` on `queue` may not use the reference (another namespace's secret, or one of
+    its own granted to other queues), or None when it may."""
+    if reference.foreign_to(namespace):
+        return (
+            f"{reference} is namespace {reference.namespace!r}'s secret:"
+            f" a job of namespace {namespace!r} may reference only its own namespace's secrets"
+        )
+    queues = granted.queues_of(namespace, reference.name)
+    if queues is None or (queue or DEFAULT_QUEUE) in queues:
         return None
     return (
-        f"secret://{reference.namespace}/{reference.name} is namespace {reference.namespace!r}'s secret:"
-        f" a job of namespace {namespace!r} may reference only its own namespace's secrets"
+        f"{reference} of namespace {namespace!r} is granted to the queues {', '.join(sorted(queues))} only:"
+        f" a job on queue {queue or DEFAULT_QUEUE!r} may not reference it"
     )

@@ -18,13 +18,19 @@ import time
 from pathlib import Path
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
-from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
 from jobmesh.executor.redaction import OutputRedactor, Redactor
 from jobmesh.executor.sandbox import Sandbox
-from jobmesh.executor.secrets import SecretMissing, SecretSource, SecretSourceError, resolve_env
+from jobmesh.executor.secrets import (
+    DEFAULT_SCOPE,
+    SecretMissing,
+    SecretScope,
+    SecretSource,
+    SecretSourceError,
+    resolve_env,
+)
 from jobmesh.v1 import job_pb2, run_pb2
 
 SUPERVISOR = str(Path(__file__).resolve().with_name("supervise.py"))
@@ -39,15 +45,15 @@ async def run_command(
     secrets: SecretSource,
     *,
     sandbox: Sandbox | None = None,
-    namespace: str = DEFAULT_NAMESPACE,
+    scope: SecretScope = DEFAULT_SCOPE,
 ) -> TargetOutcome:
     """Runs the command if the policy allows its program, with the minimal environment and the job's `env`
-    (its namespace's secrets resolved); their values are redacted from its output and its error text.
+    (the secrets of its `scope` resolved); their values are redacted from its output and its error text.
     `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
     try:
-        resolved = resolve_env(command.env, secrets, namespace)
+        resolved = resolve_env(command.env, secrets, scope)
     except SecretMissing as exc:
         return failed(SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:

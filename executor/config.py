@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jobmesh.core.call_token import CallToken
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.executor import sandbox
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.sandbox import AUTO, ISOLATION_MODES, JobLimits
@@ -72,6 +73,8 @@ class ExecutorConfig:
     # What it runs: by default no command, and HTTP to public addresses only (`jobmesh dev`: anything).
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)
     secrets: str = DEFAULT_SECRET_SOURCE  # where `secret://NAME` resolves: `env:PREFIX` or `file:PATH`
+    # The secrets granted to some queues of their namespace only: refused to a job of another queue.
+    secret_queues: SecretQueues = field(default_factory=SecretQueues)
     # How commands are kept apart from this executor (executor/sandbox.py): the mode, the user they run as
     # ("": `nobody` when this process is root, else its own user), and their limits (0: none).
     isolation: str = AUTO

@@ -7,14 +7,15 @@ import asyncio
 from dataclasses import dataclass, field
 
 from jobmesh.control.v1 import dispatch_pb2
-from jobmesh.core.names import DEFAULT_NAMESPACE
+from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE
+from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
 from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.sandbox import Sandbox
-from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretSource, open_secret_source
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretScope, SecretSource, open_secret_source
 from jobmesh.executor.webhook import run_http
 from jobmesh.v1 import run_pb2
 
@@ -27,6 +28,7 @@ class RunnerSettings:
     policy: ExecutionPolicy = field(default_factory=ExecutionPolicy)  # by default: no command, public hosts
     secrets: SecretSource = field(default_factory=lambda: open_secret_source(DEFAULT_SECRET_SOURCE, {}))
     sandbox: Sandbox | None = None  # None: commands run as this process, not isolated (see executor/sandbox)
+    secret_queues: SecretQueues = field(default_factory=SecretQueues)  # secrets granted to some queues only
 
 
 async def run_target(
@@ -55,20 +57,17 @@ async def _by_kind(
     settings: RunnerSettings,
     timeout: float | None,
 ) -> TargetOutcome:
-    target, namespace = run.target, run.namespace or DEFAULT_NAMESPACE
-    kind = target.WhichOneof("kind")
+    target, kind = run.target, run.target.WhichOneof("kind")
+    namespace, queue = run.namespace or DEFAULT_NAMESPACE, run.queue or DEFAULT_QUEUE
+    scope = SecretScope(namespace, queue, settings.secret_queues)
     policy, secrets = settings.policy, settings.secrets
     if kind == "command":
         sandbox = settings.sandbox
-        return await run_command(
-            target.command, io, stop, policy, secrets, sandbox=sandbox, namespace=namespace
-        )
+        return await run_command(target.command, io, stop, policy, secrets, sandbox=sandbox, scope=scope)
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
-        return await run_http(
-            target.http, io, stop, http_timeout, policy, secrets=secrets, namespace=namespace
-        )
+        return await run_http(target.http, io, stop, http_timeout, policy, secrets=secrets, scope=scope)
     if kind == "handler":
         handler, handlers = target.handler, settings.handlers
         return await run_handler(

@@ -90,6 +90,7 @@ class Executor:
             config.policy,
             _secret_source(config.secrets),
             self.sandbox,
+            config.secret_queues,
         )
         self.outbox = Outbox(
             flush_lines=config.flush_lines,

@@ -6,8 +6,10 @@ belong to namespaces (core/secret_refs.py): a job's NAME is its own namespace's 
 - `file:PATH`: a JSON object of keys to strings, or `KEY=VALUE` lines (`#` comments), where a key is NAME
   for the `default` namespace and NAMESPACE/NAME for another; refused when anyone but its owner and group may
   read it. It is read again at each resolution, so a rotated value is picked up.
-The values go into the command's environment (or the webhook's request) and nowhere else: the run's log and
-error text are redacted of them (executor/redaction.py).
+A secret granted to some queues of its namespace only (`--secret-queues`) is refused to a job of another
+queue, as the server refuses that job at create. The values go into the command's environment (or the
+webhook's request) and nowhere else: the run's log and error text are redacted of them
+(executor/redaction.py).
 """
 
 from __future__ import annotations
@@ -16,23 +18,26 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from jobmesh.core.names import DEFAULT_NAMESPACE
+from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE
 from jobmesh.core.secret_refs import (
+    SecretQueues,
     SecretReference,
     SecretReferenceError,
     embedded_references,
-    foreign_reference,
+    refused_reference,
     secret_reference,
 )
 
 __all__ = [
+    "DEFAULT_SCOPE",
     "DEFAULT_SECRET_SOURCE",
     "ResolvedEnv",
     "SecretMissing",
+    "SecretScope",
     "SecretSource",
     "SecretSourceError",
     "open_secret_source",
@@ -116,15 +121,28 @@ def read_secrets_file(path: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretScope:
+    """Whose secrets a job may have: its namespace's, but those granted to other queues than its own."""
+
+    namespace: str = DEFAULT_NAMESPACE
+    queue: str = DEFAULT_QUEUE
+    granted: SecretQueues = field(default_factory=SecretQueues)
+
+
+DEFAULT_SCOPE = SecretScope()  # a job of the default namespace and queue, no secret granted to some queues
+
+
+@dataclass(frozen=True, slots=True)
 class ResolvedEnv:
     env: dict[str, str]
     secrets: tuple[str, ...]  # the values resolved, to be redacted
 
 
-def resolve_env(env: Mapping[str, str], source: SecretSource, namespace: str) -> ResolvedEnv:
+def resolve_env(env: Mapping[str, str], source: SecretSource, scope: SecretScope) -> ResolvedEnv:
     """A job's `env` with its references replaced by its namespace's values. SecretMissing names the first
-    missing secret (or a reference to another namespace's); SecretSourceError when the source cannot be
-    read. A malformed reference (which the server refuses at create) counts as missing."""
+    missing secret (or one the scope refuses: another namespace's, or granted to other queues);
+    SecretSourceError when the source cannot be read. A malformed reference (which the server refuses at
+    create) counts as missing."""
     resolved: dict[str, str] = {}
     values: list[str] = []
     for variable, value in env.items():
@@ -135,25 +153,26 @@ def resolve_env(env: Mapping[str, str], source: SecretSource, namespace: str) ->
         if reference is None:
             resolved[variable] = value
             continue
-        resolved[variable] = _lookup(reference, source, namespace, f"for {variable}")
+        resolved[variable] = _lookup(reference, source, scope, f"for {variable}")
         values.append(resolved[variable])
     return ResolvedEnv(resolved, tuple(values))
 
 
-def resolve_text(text: str, source: SecretSource, namespace: str, where: str) -> tuple[str, list[str]]:
+def resolve_text(text: str, source: SecretSource, scope: SecretScope, where: str) -> tuple[str, list[str]]:
     """`text` (a header value, a body) with the references in it replaced: the text and the values used."""
     values: list[str] = []
     parts, end = [], 0
     for match, reference in embedded_references(text):
-        values.append(_lookup(reference, source, namespace, f"in {where}"))
+        values.append(_lookup(reference, source, scope, f"in {where}"))
         parts += [text[end : match.start()], values[-1]]
         end = match.end()
     return "".join([*parts, text[end:]]), values
 
 
-def _lookup(reference: SecretReference, source: SecretSource, namespace: str, where: str) -> str:
-    if foreign := foreign_reference(reference, namespace):
-        raise SecretMissing(f"{foreign} ({where})")
+def _lookup(reference: SecretReference, source: SecretSource, scope: SecretScope, where: str) -> str:
+    namespace = scope.namespace
+    if refused := refused_reference(reference, namespace, scope.queue, scope.granted):
+        raise SecretMissing(f"{refused} ({where})")
     secret = source.lookup(namespace, reference.name)
     if secret is None:
         raise SecretMissing(

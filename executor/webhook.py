@@ -15,13 +15,19 @@ import socket
 import ssl
 import urllib.parse
 
-from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.core.secret_refs import SECRET_SCHEME
 from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import Destination, ExecutionPolicy, TargetRefused
 from jobmesh.executor.redaction import Redactor
-from jobmesh.executor.secrets import SecretMissing, SecretSource, SecretSourceError, resolve_text
+from jobmesh.executor.secrets import (
+    DEFAULT_SCOPE,
+    SecretMissing,
+    SecretScope,
+    SecretSource,
+    SecretSourceError,
+    resolve_text,
+)
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
 
@@ -38,12 +44,12 @@ async def run_http(
     policy: ExecutionPolicy,
     *,
     secrets: SecretSource | None = None,
-    namespace: str = DEFAULT_NAMESPACE,
+    scope: SecretScope = DEFAULT_SCOPE,
 ) -> TargetOutcome:
-    """The call, with the references in its header values and body resolved from `secrets` (its
-    namespace's); their values are redacted from what it logs and its error text."""
+    """The call, with the references in its header values and body resolved from `secrets` (those of its
+    `scope`); their values are redacted from what it logs and its error text."""
     try:
-        headers, body_text, values = _resolved(target, secrets, namespace)
+        headers, body_text, values = _resolved(target, secrets, scope)
     except SecretMissing as exc:
         return failed(SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:
@@ -54,17 +60,17 @@ async def run_http(
 
 
 def _resolved(
-    target: job_pb2.Target.Http, secrets: SecretSource | None, namespace: str
+    target: job_pb2.Target.Http, secrets: SecretSource | None, scope: SecretScope
 ) -> tuple[dict[str, str], bytes, list[str]]:
     headers, values = dict(target.headers), list[str]()
     body = bytes(target.body)
     if secrets is None:
         return headers, body, values
     for name, value in target.headers.items():
-        headers[name], used = resolve_text(value, secrets, namespace, f"header {name}")
+        headers[name], used = resolve_text(value, secrets, scope, f"header {name}")
         values += used
     if SECRET_SCHEME.encode() in body:
-        text, used = resolve_text(body.decode("utf-8", errors="replace"), secrets, namespace, "the body")
+        text, used = resolve_text(body.decode("utf-8", errors="replace"), secrets, scope, "the body")
         body, values = text.encode(), values + used
     return headers, body, values
 

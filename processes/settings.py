@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -27,7 +27,8 @@ from sqlalchemy.exc import ArgumentError
 from jobmesh.adapters.queue.factory import MemoryQueueAddress, parse_queue_url
 from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
-from jobmesh.core.names import QUEUE_NAME
+from jobmesh.core.names import NAMESPACE, QUEUE_NAME
+from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
 from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
@@ -36,6 +37,7 @@ from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.server.client_certificates import parse_certificate_grants
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
+from jobmesh.server.quotas import QUOTA_NAMES
 from jobmesh.server.tls import ServerTls
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
@@ -343,6 +345,34 @@ def limit(parse: Callable[[str], int]) -> Callable[[str], int]:
         return 0 if text.strip().lower() == "none" else parse(text)
 
     return parsed
+
+
+_NAMESPACE_QUOTA = "NAMESPACE:QUOTA=LIMIT"
+
+
+def namespace_quotas(text: str) -> dict[str, dict[str, int | timedelta]]:
+    """`team-a:jobs=5000,team-a:runs_per_minute=none,batch:min_cron_interval=1m` → each namespace's own
+    limits, each parsed as the server-wide `--quota-*` setting of that quota is."""
+    limits: dict[str, dict[str, int | timedelta]] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        namespace, colon, assignment = (part.strip() for part in entry.partition(":"))
+        quota, equals, value = (part.strip() for part in assignment.partition("="))
+        if not colon or not equals or not value:
+            raise ValueError(f"expected {_NAMESPACE_QUOTA} entries, got {entry[:200]!r}")
+        if not NAMESPACE.match(namespace):
+            raise ValueError(f"{namespace[:100]!r} is not a namespace (in {entry[:200]!r})")
+        if quota not in QUOTA_NAMES:
+            raise ValueError(f"{quota[:100]!r} is not a quota: one of {', '.join(QUOTA_NAMES)}")
+        if quota in limits.get(namespace, {}):
+            raise ValueError(f"{namespace}:{quota} is given twice")
+        try:
+            parsed = BY_NAME[f"quota_{quota}"].parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{namespace}:{quota}: {exc}") from None
+        limits.setdefault(namespace, {})[quota] = cast(int | timedelta, parsed)  # what quota parsers give
+    if not limits:
+        raise ValueError(f"expected {_NAMESPACE_QUOTA} entries, got {text[:200]!r}")
+    return limits
 
 
 def secret_source(text: str) -> str:
@@ -726,6 +756,18 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="SIZE",
     ),
     Setting(
+        name="namespace_quotas",
+        variables=("JOBMESH_NAMESPACE_QUOTAS",),
+        parse=namespace_quotas,
+        commands=(DEV, SERVER),
+        default="none (every namespace has the `--quota-*` limits)",
+        help="namespaces' own quotas, over the `--quota-*` defaults: `NAMESPACE:QUOTA=LIMIT`,"
+        " comma-separated, QUOTA one of `jobs`, `cron_jobs`, `min_cron_interval`, `runs_per_minute`,"
+        " `attempt_log_bytes` and LIMIT as its `--quota-*` setting takes it"
+        " (`team-a:jobs=5000,team-a:runs_per_minute=none`)",
+        metavar="QUOTAS",
+    ),
+    Setting(
         name="caller_rate",
         variables=("JOBMESH_CALLER_RATE",),
         parse=rate,
@@ -1020,6 +1062,18 @@ SETTINGS: tuple[Setting, ...] = (
         help="where a job's `secret://NAME` env values resolve: `env:PREFIX` (the executor's PREFIX+NAME"
         " variable) or `file:PATH` (JSON or NAME=VALUE lines, not readable by others)",
         metavar="SOURCE",
+    ),
+    Setting(
+        name="secret_queues",
+        variables=("JOBMESH_SECRET_QUEUES",),
+        parse=parse_secret_queues,
+        commands=(DEV, SERVER, EXECUTOR),
+        default="none (every secret serves every queue of its namespace)",
+        help="secrets granted to some queues of their namespace only: `NAME=QUEUE+QUEUE` (a `default`"
+        " namespace's secret) or `NAMESPACE/NAME=QUEUE+QUEUE`, comma-separated; a job on another queue that"
+        " references one is refused at create (`INVALID_ARGUMENT`) and by the executor; give servers and"
+        " executors the same list",
+        metavar="GRANTS",
     ),
     Setting(
         name="isolation",

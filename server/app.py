@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.cancels import CANCEL_NOTICE_STATES, CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.lifecycle import AttemptLifecycle
@@ -37,7 +39,7 @@ from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import CredentialSource
-from jobmesh.server.quotas import NamespaceQuotas
+from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits
 from jobmesh.server.reflection import enable_reflection
 from jobmesh.server.refusals import RefusalTrail
 from jobmesh.server.session_renewals import SessionRenewals
@@ -126,6 +128,19 @@ def authentication_of(config: ServerConfig, store: SchedulerStore) -> Authentica
     )
 
 
+def _log_caps(quotas: QuotaLimits, store: SchedulerStore) -> AttemptLogCaps:
+    """The server's cap on an attempt's log: its namespace's quota, found from the store when some
+    namespace has one of its own."""
+
+    def namespaces_of(refs: Sequence[AttemptRef]) -> dict[AttemptRef, str]:
+        return {ref: found.run.namespace for ref, found in store.attempts(refs).items()}
+
+    own = {namespace: limits.attempt_log_bytes for namespace, limits in quotas.namespaces.items()}
+    return AttemptLogCaps(
+        quotas.defaults.attempt_log_bytes, utcnow, namespace_limits=own, namespaces_of=namespaces_of
+    )
+
+
 def listen(server: grpc.aio.Server, config: ServerConfig) -> tuple[int, int | None]:
     """Binds `config.listen` (plaintext, or TLS) and the executor address (mutual TLS) when there is one:
     their ports (0 where binding failed)."""
@@ -189,7 +204,14 @@ def build_services(
     sessions.start()
     cancels = CancelRouter(signals, push_local=sessions.push)
     bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
-    commands = JobCommands(store, config.policy, utcnow, dispatcher=bypass, cancels=cancels)
+    commands = JobCommands(
+        store,
+        config.policy,
+        utcnow,
+        dispatcher=bypass,
+        cancels=cancels,
+        secret_queues=config.secret_queues,
+    )
     lifecycle = AttemptLifecycle(store, queue, utcnow)
     reports = AttemptReports(
         store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
@@ -213,7 +235,7 @@ def build_services(
         server_id=server_id,
         heartbeat_interval=config.heartbeat_interval,
         in_process_queue=queue.in_process_id,
-        log_caps=AttemptLogCaps(config.quota_attempt_log_bytes, utcnow),
+        log_caps=_log_caps(config.quotas, store),
     )
     loop_lag = LoopLag()
     workers = Workers(

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.names import NAMESPACE
+from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.client_certificates import CertificateGrant
 from jobmesh.server.feed import FEED_PAGE
-from jobmesh.server.quotas import Quotas
+from jobmesh.server.quotas import QUOTA_NAMES, QuotaLimits, Quotas
 from jobmesh.server.tls import ServerTls
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -53,6 +55,8 @@ class ServerConfig:
     # Executors known by their verified client certificate on `executor_listen`: name → queues
     # (server/client_certificates.py).
     executor_certificates: Mapping[str, CertificateGrant] | None = None
+    # The secrets a job may reference on some queues of their namespace only (core/secret_refs.py).
+    secret_queues: SecretQueues = field(default_factory=SecretQueues)
     # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
@@ -70,15 +74,23 @@ class ServerConfig:
     quota_min_cron_interval: timedelta = timedelta(seconds=1)
     quota_runs_per_minute: int = 0
     quota_attempt_log_bytes: int = 16 * 1024 * 1024
+    # ... but in these namespaces: namespace → quota (a field of `Quotas`) → its own limit there.
+    namespace_quotas: Mapping[str, Mapping[str, int | timedelta]] = field(default_factory=dict)
     # Requests one authenticated caller may send: on average a second, and at once.
     caller_rate: float = 1000.0
     caller_burst: int = 2000
 
     @property
-    def quotas(self) -> Quotas:
-        return Quotas(
-            self.quota_jobs, self.quota_cron_jobs, self.quota_min_cron_interval, self.quota_runs_per_minute
+    def quotas(self) -> QuotaLimits:
+        defaults = Quotas(
+            self.quota_jobs,
+            self.quota_cron_jobs,
+            self.quota_min_cron_interval,
+            self.quota_runs_per_minute,
+            self.quota_attempt_log_bytes,
         )
+        own = {namespace: defaults.overridden(limits) for namespace, limits in self.namespace_quotas.items()}
+        return QuotaLimits(defaults, own)
 
     @property
     def secret_files(self) -> tuple[Path, ...]:
@@ -109,6 +121,7 @@ class ServerConfig:
             if getattr(self, duration) <= timedelta(0):
                 raise InvalidConfig(duration, "must be longer than zero")
         self._check_authentication()
+        self._check_namespace_quotas()
         for name in (
             "max_live_streams",
             "max_live_streams_per_client",
@@ -122,6 +135,16 @@ class ServerConfig:
             raise InvalidConfig(
                 "watch_buffer_runs", f"must be at least {FEED_PAGE}, the changes the feed reads at once"
             )
+
+    def _check_namespace_quotas(self) -> None:
+        for namespace, limits in self.namespace_quotas.items():
+            if not NAMESPACE.match(namespace):
+                raise InvalidConfig("namespace_quotas", f"{namespace[:100]!r} is not a namespace")
+            if unknown := sorted(set(limits) - set(QUOTA_NAMES)):
+                raise InvalidConfig(
+                    "namespace_quotas",
+                    f"{unknown[0][:100]!r} is not a quota: one of {', '.join(QUOTA_NAMES)}",
+                )
 
     def _check_authentication(self) -> None:
         if self.verifies_jwts and not (self.jwt_issuer and self.jwt_audience):

@@ -49,8 +49,10 @@ from jobmesh.core.records import (
     etag_of,
     version_of_etag,
 )
+from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.authorization import Access
 from jobmesh.server.validation import (
+    NO_SECRET_QUEUES,
     Violations,
     check_job,
     check_job_id,
@@ -79,7 +81,8 @@ class Created:
 
 class JobCommands:
     """`dispatcher` hands runs due within the threshold to the queue at once (the immediate bypass); without
-    one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor."""
+    one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor.
+    `secret_queues`: the secrets a job may reference on some queues only."""
 
     def __init__(
         self,
@@ -89,8 +92,10 @@ class JobCommands:
         *,
         dispatcher: Handoff | None = None,
         cancels: CancelRouter | None = None,
+        secret_queues: SecretQueues = NO_SECRET_QUEUES,
     ) -> None:
         self._store = store
+        self._secret_queues = secret_queues  # the secrets granted to some queues only
         # Concurrent creates share a transaction: one job per call scales with the callers.
         self._creates: GroupCommit[NewJob, CreateJobOutcome] = GroupCommit(
             store.create_jobs, max_items=MAX_BATCH
@@ -156,7 +161,7 @@ class JobCommands:
         if not request.HasField("job"):
             found.add("job", "required")
         else:
-            check_job(found, request.job, now, "job")
+            check_job(found, request.job, now, "job", self._secret_queues)
         found.raise_if_any()
         job_id = request.job_id or new_job_id()
         spec = job_pb2.Job()
@@ -191,7 +196,7 @@ class JobCommands:
             merged.ClearField(path)  # type: ignore[arg-type]
             _copy_field(job, merged, path)
         now = self._clock()
-        validate_job(merged, now)
+        validate_job(merged, now, secret_queues=self._secret_queues)
         updated = dataclasses.replace(
             current,
             spec=spec_of(merged),

@@ -1,7 +1,8 @@
 """Quotas per namespace: how many jobs and cron jobs it may hold, how often its cron jobs may fire, and how
 many runs per minute the API may start in it. A request past one is refused `RESOURCE_EXHAUSTED` (reason
 `QUOTA_EXCEEDED`) with a `google.rpc.QuotaFailure` naming the namespace and the quota; nothing of it is
-written. (The log an attempt may leave is capped where the logs arrive: server/log_limits.py.)
+written. (The log an attempt may leave is capped where the logs arrive: server/log_limits.py.) Every
+namespace has the server's default limits but those an operator set for it (`QuotaLimits`).
 
 Counting every create at the store would cost a query per call: a namespace's usage is read at most every
 USAGE_TTL seconds and counted up here meanwhile, so replicas together may pass a quota by what they admit
@@ -15,9 +16,10 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from jobmesh.core.errors import QuotaExceeded
 from jobmesh.core.names import DEFAULT_NAMESPACE
@@ -25,7 +27,7 @@ from jobmesh.core.ports.store import NamespaceUsage, Store
 from jobmesh.core.schedules import CronError, next_occurrence, parse_cron
 from jobmesh.v1 import job_pb2
 
-__all__ = ["NamespaceQuotas", "Quotas"]
+__all__ = ["QUOTA_NAMES", "NamespaceQuotas", "QuotaLimits", "Quotas"]
 
 USAGE_TTL = 2.0  # seconds a namespace's counted usage is trusted before it is read again
 CRON_SAMPLES = 32  # occurrences looked at for a cron's shortest interval
@@ -34,20 +36,48 @@ CRON_RESOLUTION = timedelta(seconds=1)
 
 @dataclass(frozen=True, slots=True)
 class Quotas:
-    """The same for every namespace; 0 (or a zero interval): no quota."""
+    """One namespace's limits; 0 (or a zero interval): no quota."""
 
     jobs: int = 0
     cron_jobs: int = 0
     min_cron_interval: timedelta = timedelta(0)
     runs_per_minute: int = 0
+    attempt_log_bytes: int = 0  # applied by server/log_limits.py
+
+    def overridden(self, limits: Mapping[str, int | timedelta]) -> Quotas:
+        """These limits, but those named in `limits` (QUOTA_NAMES)."""
+        values: dict[str, Any] = {name: limits.get(name, getattr(self, name)) for name in QUOTA_NAMES}
+        return Quotas(**values)
+
+
+QUOTA_NAMES = tuple(quota.name for quota in fields(Quotas))  # as refusals and --namespace-quotas name them
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaLimits:
+    """The defaults, and the namespaces whose limits an operator set (a plain dict: server workers get it
+    pickled)."""
+
+    defaults: Quotas = field(default_factory=Quotas)
+    namespaces: Mapping[str, Quotas] = field(default_factory=dict)
+
+    def of(self, namespace: str) -> Quotas:
+        return self.namespaces.get(namespace, self.defaults)
+
+    def anywhere(self, applies: Callable[[Quotas], bool]) -> bool:
+        """Whether a quota applies in some namespace."""
+        return applies(self.defaults) or any(map(applies, self.namespaces.values()))
 
 
 class NamespaceQuotas:
     """Admits creates, schedule changes and runs against their namespace's quotas (thread-safe: the server's
     workers call it)."""
 
-    def __init__(self, quotas: Quotas, store: Store, clock: Callable[[], float] = time.monotonic) -> None:
-        self._quotas = quotas
+    def __init__(
+        self, limits: QuotaLimits, store: Store, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._limits = limits
+        self._limits_runs = limits.anywhere(lambda quotas: quotas.runs_per_minute > 0)
         self._store = store
         self._clock = clock
         self._lock = threading.Lock()
@@ -56,14 +86,16 @@ class NamespaceQuotas:
 
     @property
     def limits_runs(self) -> bool:
-        return self._quotas.runs_per_minute > 0
+        return self._limits_runs
 
     def counts_held(self, jobs: Sequence[job_pb2.Job]) -> bool:
         """Whether admitting `jobs` needs what their namespaces hold (a store read, now and then): only under
         a jobs quota, or a cron-jobs quota for cron jobs."""
-        return bool(self._quotas.jobs) or (
-            bool(self._quotas.cron_jobs) and any(_is_cron(job) for job in jobs)
-        )
+        return any(self._counts(job) for job in jobs)
+
+    def _counts(self, job: job_pb2.Job) -> bool:
+        quotas = self._limits.of(namespace_of(job))
+        return bool(quotas.jobs) or (bool(quotas.cron_jobs) and _is_cron(job))
 
     def admits_at_once(self, jobs: Sequence[job_pb2.Job]) -> bool:
         """Whether admitting `jobs` neither reads the store nor takes the lock that a store read holds: the
@@ -89,10 +121,11 @@ class NamespaceQuotas:
             if counting:
                 held = {namespace: self._held(namespace) for namespace in namespaces}
                 for namespace, count in namespaces.items():
+                    quotas = self._limits.of(namespace)
                     jobs_held = held[namespace].jobs + count
-                    violations += self._over("jobs", namespace, jobs_held, self._quotas.jobs)
+                    violations += self._over("jobs", namespace, jobs_held, quotas.jobs)
                     cron = held[namespace].cron_jobs + crons[namespace]
-                    violations += self._over("cron_jobs", namespace, cron, self._quotas.cron_jobs)
+                    violations += self._over("cron_jobs", namespace, cron, quotas.cron_jobs)
             violations += self._take_runs(immediate, dry_run=True)
             if violations:
                 raise _refusal(violations)
@@ -116,7 +149,7 @@ class NamespaceQuotas:
         with self._lock:
             if becomes_cron:
                 cron = self._held(namespace).cron_jobs + 1
-                violations += self._over("cron_jobs", namespace, cron, self._quotas.cron_jobs)
+                violations += self._over("cron_jobs", namespace, cron, self._limits.of(namespace).cron_jobs)
             if violations:
                 raise _refusal(violations)
             if becomes_cron:
@@ -141,11 +174,11 @@ class NamespaceQuotas:
 
     def _take_runs(self, wanted: Counter[str], *, dry_run: bool) -> list[tuple[str, str]]:
         """A token bucket per namespace: runs_per_minute at once, refilled at that rate."""
-        limit = self._quotas.runs_per_minute
-        if not limit:
-            return []
         violations, now = [], self._clock()
         for namespace, count in wanted.items():
+            limit = self._limits.of(namespace).runs_per_minute
+            if not limit:
+                continue
             tokens, then = self._runs.get(namespace, (float(limit), now))
             tokens = min(float(limit), tokens + (now - then) * limit / 60.0)
             if count > tokens:
@@ -168,7 +201,7 @@ class NamespaceQuotas:
         ]
 
     def _cron_interval(self, job: job_pb2.Job) -> list[tuple[str, str]]:
-        shortest = self._quotas.min_cron_interval
+        shortest = self._limits.of(namespace_of(job)).min_cron_interval
         if job.schedule.WhichOneof("kind") != "cron" or shortest <= CRON_RESOLUTION:
             return []  # no cron fires more often than once a second
         interval = shortest_interval(job.schedule.cron)

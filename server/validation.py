@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -22,9 +22,11 @@ from jobmesh.core.errors import FieldViolation, InvalidArgument
 from jobmesh.core.names import DEFAULT_NAMESPACE, JOB_ID, NAMESPACE, QUEUE_NAME
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.core.secret_refs import (
+    SecretQueues,
+    SecretReference,
     SecretReferenceError,
     embedded_references,
-    foreign_reference,
+    refused_reference,
     secret_reference,
 )
 from jobmesh.v1 import job_pb2
@@ -49,6 +51,10 @@ HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$")
 ENV_NAME = re.compile(r"^[^=\x00]{1,256}$")
 
 TIMESTAMP_MIN = datetime(1, 1, 1, tzinfo=UTC)
+NO_SECRET_QUEUES = SecretQueues()
+
+# Why the job may not use a secret it references (None: it may).
+SecretRefusal = Callable[[SecretReference], str | None]
 
 
 class Violations:
@@ -103,14 +109,24 @@ class Violations:
         )
 
 
-def validate_job(job: job_pb2.Job, now: datetime, *, prefix: str = "job") -> None:
+def validate_job(
+    job: job_pb2.Job, now: datetime, *, prefix: str = "job", secret_queues: SecretQueues = NO_SECRET_QUEUES
+) -> None:
     """Raises InvalidArgument listing every problem of a job definition."""
     found = Violations()
-    check_job(found, job, now, prefix)
+    check_job(found, job, now, prefix, secret_queues)
     found.raise_if_any()
 
 
-def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -> None:
+def check_job(
+    found: Violations,
+    job: job_pb2.Job,
+    now: datetime,
+    prefix: str,
+    secret_queues: SecretQueues = NO_SECRET_QUEUES,
+) -> None:
+    """Adds every problem of a job definition to `found`; `secret_queues`: the secrets granted to some queues
+    only."""
     if job.ByteSize() > MAX_JOB_BYTES:
         found.add(prefix, f"the job serializes to more than {MAX_JOB_BYTES} bytes")
         return
@@ -123,7 +139,7 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
     if not job.HasField("target") or not job.target.WhichOneof("kind"):
         found.add(f"{prefix}.target", "required: one of command, http or handler")
     else:
-        _check_target(found, job.target, f"{prefix}.target", job.namespace or DEFAULT_NAMESPACE)
+        _check_target(found, job.target, f"{prefix}.target", _secret_refusal(job, secret_queues))
     _check_retry(found, job.retry_policy, f"{prefix}.retry_policy")
     found.duration(f"{prefix}.execution_timeout", job.execution_timeout)
     heartbeat = found.duration(f"{prefix}.heartbeat_timeout", job.heartbeat_timeout)
@@ -137,6 +153,16 @@ def check_job(found: Violations, job: job_pb2.Job, now: datetime, prefix: str) -
         found.add(
             f"{prefix}.queue", "1-63 characters of a-z, 0-9, `_`, `.`, `-`, starting with a letter or digit"
         )
+
+
+def _secret_refusal(job: job_pb2.Job, secret_queues: SecretQueues) -> SecretRefusal:
+    """What the job may not reference: another namespace's secrets, and those granted to other queues."""
+    namespace = job.namespace or DEFAULT_NAMESPACE
+
+    def refusal(reference: SecretReference) -> str | None:
+        return refused_reference(reference, namespace, job.queue, secret_queues)
+
+    return refusal
 
 
 def _check_labels(found: Violations, labels: Mapping[str, str], field: str) -> None:
@@ -179,19 +205,21 @@ def _check_cron(found: Violations, cron: job_pb2.Schedule.Cron, now: datetime, f
         found.add(f"{field}.overlap_policy", f"unknown overlap policy {cron.overlap_policy}")
 
 
-def _check_target(found: Violations, target: job_pb2.Target, field: str, namespace: str) -> None:
+def _check_target(found: Violations, target: job_pb2.Target, field: str, refusal: SecretRefusal) -> None:
     kind = target.WhichOneof("kind")
     if kind == "command":
-        _check_command(found, target.command, f"{field}.command", namespace)
+        _check_command(found, target.command, f"{field}.command", refusal)
     elif kind == "http":
-        _check_http(found, target.http, f"{field}.http", namespace)
+        _check_http(found, target.http, f"{field}.http", refusal)
     elif kind == "handler":
         found.text(f"{field}.handler.name", target.handler.name, limit=256, required=True)
         if len(target.handler.payload) > MAX_PAYLOAD_BYTES:
             found.add(f"{field}.handler.payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
 
 
-def _check_command(found: Violations, command: job_pb2.Target.Command, field: str, namespace: str) -> None:
+def _check_command(
+    found: Violations, command: job_pb2.Target.Command, field: str, refusal: SecretRefusal
+) -> None:
     if not command.argv or not command.argv[0]:
         found.add(f"{field}.argv", "required: the program to run, then its arguments")
     if len(command.argv) > MAX_ARGV:
@@ -207,12 +235,12 @@ def _check_command(found: Violations, command: job_pb2.Target.Command, field: st
         except SecretReferenceError as exc:
             found.add(f"{field}.env[{name[:64]!r}]", str(exc))
             continue
-        if reference is not None and (foreign := foreign_reference(reference, namespace)):
-            found.add(f"{field}.env[{name[:64]!r}]", foreign)
+        if reference is not None and (refused := refusal(reference)):
+            found.add(f"{field}.env[{name[:64]!r}]", refused)
     found.text(f"{field}.working_dir", command.working_dir, limit=4096)
 
 
-def _check_http(found: Violations, http: job_pb2.Target.Http, field: str, namespace: str) -> None:
+def _check_http(found: Violations, http: job_pb2.Target.Http, field: str, refusal: SecretRefusal) -> None:
     if http.method and http.method.upper() not in HTTP_METHODS:
         found.add(f"{field}.method", f"one of {', '.join(sorted(HTTP_METHODS))}")
     found.text(f"{field}.url", http.url, limit=4096, required=True)
@@ -223,17 +251,17 @@ def _check_http(found: Violations, http: job_pb2.Target.Http, field: str, namesp
             found.add(f"{field}.headers", f"{name[:64]!r} is not a header name")
         if any(ch in value for ch in "\r\n\x00"):
             found.add(f"{field}.headers[{name[:64]!r}]", "contains a line break or NUL")
-        _check_embedded(found, value, f"{field}.headers[{name[:64]!r}]", namespace)
+        _check_embedded(found, value, f"{field}.headers[{name[:64]!r}]", refusal)
     if len(http.body) > MAX_PAYLOAD_BYTES:
         found.add(f"{field}.body", f"larger than {MAX_PAYLOAD_BYTES} bytes")
     else:
-        _check_embedded(found, http.body.decode("utf-8", errors="replace"), f"{field}.body", namespace)
+        _check_embedded(found, http.body.decode("utf-8", errors="replace"), f"{field}.body", refusal)
 
 
-def _check_embedded(found: Violations, text: str, field: str, namespace: str) -> None:
+def _check_embedded(found: Violations, text: str, field: str, refusal: SecretRefusal) -> None:
     for _, reference in embedded_references(text):
-        if foreign := foreign_reference(reference, namespace):
-            found.add(field, foreign)
+        if refused := refusal(reference):
+            found.add(field, refused)
 
 
 def _is_http_url(url: str) -> bool:

@@ -1,11 +1,13 @@
 """Secrets per namespace through the whole mesh (`jobmesh dev` with a secrets file): namespace A's job that
-names B's secret is refused at create with a clear error; A's webhook with A's own secret in a header sends
-the resolved value, and what a viewer reads (the job, the run, its log) never holds it."""
+names B's secret, or A's own secret granted to another queue, is refused at create with a clear error; A's
+webhook with A's own secret in a header sends the resolved value, and what a viewer reads (the job, the
+run, its log) never holds it."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -65,13 +67,17 @@ def test_namespace_a_cannot_use_bs_secret_and_its_own_reaches_the_hook_unseen(
 ) -> None:
     url, received = hook
     secrets = tmp_path / "secrets"
-    secrets.write_text(f"team-a/HOOK_TOKEN={A_SECRET}\nteam-b/B_ONLY={B_SECRET}\n")
+    secrets.write_text(f"team-a/HOOK_TOKEN={A_SECRET}\nteam-b/B_ONLY={B_SECRET}\nteam-a/MAIL_ONLY=m\n")
     secrets.chmod(0o600)
-    with dev(tmp_path, f"127.0.0.1:{free_port()}", "--secrets", f"file:{secrets}") as (_, (jobs, search)):
-        steal = job_service_pb2.CreateJobRequest(job=webhook(url, "Bearer secret://team-b/B_ONLY"))
-        error = call_error(lambda: jobs.CreateJob(steal), grpc.StatusCode.INVALID_ARGUMENT)
-        violation = field_violations(error)["job.target.http.headers['Authorization']"]
-        assert "may reference only its own namespace's secrets" in violation
+    flags = ("--secrets", f"file:{secrets}", "--secret-queues", "team-a/MAIL_ONLY=mail")
+    with dev(tmp_path, f"127.0.0.1:{free_port()}", *flags) as (_, (jobs, search)):
+        for reference, refusal in (
+            ("secret://team-b/B_ONLY", "may reference only its own namespace's secrets"),
+            ("secret://MAIL_ONLY", "granted to the queues mail only: a job on queue 'default' may not"),
+        ):
+            steal = job_service_pb2.CreateJobRequest(job=webhook(url, f"Bearer {reference}"))
+            error = call_error(partial(jobs.CreateJob, steal), grpc.StatusCode.INVALID_ARGUMENT)
+            assert refusal in field_violations(error)["job.target.http.headers['Authorization']"]
         created = jobs.CreateJob(
             job_service_pb2.CreateJobRequest(job=webhook(url, "Bearer secret://HOOK_TOKEN"))
         )

@@ -11,13 +11,14 @@ import pytest
 
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.core.retries import SECRET_NOT_FOUND
+from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.redaction import MASK, Redactor
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.executor.secrets import SecretSource, open_secret_source
-from jobmesh.v1 import run_pb2
+from jobmesh.v1 import job_pb2, run_pb2
 from tests.executor.support import RecordingIO, command, dispatched
 
 STDOUT, STDERR = run_pb2.LOG_STREAM_STDOUT, run_pb2.LOG_STREAM_STDERR
@@ -177,3 +178,45 @@ def test_an_env_source_holds_the_default_namespaces_secrets_only() -> None:
     outcome = in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://TOKEN"})
     assert outcome.error_type == SECRET_NOT_FOUND
     assert "namespace 'team-a'" in outcome.error_message
+
+
+def on_queue(target: job_pb2.Target, source: SecretSource, queue: str, grants: str) -> TargetOutcome:
+    async def scenario() -> TargetOutcome:
+        settings = RunnerSettings(
+            HandlerRegistry(),
+            policy=ExecutionPolicy.unrestricted(),
+            secrets=source,
+            secret_queues=parse_secret_queues(grants),
+        )
+        run = dispatched(target)
+        run.namespace, run.queue = "team-a", queue
+        return await run_target(run, RecordingIO(), Stop(), settings)
+
+    return asyncio.run(scenario())
+
+
+def test_a_secret_granted_to_other_queues_is_not_resolved(tmp_path: Path) -> None:
+    """Defence in depth: a run of queue q1 that names its namespace's secret granted to q2 alone (one the
+    server would have refused at create) fails `SecretNotFound` before anything runs or is called, and the
+    value is nowhere in what it reports; on q2 it resolves."""
+    source = open_secret_source(secrets_file(tmp_path, f"team-a/TOKEN={VALUE}\n"), {})
+    marker = tmp_path / "ran"
+    webhook = job_pb2.Target.Http(url="http://127.0.0.1:9/never", headers={"X": "Bearer secret://TOKEN"})
+    for target in (
+        command("sh", "-c", f"touch {marker}", env={"TOKEN": "secret://TOKEN"}),
+        command("sh", "-c", f"touch {marker}", env={"TOKEN": "secret://team-a/TOKEN"}),
+        job_pb2.Target(http=webhook),
+    ):
+        for queue in ("q1", ""):
+            outcome = on_queue(target, source, queue, "team-a/TOKEN=q2")
+            assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND)
+            assert "granted to the queues q2 only" in outcome.error_message
+            assert f"queue {queue or 'default'!r}" in outcome.error_message
+            assert VALUE not in outcome.error_message
+    assert not marker.exists()
+    granted = on_queue(
+        command("sh", "-c", CHECK, env={"TOKEN": "secret://TOKEN"}), source, "q2", "team-a/TOKEN=q2"
+    )
+    assert granted.state == run_pb2.RUN_STATE_SUCCEEDED
+    another = on_queue(command("sh", "-c", CHECK, env={"TOKEN": "secret://TOKEN"}), source, "q1", "TOKEN=q2")
+    assert another.state == run_pb2.RUN_STATE_SUCCEEDED  # the grant is the default namespace's TOKEN

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from jobmesh.core.errors import InvalidConfig
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.processes import assembly, settings
@@ -56,6 +57,7 @@ BAD_VALUES = {
     "JOBMESH_ALLOWED_SCHEMES": "ftp",
     "JOBMESH_COMMAND_PATH": "bin:/usr/bin",
     "JOBMESH_SECRETS": "vault://secrets",
+    "JOBMESH_SECRET_QUEUES": "TOKEN=Upper",
     "JOBMESH_ISOLATION": "chroot",
     "JOBMESH_JOB_USER": "no-such-user-here",
     "JOBMESH_JOB_MEMORY": "lots",
@@ -72,6 +74,7 @@ BAD_VALUES = {
     "JOBMESH_QUOTA_MIN_CRON_INTERVAL": "soon",
     "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
     "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
+    "JOBMESH_NAMESPACE_QUOTAS": "team-a:jobs=lots",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_ATTEMPT_LOG_LINES": "-5",
@@ -256,6 +259,8 @@ def test_help_names_each_option_and_its_variable() -> None:
 # Settings whose default is nothing at all (no file, no token).
 _UNSET = (
     "executor_certificates",
+    "secret_queues",
+    "namespace_quotas",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
@@ -327,3 +332,61 @@ def test_sizes(text: str, expected: int) -> None:
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(ValueError, match="size"):
         settings.size(text)
+
+
+def test_namespace_quotas_override_the_defaults_one_by_one() -> None:
+    own = settings.namespace_quotas(
+        " team-a:jobs=5000 , team-a:runs_per_minute=none,"
+        "batch:min_cron_interval=1m,batch:attempt_log_bytes=1MiB"
+    )
+    quotas = ServerConfig(quota_jobs=10, namespace_quotas=own).quotas
+    assert quotas.of("team-a") == dataclasses.replace(quotas.defaults, jobs=5000, runs_per_minute=0)
+    assert quotas.of("batch") == dataclasses.replace(
+        quotas.defaults, min_cron_interval=timedelta(minutes=1), attempt_log_bytes=2**20
+    )
+    assert quotas.of("other") == quotas.defaults
+    assert quotas.defaults.jobs == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "expected NAMESPACE:QUOTA=LIMIT"),
+        ("team-a", "expected NAMESPACE:QUOTA=LIMIT"),
+        ("team-a:jobs", "expected NAMESPACE:QUOTA=LIMIT"),
+        ("team-a:jobs=", "expected NAMESPACE:QUOTA=LIMIT"),
+        ("jobs=5", "expected NAMESPACE:QUOTA=LIMIT"),
+        ("Team-A:jobs=5", "'Team-A' is not a namespace"),
+        (":jobs=5", "'' is not a namespace"),
+        ("team-a:job=5", "'job' is not a quota: one of jobs, cron_jobs"),
+        ("team-a:caller_rate=5", "'caller_rate' is not a quota"),
+        ("team-a:jobs=-5", "team-a:jobs: expected a whole number"),
+        ("team-a:runs_per_minute=0.5", "team-a:runs_per_minute: expected a whole number"),
+        ("team-a:min_cron_interval=soon", "team-a:min_cron_interval: expected a duration"),
+        ("team-a:attempt_log_bytes=10 megabytes", "team-a:attempt_log_bytes: expected a size"),
+        ("team-a:jobs=5,team-a:jobs=6", "team-a:jobs is given twice"),
+    ],
+)
+def test_malformed_namespace_quotas_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        settings.namespace_quotas(text)
+
+
+def test_a_server_config_refuses_quotas_of_no_namespace_or_no_quota() -> None:
+    with pytest.raises(InvalidConfig, match="'Team' is not a namespace"):
+        ServerConfig(namespace_quotas={"Team": {"jobs": 5}})
+    with pytest.raises(InvalidConfig, match="'rate' is not a quota"):
+        ServerConfig(namespace_quotas={"team": {"rate": 5}})
+
+
+def test_secret_queues_reach_the_server_and_the_executor_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server refuses such a job at create, the executor at resolution: `jobmesh dev` gives both its
+    one list, and `jobmesh server` and `jobmesh executor` each take it."""
+    monkeypatch.setenv("JOBMESH_SECRET_QUEUES", "team-a/DB=db+reports")
+    dev = cli.resolved("dev", ["--secret-queues", "TOKEN=mail"])
+    expected = {("default", "TOKEN"): frozenset({"mail"})}
+    assert settings.server_config(dev).secret_queues.granted == expected
+    assert settings.executor_config(dev, dev=True).secret_queues.granted == expected
+    from_environment = {("team-a", "DB"): frozenset({"db", "reports"})}
+    assert settings.server_config(cli.resolved("server")).secret_queues.granted == from_environment
+    assert settings.executor_config(cli.resolved("executor")).secret_queues.granted == from_environment

@@ -12,7 +12,7 @@ import pytest
 from jobmesh.core.errors import QuotaExceeded
 from jobmesh.core.ports.store import NamespaceUsage, Store
 from jobmesh.server import quotas
-from jobmesh.server.quotas import NamespaceQuotas, Quotas, shortest_interval
+from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits, Quotas, shortest_interval
 from jobmesh.v1 import job_pb2
 
 
@@ -41,7 +41,9 @@ def test_the_shortest_interval_of_a_cron(expression: str, seconds: int) -> None:
 
 
 def test_a_cron_firing_more_often_than_the_minimum_is_refused_on_create_and_on_update() -> None:
-    guard = NamespaceQuotas(Quotas(min_cron_interval=timedelta(seconds=10)), cast(Store, CountingStore()))
+    guard = NamespaceQuotas(
+        QuotaLimits(Quotas(min_cron_interval=timedelta(seconds=10))), cast(Store, CountingStore())
+    )
     guard.admit_jobs([cron("*/10 * * * * *")])
     with pytest.raises(QuotaExceeded) as refused:
         guard.admit_jobs([cron("*/2 * * * * *")])
@@ -56,7 +58,7 @@ def test_a_cron_firing_more_often_than_the_minimum_is_refused_on_create_and_on_u
 def test_a_job_that_becomes_a_cron_counts_against_the_cron_quota() -> None:
     store = CountingStore()
     store.usage = NamespaceUsage(jobs=3, cron_jobs=2)
-    guard = NamespaceQuotas(Quotas(cron_jobs=2), cast(Store, store))
+    guard = NamespaceQuotas(QuotaLimits(Quotas(cron_jobs=2)), cast(Store, store))
     guard.admit_schedule(cron("0 * * * *"), was_cron=True)  # already one of the two
     with pytest.raises(QuotaExceeded):
         guard.admit_schedule(cron("0 * * * *"), was_cron=False)
@@ -65,7 +67,7 @@ def test_a_job_that_becomes_a_cron_counts_against_the_cron_quota() -> None:
 def test_usage_is_counted_here_and_read_again_after_its_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [0.0]
     store = CountingStore()
-    guard = NamespaceQuotas(Quotas(jobs=3), cast(Store, store), clock=lambda: now[0])
+    guard = NamespaceQuotas(QuotaLimits(Quotas(jobs=3)), cast(Store, store), clock=lambda: now[0])
     guard.admit_jobs([cron("0 * * * *"), cron("0 * * * *")])
     guard.admit_jobs([cron("0 * * * *")])
     with pytest.raises(QuotaExceeded):
@@ -81,7 +83,7 @@ def test_jobs_no_counted_quota_covers_are_admitted_without_reading_the_store() -
     """Under the default quotas (cron jobs only), a job that is not a cron is admitted on the create path's
     event loop: no store read, no lock; a cron job is counted."""
     store = CountingStore()
-    rules = NamespaceQuotas(Quotas(cron_jobs=5), cast(Store, store))
+    rules = NamespaceQuotas(QuotaLimits(Quotas(cron_jobs=5)), cast(Store, store))
     immediate = job_pb2.Job(
         schedule=job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate()), namespace="team-a"
     )
@@ -91,4 +93,6 @@ def test_jobs_no_counted_quota_covers_are_admitted_without_reading_the_store() -
     assert not rules.admits_at_once([immediate, cron("0 0 * * *")])
     rules.admit_jobs([immediate, cron("0 0 * * *")])
     assert store.reads == 1
-    assert not NamespaceQuotas(Quotas(runs_per_minute=10), cast(Store, store)).admits_at_once([immediate])
+    assert not NamespaceQuotas(QuotaLimits(Quotas(runs_per_minute=10)), cast(Store, store)).admits_at_once(
+        [immediate]
+    )

@@ -2,7 +2,8 @@
 operator's 2,000 every-second cron jobs are refused past the namespace's cron-job quota, creates past its
 job quota and runs past its runs per minute are refused, each `RESOURCE_EXHAUSTED` with a `QuotaFailure`
 naming the namespace, while other namespaces go on; an executor's 61 MiB log flood for one attempt is capped
-by the server, which also clamps a line's time that lies in the future."""
+by the server, which also clamps a line's time that lies in the future. Namespaces with quotas of their own
+(`namespace_quotas`) get those instead of the defaults, each one, the others keeping the defaults."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ from tests.server.test_executor_identity import RawStream, claimed, new_run, suc
 from tests.server.tokens import bearer
 
 CRON_QUOTA, JOB_QUOTA, RUNS_A_MINUTE, LOG_CAP = 50, 80, 20, 1024 * 1024
+# Namespaces with limits of their own: tighter, looser and lifted ones.
+OWN_QUOTAS: dict[str, dict[str, int | timedelta]] = {
+    "tight": {"jobs": 5, "cron_jobs": 3, "min_cron_interval": timedelta(minutes=1)},
+    "brisk": {"runs_per_minute": 2},
+    "roomy": {"jobs": 0, "cron_jobs": CRON_QUOTA + 10},
+    "chatty": {"attempt_log_bytes": 64 * 1024},
+}
 EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
@@ -44,6 +52,7 @@ def secured(store: SchedulerStore, tmp_path_factory: pytest.TempPathFactory) -> 
         quota_min_cron_interval=timedelta(seconds=1),
         quota_runs_per_minute=RUNS_A_MINUTE,
         quota_attempt_log_bytes=LOG_CAP,
+        namespace_quotas=OWN_QUOTAS,
     ) as server:
         yield server
 
@@ -145,3 +154,72 @@ def test_a_61_mib_log_flood_is_capped_by_the_server_and_future_times_are_clamped
     assert "log cap of 1,048,576 bytes per attempt is reached" in lines[-1].text
     latest = datetime.now(UTC) + timedelta(minutes=1)
     assert all(line.time.ToDatetime(UTC) < latest for line in lines)
+
+
+def test_a_namespaces_own_quotas_replace_the_defaults(channel: grpc.Channel, secured: Secured) -> None:
+    """`tight` may hold 5 jobs, 3 of them cron jobs firing a minute apart at the most: each refusal names its
+    own limit; a namespace without quotas of its own still has the defaults."""
+    every_minute = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * *"))
+    error = call_error(lambda: create(channel, secured, job("tight", EVERY_SECOND)), EXHAUSTED)
+    [(subject, description)] = quota_violations(error)
+    assert subject == "namespace:tight"
+    assert description.startswith("min_cron_interval: its cron jobs may fire every 60 s at the most")
+    for _ in range(3):
+        create(channel, secured, job("tight", every_minute))
+    error = call_error(lambda: create(channel, secured, job("tight", every_minute)), EXHAUSTED)
+    assert quota_violations(error)[0][1].startswith("cron_jobs: the namespace may hold 3")
+    for _ in range(2):
+        create(channel, secured, job("tight", NEXT_YEAR))
+    error = call_error(lambda: create(channel, secured, job("tight", NEXT_YEAR)), EXHAUSTED)
+    assert quota_violations(error) == [
+        ("namespace:tight", "jobs: the namespace may hold 5; this would make 6")
+    ]
+    assert error_info(error).reason == "QUOTA_EXCEEDED"
+    other = namespace()
+    for _ in range(4):
+        create(channel, secured, job(other, EVERY_SECOND))  # the defaults: 1 s apart, 50 cron jobs
+
+
+def test_a_namespaces_quota_may_be_looser_or_lifted(channel: grpc.Channel, secured: Secured) -> None:
+    """`roomy` holds more jobs than the default quota lets any other namespace hold (none for it), and more
+    cron jobs: 10 past the default, then refused at its own."""
+    for _ in range(JOB_QUOTA + 1):
+        create(channel, secured, job("roomy", NEXT_YEAR))
+    for _ in range(CRON_QUOTA + 10):
+        create(channel, secured, job("roomy", EVERY_SECOND))
+    error = call_error(lambda: create(channel, secured, job("roomy", EVERY_SECOND)), EXHAUSTED)
+    assert quota_violations(error)[0][1].startswith(f"cron_jobs: the namespace may hold {CRON_QUOTA + 10};")
+
+
+def test_a_namespaces_own_runs_per_minute(channel: grpc.Channel, secured: Secured) -> None:
+    create(channel, secured, job("brisk", NOW))
+    create(channel, secured, job("brisk", NOW))
+    error = call_error(lambda: create(channel, secured, job("brisk", NOW)), EXHAUSTED)
+    assert quota_violations(error) == [
+        ("namespace:brisk", "runs_per_minute: 2 runs a minute; 1 more now would pass it")
+    ]
+    for _ in range(3):
+        create(channel, secured, job(namespace(), NOW))  # the default: 20 a minute
+
+
+def test_a_namespaces_own_log_cap_is_applied_by_the_server(channel: grpc.Channel, secured: Secured) -> None:
+    """The flood of an attempt of `chatty`, whose cap is 64 KiB, keeps 4 lines of 16 KiB; one of the default
+    namespace on the same stream keeps its default 1 MiB."""
+    stream = RawStream(channel, secured, secured.token("exec-1"), "exec-1", ("default",))
+    stream.next("welcome")
+    refs = {"chatty": new_run(channel, secured, namespace="chatty"), "default": new_run(channel, secured)}
+    for ref in refs.values():
+        assert claimed(stream, ref) == pb.CLAIM_OUTCOME_GRANTED
+    for _ in range(LOG_CAP // (64 * len(LINE)) + 1):
+        chunks = [pb.LogChunk(attempt=ref, lines=[run_pb2.LogLine(text=LINE)] * 64) for ref in refs.values()]
+        stream.send(logs=pb.LogBatch(chunks=chunks))
+    stream.send(results=pb.ResultBatch(results=[succeeded(ref) for ref in refs.values()]))
+    assert sorted(stream.next("acks").acks.recorded, key=str) == sorted(refs.values(), key=str)
+    stream.close()
+    search = search_service_pb2_grpc.SearchServiceStub(channel)
+    for name, cap in (("chatty", 64 * 1024), ("default", LOG_CAP)):
+        request = search_service_pb2.TailRunLogsRequest(name=refs[name].run)
+        answers = search.TailRunLogs(request, metadata=bearer(secured.token("admin")), timeout=60)
+        lines = [line for answer in answers for line in answer.lines]
+        assert len([line for line in lines if line.text == LINE]) == cap // len(LINE), name
+        assert f"log cap of {cap:,} bytes per attempt is reached" in lines[-1].text

@@ -12,9 +12,10 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
-from google.protobuf import duration_pb2, field_mask_pb2
+from google.protobuf import duration_pb2, field_mask_pb2, timestamp_pb2
 from playwright.sync_api import Browser, Page, expect
 
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2
@@ -342,19 +343,118 @@ def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
     assert blocked == []
 
 
-MARKUP = '<img src="/xss.png" onerror="document.title=\'xss\'"><b>bold</b>'
+# Markup that would run a script and add elements if a view let it through. No single quote: an error
+# message that quotes it (`cannot start '…'`) keeps it whole.
+MARKUP = '<img src="/xss.png" onerror="document.title=`xss`"><b>bold</b>'
+INJECTED = 'img[src="/xss.png"], [onerror], b:text-is("bold"), u:text-is("under")'
+NEXT_YEAR = job_pb2.Schedule(run_at=timestamp_pb2.Timestamp(seconds=int(time.time()) + 365 * 86400))
 
 
-def test_markup_in_a_jobs_fields_and_its_log_is_shown_as_text(dashboard: Dashboard, page: Page) -> None:
-    """XSS: a job whose name, label, command and log line hold markup. Each view shows it as the text it is,
-    and no element of it reaches the page (the content security policy aside, which would block the
-    handler even then)."""
-    job_id = unique("markup")
-    run = create_now(dashboard, job_id, command("echo", MARKUP), display_name=MARKUP, labels={"note": MARKUP})
-    wait_for(lambda: run_state(dashboard, run.name) == run_pb2.RUN_STATE_SUCCEEDED, "the run to succeed")
-    for view in ("/#/jobs", f"/#/jobs/{job_id}", f"/#/{run.name}"):
-        page.goto(view)
-        expect(page.get_by_text(MARKUP).first).to_be_visible()
-        assert page.locator('img[src="/xss.png"], [onerror], b:text-is("bold")').count() == 0, view
+@dataclasses.dataclass(frozen=True)
+class MarkedUp:
+    """Jobs and runs whose user-written text is markup, each where a view shows it."""
+
+    fields: str  # display name, label, command, env value, request id; its run logged the markup
+    fields_run: str
+    failing: str  # its program is the markup: each attempt's error quotes it, and it is dead-lettered
+    failing_run: str
+    webhook: str  # its URL holds the markup (it never runs)
+    handler: str  # its handler's name is the markup (it never runs)
+
+
+@pytest.fixture(scope="module")
+def marked_up(dashboard: Dashboard) -> MarkedUp:
+    fields, failing = unique("markup"), unique("markup-fails")
+    job = job_pb2.Job(
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["echo", MARKUP], env={"NOTE": MARKUP})),
+        display_name=MARKUP,
+        labels={"note": MARKUP},
+    )
+    job.schedule.immediate.SetInParent()
+    request = job_service_pb2.CreateJobRequest(job=job, job_id=fields, request_id=MARKUP)
+    fields_run = dashboard.jobs.CreateJob(request).run
+    retry = job_pb2.RetryPolicy(max_attempts=2, initial_backoff=duration_pb2.Duration(nanos=100_000_000))
+    failing_run = create_now(dashboard, failing, command(MARKUP), retry_policy=retry)
+    webhook, handler = unique("markup-hook"), unique("markup-handler")
+    for job_id, target in (
+        (webhook, job_pb2.Target(http=job_pb2.Target.Http(url=f"https://hooks.example.com/{MARKUP}"))),
+        (handler, job_pb2.Target(handler=job_pb2.Target.Handler(name=MARKUP))),
+    ):
+        later = job_pb2.Job(target=target, schedule=NEXT_YEAR)
+        dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=later, job_id=job_id))
+    wait_for(
+        lambda: run_state(dashboard, fields_run.name) == run_pb2.RUN_STATE_SUCCEEDED, "the run to succeed"
+    )
+    dead = run_pb2.RUN_STATE_DEAD_LETTERED
+    wait_for(lambda: run_state(dashboard, failing_run.name) == dead, "the failing run's dead letter")
+    return MarkedUp(fields, fields_run.name, failing, failing_run.name, webhook, handler)
+
+
+def shown_as_text(page: Page, view: str, text: str = MARKUP) -> None:
+    """The view shows `text` as the text it is, and no element or handler of it reached the page (the
+    content security policy aside, which would block the handler even then)."""
+    page.goto(view)
+    expect(page.get_by_text(text).first).to_be_visible()
+    assert page.locator(INJECTED).count() == 0, view
+    assert page.title() != "xss", view
+
+
+def test_markup_in_a_jobs_fields_and_its_log_is_shown_as_text(page: Page, marked_up: MarkedUp) -> None:
+    """XSS: a job whose name, label, command, env value and request id, and its run's log line, hold markup:
+    the jobs list, the list filtered by that text (from the URL), the job page (its details and audit trail)
+    and the run page show it as text."""
+    shown_as_text(page, "/#/jobs")
+    shown_as_text(page, f"/#/jobs?{urlencode({'text': MARKUP, 'in': 'display_name'})}")
+    expect(page.locator("p.hint", has_text="filter:")).to_contain_text("<b>bold</b>*")  # the URL's text
+    expect(page.locator("tr[data-job]")).to_have_count(1)
+    shown_as_text(page, f"/#/jobs/{marked_up.fields}")
+    for shown in (f"command: echo '{MARKUP}'", f"NOTE={MARKUP}", f"note={MARKUP}"):
+        expect(page.get_by_text(shown, exact=True)).to_be_visible()
+    trail = page.get_by_role("table", name="Audit trail")
+    expect(trail.locator('tr[data-action="CREATE"]')).to_contain_text(MARKUP)  # the request id
+    shown_as_text(page, f"/#/{marked_up.fields_run}")
     expect(page.get_by_role("log", name="Run log")).to_contain_text(MARKUP)
+
+
+def test_markup_in_an_error_is_shown_as_text_on_the_run_and_the_dead_letters(
+    page: Page, marked_up: MarkedUp
+) -> None:
+    """A program named by markup fails to start: its attempts' errors quote it, on the run page and on
+    the dead letters' list; the board, where its runs moved, takes nothing of it either."""
+    shown_as_text(page, f"/#/{marked_up.failing_run}")
+    attempts = page.get_by_role("table", name="Attempts")
+    expect(attempts.get_by_text(f"cannot start '{MARKUP}'").first).to_be_visible()
+    shown_as_text(page, "/#/dead-letters")
+    expect(page.locator(f'tr[data-run="{marked_up.failing_run}"]')).to_contain_text(
+        f"SpawnError: cannot start '{MARKUP}'"
+    )
+    page.goto("/")
+    expect(page.locator(f'[data-run="{marked_up.failing_run}"]')).to_be_visible()
+    assert page.locator(INJECTED).count() == 0
     assert page.title() != "xss"
+
+
+def test_markup_in_a_webhook_url_and_a_handler_name_is_shown_as_text(page: Page, marked_up: MarkedUp) -> None:
+    shown_as_text(page, f"/#/jobs/{marked_up.webhook}", f"webhook: POST https://hooks.example.com/{MARKUP}")
+    shown_as_text(page, f"/#/jobs/{marked_up.handler}", f"handler: {MARKUP}")
+
+
+def test_markup_in_the_edit_form_stays_in_its_fields(page: Page, marked_up: MarkedUp) -> None:
+    """The edit form holds the job's markup as the values of its fields, not as elements."""
+    page.goto(f"/#/jobs/{marked_up.fields}/edit")
+    expect(page.locator('textarea[name="labels"]')).to_have_value(f"note={MARKUP}")
+    assert page.locator(INJECTED).count() == 0
+    assert page.title() != "xss"
+
+
+def test_markup_the_server_quotes_back_in_an_error_is_shown_as_text(page: Page) -> None:
+    """The create form sends a label key of markup; the server refuses it, quoting the key in its message,
+    and the form shows that message as text."""
+    key = "<b>bold</b><u>under</u>"
+    page.goto("/#/new")
+    page.locator('input[name="command"]').fill("true")
+    page.locator('textarea[name="labels"]').fill(f"{key}=x")
+    page.get_by_role("button", name="Create job").click()
+    expect(page.get_by_text(f"job.labels['{key}']").first).to_be_visible()
+    expect(page).to_have_url(re.compile("#/new$"))
+    assert page.locator(INJECTED).count() == 0
