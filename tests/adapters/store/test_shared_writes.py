@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy import Connection, event, text
@@ -69,7 +70,7 @@ def commits(store: SqlStore) -> Iterator[list[int]]:
 def test_calls_that_queue_behind_a_write_commit_together(store: SqlStore, commits: list[int]) -> None:
     with HeldWrite(store):
         answers, threads = _in_threads(
-            {f"lease-{n}": lambda n=n: store.try_lease(f"lease-{n}", "me", TTL, NOW) for n in range(10)}
+            {f"lease-{n}": partial(store.try_lease, f"lease-{n}", "me", TTL, NOW) for n in range(10)}
         )
         eventually(lambda: len(store._writes._waiting) == 10, 10, "ten calls queued")
     for thread in threads:
