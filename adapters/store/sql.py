@@ -98,13 +98,12 @@ class SqlStore:
         self._listeners: dict[int, Callable[[str], None]] = {}
         self._listeners_lock = threading.Lock()
         self._listener: sql_feed.Listener | None = None
-        # The pipeline's writes of concurrent calls (claims, results, dispatches, creates, of every stream)
-        # share a transaction: its BEGIN, COMMIT and WAL flush are paid once for all of them. A call that
-        # fails, except for an unavailable database, fails the shared transaction, which is then run again
-        # call by call so that only that call fails.
-        self._writes: GroupCommit[Callable[[Connection], object], object] = GroupCommit(
-            self._write_together, max_items=WRITES_PER_TRANSACTION, alone=_own_failure
-        )
+        # Concurrent calls of one kind (the claims of every executor stream, the results, the creates of
+        # every caller) share a write transaction: its BEGIN, COMMIT and WAL flush are paid once for all of
+        # them. A call that fails, except for an unavailable database, fails the shared transaction, which
+        # is then run again call by call so that only that call fails.
+        self._writes: dict[str, GroupCommit[Callable[[Connection], object], object]] = {}
+        self._writes_lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
@@ -121,7 +120,7 @@ class SqlStore:
     def create_jobs(self, items: Sequence[NewJob]) -> list[CreateJobOutcome]:
         if not items:
             return []
-        return self._run_write(lambda connection: sql_jobs.create_jobs(connection, items))
+        return self._run_write("create_jobs", lambda connection: sql_jobs.create_jobs(connection, items))
 
     @translate_errors
     def get_job(self, job_id: str, *, include_deleted: bool = False) -> JobRecord:
@@ -223,7 +222,9 @@ class SqlStore:
     def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
         if not refs:
             return []
-        return self._run_write(lambda connection: sql_pipeline.mark_queued(connection, refs, now))
+        return self._run_write(
+            "mark_queued", lambda connection: sql_pipeline.mark_queued(connection, refs, now)
+        )
 
     @translate_errors
     def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
@@ -246,6 +247,7 @@ class SqlStore:
         completed: bool,
     ) -> list[RunRecord]:
         return self._run_write(
+            "materialize",
             lambda connection: sql_pipeline.materialize(
                 connection,
                 job_id,
@@ -277,14 +279,18 @@ class SqlStore:
     def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
         if not refs:
             return []
-        return self._run_write(lambda connection: sql_attempts.claim(connection, refs, executor, now))
+        return self._run_write(
+            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now)
+        )
 
     @translate_errors
     def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:
         if not beats:
             return []
         return self._run_write(
-            lambda connection: sql_attempts.heartbeat(connection, executor, beats, now), notice=None
+            "heartbeat",
+            lambda connection: sql_attempts.heartbeat(connection, executor, beats, now),
+            notice=None,
         )
 
     @translate_errors
@@ -300,19 +306,25 @@ class SqlStore:
     ) -> list[tuple[Dispatchable, AttemptEnd]]:
         if not refs:
             return []
-        return self._run_write(lambda connection: sql_attempts.finish_attempts(connection, refs, decide))
+        return self._run_write(
+            "finish_attempts", lambda connection: sql_attempts.finish_attempts(connection, refs, decide)
+        )
 
     @translate_errors
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
         if reports:
-            self._run_write(lambda connection: sql_attempts.report_progress(connection, reports, now))
+            self._run_write(
+                "report_progress", lambda connection: sql_attempts.report_progress(connection, reports, now)
+            )
 
     @translate_errors
     def append_attempt_logs(self, lines: Sequence[LogRecord]) -> list[LogRecord]:
         if not lines:
             return []
         return self._run_write(
-            lambda connection: sql_runs.append_attempt_logs(connection, lines), notice=LOGS_CHANGED
+            "append_attempt_logs",
+            lambda connection: sql_runs.append_attempt_logs(connection, lines),
+            notice=LOGS_CHANGED,
         )
 
     # Leadership --------------------------------------------------------------------------------------------
@@ -320,7 +332,9 @@ class SqlStore:
     @translate_errors
     def try_lease(self, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
         return self._run_write(
-            lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now), notice=None
+            "try_lease",
+            lambda connection: sql_leases.try_lease(connection, name, holder, ttl, now),
+            notice=None,
         )
 
     @translate_errors
@@ -335,6 +349,7 @@ class SqlStore:
         if not executor_ids:
             return frozenset()
         return self._run_write(
+            "renew_sessions",
             lambda connection: sql_leases.renew_sessions(
                 connection, executor_ids, server_id, now, stale_after
             ),
@@ -344,7 +359,9 @@ class SqlStore:
     @translate_errors
     def release_session(self, executor_id: str, server_id: str) -> None:
         self._run_write(
-            lambda connection: sql_leases.release_session(connection, executor_id, server_id), notice=None
+            "release_session",
+            lambda connection: sql_leases.release_session(connection, executor_id, server_id),
+            notice=None,
         )
 
     @translate_errors
@@ -403,13 +420,27 @@ class SqlStore:
         if notice is not None:
             self._notify(notice)
 
-    def _run_write(self, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED) -> R:
-        """`work` in a write transaction, which it may share with other calls' (`self._writes`); so it
-        must not hold a transaction of this store open while it waits. Its result once committed."""
-        [result] = self._writes.submit([work])
+    def _run_write(
+        self, kind: str, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED
+    ) -> R:
+        """`work` in a write transaction, which it may share with other calls of the same `kind` (this
+        store's method): a call must not hold a transaction of this store open while it waits. Kinds keep
+        to transactions of their own because they lock runs in different orders (a server worker marks the
+        runs it dispatched QUEUED while an executor's stream on another worker claims them): two workers'
+        transactions of mixed kinds deadlocked, and PostgreSQL broke each deadlock only after a second."""
+        [result] = self._writes_of(kind).submit([work])
         if notice is not None:
             self._notify(notice)
         return cast(R, result)
+
+    def _writes_of(self, kind: str) -> GroupCommit[Callable[[Connection], object], object]:
+        with self._writes_lock:
+            writes = self._writes.get(kind)
+            if writes is None:
+                writes = self._writes[kind] = GroupCommit(
+                    self._write_together, max_items=WRITES_PER_TRANSACTION, alone=_own_failure
+                )
+            return writes
 
     def _write_together(self, works: Sequence[Callable[[Connection], object]]) -> list[object]:
         return run_write(self._engine, lambda connection: [work(connection) for work in works])

@@ -1,4 +1,5 @@
-"""Writes of concurrent calls share a transaction, and one call's failure stays that call's (both stores)."""
+"""Writes of concurrent calls of one kind share a transaction, and one call's failure stays that call's
+(both stores)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,22 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy import exc as sa_exc
 
 from jobmesh.adapters.store.sql import SqlStore
+from tests.adapters.store.backend import Backend
 from tests.support import eventually
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+LEASES = "try_lease"  # the kind of write `try_lease` is
 TTL = timedelta(minutes=5)
 
 
 class HeldWrite:
-    """A write that holds the store's transaction until released, so that the calls after it queue."""
+    """A write of leases that holds its transaction until released, so that the calls of leases after it
+    queue."""
 
     def __init__(self, store: SqlStore) -> None:
         self.inside = threading.Event()
         self.release = threading.Event()
-        self.thread = threading.Thread(target=store._run_write, args=(self._work,))
+        self.thread = threading.Thread(target=store._run_write, args=(LEASES, self._work))
 
     def _work(self, connection: Connection) -> None:
         self.inside.set()
@@ -72,7 +76,7 @@ def test_calls_that_queue_behind_a_write_commit_together(store: SqlStore, commit
         answers, threads = _in_threads(
             {f"lease-{n}": partial(store.try_lease, f"lease-{n}", "me", TTL, NOW) for n in range(10)}
         )
-        eventually(lambda: len(store._writes._waiting) == 10, 10, "ten calls queued")
+        eventually(lambda: len(store._writes[LEASES]._waiting) == 10, 10, "ten calls queued")
     for thread in threads:
         thread.join(30)
     assert answers == {f"lease-{n}": True for n in range(10)}
@@ -86,14 +90,14 @@ def test_a_call_that_fails_fails_alone(store: SqlStore, commits: list[int]) -> N
     calls: dict[str, Callable[[], object]] = {
         "before": lambda: store.try_lease("before", "me", TTL, NOW),
         "refused by the database": lambda: store._run_write(
-            lambda connection: connection.execute(duplicate, {"at": NOW})
+            LEASES, lambda connection: connection.execute(duplicate, {"at": NOW})
         ),
         "refused by its own check": lambda: store.try_lease("no ttl", "me", timedelta(0), NOW),
         "after": lambda: store.try_lease("after", "me", TTL, NOW),
     }
     with HeldWrite(store):
         answers, threads = _in_threads(calls)
-        eventually(lambda: len(store._writes._waiting) == len(calls), 10, "the calls queued")
+        eventually(lambda: len(store._writes[LEASES]._waiting) == len(calls), 10, "the calls queued")
     for thread in threads:
         thread.join(30)
     assert answers["before"] is True
@@ -103,3 +107,15 @@ def test_a_call_that_fails_fails_alone(store: SqlStore, commits: list[int]) -> N
     assert not store.try_lease("before", "another", TTL, NOW)
     assert not store.try_lease("after", "another", TTL, NOW)
     assert store.try_lease("no ttl", "another", TTL, NOW)  # nothing of the failed calls was written
+
+
+def test_calls_of_another_kind_keep_to_their_own_transactions(
+    backend: Backend, store: SqlStore, commits: list[int]
+) -> None:
+    if backend.name == "sqlite":
+        pytest.skip("SQLite has one writer at a time: a held write holds every other")
+    with HeldWrite(store):
+        # A session renewal is another kind of write: it commits while the leases' transaction is held.
+        renewed = store.renew_sessions(["executor-1"], "server-1", NOW, stale_after=TTL)
+        assert renewed == frozenset({"executor-1"})
+        assert len(commits) == 1
