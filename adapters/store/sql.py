@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine
 from jobmesh.adapters.store import (
     sql_attempts,
     sql_audit,
+    sql_batch,
     sql_feed,
     sql_jobs,
     sql_leases,
@@ -75,6 +76,14 @@ class _Unwatch:
         self.store._unwatch(self.key)
 
 
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A call's write: its work, and the runs it locks."""
+
+    work: Callable[[Connection], object]
+    runs: Sequence[AttemptRef]
+
+
 def _own_failure(error: BaseException) -> bool:
     """Whether a shared write transaction failed for one call's sake, rather than the database's."""
     return isinstance(error, Exception) and not unavailable(error)
@@ -102,7 +111,7 @@ class SqlStore:
         # every caller) share a write transaction: its BEGIN, COMMIT and WAL flush are paid once for all of
         # them. A call that fails, except for an unavailable database, fails the shared transaction, which
         # is then run again call by call so that only that call fails.
-        self._writes: dict[str, GroupCommit[Callable[[Connection], object], object]] = {}
+        self._writes: dict[str, GroupCommit[_Write, object]] = {}
         self._writes_lock = threading.Lock()
 
     @property
@@ -223,7 +232,7 @@ class SqlStore:
         if not refs:
             return []
         return self._run_write(
-            "mark_queued", lambda connection: sql_pipeline.mark_queued(connection, refs, now)
+            "mark_queued", lambda connection: sql_pipeline.mark_queued(connection, refs, now), runs=refs
         )
 
     @translate_errors
@@ -280,7 +289,7 @@ class SqlStore:
         if not refs:
             return []
         return self._run_write(
-            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now)
+            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now), runs=refs
         )
 
     @translate_errors
@@ -290,6 +299,7 @@ class SqlStore:
         return self._run_write(
             "heartbeat",
             lambda connection: sql_attempts.heartbeat(connection, executor, beats, now),
+            runs=[beat.ref for beat in beats],
             notice=None,
         )
 
@@ -307,14 +317,18 @@ class SqlStore:
         if not refs:
             return []
         return self._run_write(
-            "finish_attempts", lambda connection: sql_attempts.finish_attempts(connection, refs, decide)
+            "finish_attempts",
+            lambda connection: sql_attempts.finish_attempts(connection, refs, decide),
+            runs=refs,
         )
 
     @translate_errors
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:
         if reports:
             self._run_write(
-                "report_progress", lambda connection: sql_attempts.report_progress(connection, reports, now)
+                "report_progress",
+                lambda connection: sql_attempts.report_progress(connection, reports, now),
+                runs=[report.ref for report in reports],
             )
 
     @translate_errors
@@ -421,19 +435,29 @@ class SqlStore:
             self._notify(notice)
 
     def _run_write(
-        self, kind: str, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED
+        self,
+        kind: str,
+        work: Callable[[Connection], R],
+        *,
+        runs: Sequence[AttemptRef] = (),
+        notice: str | None = RUNS_CHANGED,
     ) -> R:
         """`work` in a write transaction, which it may share with other calls of the same `kind` (this
-        store's method): a call must not hold a transaction of this store open while it waits. Kinds keep
-        to transactions of their own because they lock runs in different orders (a server worker marks the
-        runs it dispatched QUEUED while an executor's stream on another worker claims them): two workers'
-        transactions of mixed kinds deadlocked, and PostgreSQL broke each deadlock only after a second."""
-        [result] = self._writes_of(kind).submit([work])
+        store's method); `runs` are those it locks. A call must not hold a transaction of this store open
+        while it waits.
+
+        Each call locks its runs in one statement, in key order, so two calls alone never deadlock. Calls
+        that share a transaction would lock theirs one call after another, out of that order, and deadlock
+        with a transaction of the same runs (two executors' claims of a run delivered twice, a stream's
+        results beside its heartbeats): PostgreSQL breaks a deadlock after a second. So a shared
+        transaction first locks every call's runs in one statement. Kinds keep to transactions of their
+        own, so that the runs a transaction locks are known before it starts."""
+        [result] = self._writes_of(kind).submit([_Write(work, runs)])
         if notice is not None:
             self._notify(notice)
         return cast(R, result)
 
-    def _writes_of(self, kind: str) -> GroupCommit[Callable[[Connection], object], object]:
+    def _writes_of(self, kind: str) -> GroupCommit[_Write, object]:
         with self._writes_lock:
             writes = self._writes.get(kind)
             if writes is None:
@@ -442,8 +466,14 @@ class SqlStore:
                 )
             return writes
 
-    def _write_together(self, works: Sequence[Callable[[Connection], object]]) -> list[object]:
-        return run_write(self._engine, lambda connection: [work(connection) for work in works])
+    def _write_together(self, writes: Sequence[_Write]) -> list[object]:
+        def work(connection: Connection) -> list[object]:
+            runs = [ref for write in writes for ref in write.runs]
+            if len(writes) > 1 and runs:
+                sql_batch.lock_runs(connection, runs, ("job_id",))
+            return [write.work(connection) for write in writes]
+
+        return run_write(self._engine, work)
 
     # Maintenance -------------------------------------------------------------------------------------------
 
