@@ -13,7 +13,9 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy import exc as sa_exc
 
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.ports.pipeline_store import ClaimStatus
 from tests.adapters.store.backend import Backend
+from tests.adapters.store.pipeline_support import add_job, add_run, ref
 from tests.support import eventually
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -22,13 +24,13 @@ TTL = timedelta(minutes=5)
 
 
 class HeldWrite:
-    """A write of leases that holds its transaction until released, so that the calls of leases after it
-    queue."""
+    """A write (of leases, by default) that holds its transaction until released, so that the calls of its
+    kind after it queue."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, kind: str = LEASES) -> None:
         self.inside = threading.Event()
         self.release = threading.Event()
-        self.thread = threading.Thread(target=store._run_write, args=(LEASES, self._work))
+        self.thread = threading.Thread(target=store._run_write, args=(kind, self._work))
 
     def _work(self, connection: Connection) -> None:
         self.inside.set()
@@ -119,3 +121,45 @@ def test_calls_of_another_kind_keep_to_their_own_transactions(
         renewed = store.renew_sessions(["executor-1"], "server-1", NOW, stale_after=TTL)
         assert renewed == frozenset({"executor-1"})
         assert len(commits) == 1
+
+
+def test_a_shared_transaction_locks_every_calls_runs_first_in_one_statement(store: SqlStore) -> None:
+    # Claimed one call after another, the second call's run (first in key order) would be locked after the
+    # first call's: out of the order every single call keeps, and so open to a deadlock.
+    add_job(store, "shared")
+    runs = (add_run(store, 60, job_id="shared"), add_run(store, 61, job_id="shared"))
+    first, second = sorted(runs, key=lambda record: record.run_id)
+    statements: list[tuple[str, object]] = []
+
+    def capture(_conn: object, _cursor: object, statement: str, parameters: object, *_: object) -> None:
+        statements.append((statement, parameters))
+
+    with HeldWrite(store, "claim"):
+        answers, threads = _in_threads(
+            {
+                "second": partial(store.claim, [ref(second)], "executor-1", NOW),
+                "first": partial(store.claim, [ref(first)], "executor-1", NOW),
+            }
+        )
+        eventually(lambda: len(store._writes["claim"]._waiting) == 2, 10, "both claims queued")
+        event.listen(store.engine, "before_cursor_execute", capture)
+    for thread in threads:
+        thread.join(30)
+    event.remove(store.engine, "before_cursor_execute", capture)
+    assert {name: [claim.status for claim in answer] for name, answer in answers.items()} == {  # type: ignore[attr-defined]
+        "second": [ClaimStatus.GRANTED],
+        "first": [ClaimStatus.GRANTED],
+    }
+    reads = [(statement, parameters) for statement, parameters in statements if "job_runs" in statement]
+    lock, lock_parameters = reads[0]
+    assert not lock.lstrip().upper().startswith(("UPDATE", "INSERT"))  # a read, which locks on PostgreSQL
+    assert {first.run_id, second.run_id} <= _values(lock_parameters)
+
+
+def _values(parameters: object) -> set[object]:
+    """Every scalar among a statement's parameters, however the driver was handed them."""
+    if isinstance(parameters, dict):
+        return _values(list(parameters.values()))
+    if isinstance(parameters, (list, tuple)):
+        return {value for item in parameters for value in _values(item)}
+    return {parameters}
