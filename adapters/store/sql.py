@@ -21,7 +21,6 @@ from sqlalchemy import Connection, Engine
 from jobmesh.adapters.store import (
     sql_attempts,
     sql_audit,
-    sql_batch,
     sql_feed,
     sql_jobs,
     sql_leases,
@@ -76,12 +75,8 @@ class _Unwatch:
         self.store._unwatch(self.key)
 
 
-@dataclass(frozen=True, slots=True)
-class _Write:
-    """A call's write: its work, and the runs it locks."""
-
-    work: Callable[[Connection], object]
-    runs: Sequence[AttemptRef]
+# The kinds of write whose concurrent calls share a transaction: those that insert and lock no run.
+_SHARED = frozenset({"create_jobs", "append_attempt_logs", "try_lease", "renew_sessions", "release_session"})
 
 
 def _own_failure(error: BaseException) -> bool:
@@ -107,11 +102,11 @@ class SqlStore:
         self._listeners: dict[int, Callable[[str], None]] = {}
         self._listeners_lock = threading.Lock()
         self._listener: sql_feed.Listener | None = None
-        # Concurrent calls of one kind (the claims of every executor stream, the results, the creates of
-        # every caller) share a write transaction: its BEGIN, COMMIT and WAL flush are paid once for all of
-        # them. A call that fails, except for an unavailable database, fails the shared transaction, which
+        # Concurrent calls of one kind that locks no run (the creates of every caller, the executors' log
+        # lines) share a write transaction: its BEGIN, COMMIT and WAL flush are paid once for all of them.
+        # A call that fails, except for an unavailable database, fails the shared transaction, which
         # is then run again call by call so that only that call fails.
-        self._writes: dict[str, GroupCommit[_Write, object]] = {}
+        self._writes: dict[str, GroupCommit[Callable[[Connection], object], object]] = {}
         self._writes_lock = threading.Lock()
 
     @property
@@ -232,7 +227,7 @@ class SqlStore:
         if not refs:
             return []
         return self._run_write(
-            "mark_queued", lambda connection: sql_pipeline.mark_queued(connection, refs, now), runs=refs
+            "mark_queued", lambda connection: sql_pipeline.mark_queued(connection, refs, now)
         )
 
     @translate_errors
@@ -289,7 +284,7 @@ class SqlStore:
         if not refs:
             return []
         return self._run_write(
-            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now), runs=refs
+            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now)
         )
 
     @translate_errors
@@ -299,7 +294,6 @@ class SqlStore:
         return self._run_write(
             "heartbeat",
             lambda connection: sql_attempts.heartbeat(connection, executor, beats, now),
-            runs=[beat.ref for beat in beats],
             notice=None,
         )
 
@@ -319,7 +313,6 @@ class SqlStore:
         return self._run_write(
             "finish_attempts",
             lambda connection: sql_attempts.finish_attempts(connection, refs, decide),
-            runs=refs,
         )
 
     @translate_errors
@@ -328,7 +321,6 @@ class SqlStore:
             self._run_write(
                 "report_progress",
                 lambda connection: sql_attempts.report_progress(connection, reports, now),
-                runs=[report.ref for report in reports],
             )
 
     @translate_errors
@@ -435,29 +427,27 @@ class SqlStore:
             self._notify(notice)
 
     def _run_write(
-        self,
-        kind: str,
-        work: Callable[[Connection], R],
-        *,
-        runs: Sequence[AttemptRef] = (),
-        notice: str | None = RUNS_CHANGED,
+        self, kind: str, work: Callable[[Connection], R], *, notice: str | None = RUNS_CHANGED
     ) -> R:
-        """`work` in a write transaction, which it may share with other calls of the same `kind` (this
-        store's method); `runs` are those it locks. A call must not hold a transaction of this store open
-        while it waits.
+        """`work` in a write transaction, shared with concurrent calls of the same `kind` (this store's
+        method) when that kind locks no run (`_SHARED`). A call must not hold a transaction of this store
+        open while it waits.
 
-        Each call locks its runs in one statement, in key order, so two calls alone never deadlock. Calls
-        that share a transaction would lock theirs one call after another, out of that order, and deadlock
-        with a transaction of the same runs (two executors' claims of a run delivered twice, a stream's
-        results beside its heartbeats): PostgreSQL breaks a deadlock after a second. So a shared
-        transaction first locks every call's runs in one statement. Kinds keep to transactions of their
-        own, so that the runs a transaction locks are known before it starts."""
-        [result] = self._writes_of(kind).submit([_Write(work, runs)])
+        Writes that lock runs keep a transaction each. Each locks its runs in one statement, in key order,
+        so two of them never deadlock. Shared, they locked call after call, out of that order, and
+        deadlocked (PostgreSQL breaks a deadlock after a second). Locking a shared transaction's runs first,
+        in one statement, made each transaction hold thousands of runs at 2,500 jobs/s (a group of
+        heartbeat batches): the executors' heartbeats, claims and results then waited on each other past the
+        heartbeat timeout, and thousands of attempts ended `ContactLost`."""
+        if kind in _SHARED:
+            [result] = self._writes_of(kind).submit([work])
+        else:
+            result = run_write(self._engine, work)
         if notice is not None:
             self._notify(notice)
         return cast(R, result)
 
-    def _writes_of(self, kind: str) -> GroupCommit[_Write, object]:
+    def _writes_of(self, kind: str) -> GroupCommit[Callable[[Connection], object], object]:
         with self._writes_lock:
             writes = self._writes.get(kind)
             if writes is None:
@@ -466,14 +456,8 @@ class SqlStore:
                 )
             return writes
 
-    def _write_together(self, writes: Sequence[_Write]) -> list[object]:
-        def work(connection: Connection) -> list[object]:
-            runs = [ref for write in writes for ref in write.runs]
-            if len(writes) > 1 and runs:
-                sql_batch.lock_runs(connection, runs, ("job_id",))
-            return [write.work(connection) for write in writes]
-
-        return run_write(self._engine, work)
+    def _write_together(self, works: Sequence[Callable[[Connection], object]]) -> list[object]:
+        return run_write(self._engine, lambda connection: [work(connection) for work in works])
 
     # Maintenance -------------------------------------------------------------------------------------------
 
