@@ -435,10 +435,9 @@ class SqlStore:
 
         Writes that lock runs keep a transaction each. Each locks its runs in one statement, in key order,
         so two of them never deadlock. Shared, they locked call after call, out of that order, and
-        deadlocked (PostgreSQL breaks a deadlock after a second). Locking a shared transaction's runs first,
-        in one statement, made each transaction hold thousands of runs at 2,500 jobs/s (a group of
-        heartbeat batches): the executors' heartbeats, claims and results then waited on each other past the
-        heartbeat timeout, and thousands of attempts ended `ContactLost`."""
+        deadlocked (PostgreSQL breaks a deadlock after a second). With a shared transaction's runs locked
+        first, in one statement, one transaction may hold thousands of runs (a group of heartbeat batches),
+        and the executors' other reports wait behind it; docs/performance.md has what that measured."""
         if kind in _SHARED:
             [result] = self._writes_of(kind).submit([work])
         else:
