@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import TypeVar, cast
 
 import pytest
 from sqlalchemy import Connection, event, text
@@ -21,6 +22,8 @@ from tests.support import eventually
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 LEASES = "try_lease"  # the kind of write `try_lease` is
 TTL = timedelta(minutes=5)
+HELD_FOR = 10  # seconds a call may take beside a held write, on a loaded machine
+T = TypeVar("T")
 
 
 class HeldWrite:
@@ -118,7 +121,7 @@ def test_calls_of_another_kind_keep_to_their_own_transactions(
         pytest.skip("SQLite has one writer at a time: a held write holds every other")
     with HeldWrite(store):
         # A session renewal is another kind of write: it commits while the leases' transaction is held.
-        renewed = store.renew_sessions(["executor-1"], "server-1", NOW, stale_after=TTL)
+        renewed = _while_held(partial(store.renew_sessions, ["executor-1"], "server-1", NOW, stale_after=TTL))
         assert renewed == frozenset({"executor-1"})
         assert len(commits) == 1
 
@@ -129,5 +132,14 @@ def test_writes_that_lock_runs_keep_a_transaction_each(backend: Backend, store: 
     add_job(store, "alone")
     record = add_run(store, 60, job_id="alone")
     with HeldWrite(store, "claim"):  # were claims shared, this claim would wait behind the held one
-        [claim] = store.claim([ref(record)], "executor-1", NOW)
+        [claim] = _while_held(partial(store.claim, [ref(record)], "executor-1", NOW))
     assert claim.status is ClaimStatus.GRANTED
+
+
+def _while_held(call: Callable[[], T]) -> T:
+    """The call's answer, which must come while the held write still holds its transaction (it waits 30 s
+    for its release): a call queued behind it would not answer within HELD_FOR."""
+    answers, [thread] = _in_threads({"call": call})
+    thread.join(HELD_FOR)
+    assert "call" in answers, f"no answer within {HELD_FOR} s: the call waited behind the held write"
+    return cast(T, answers["call"])
