@@ -212,7 +212,9 @@ def test_an_executor_killed_and_started_again_under_its_name_retries_what_it_ran
     job.retry_policy.max_attempts = 2
     job.retry_policy.initial_backoff.FromMilliseconds(100)
     run_name = create(jobs, job).run.name
-    wait_for_run(search, run_name, lambda r: r.state == run_pb2.RUN_STATE_RUNNING, 20, "the first attempt")
+    # RUNNING comes with the claim, before the command starts: killed before its `touch`, the first attempt
+    # would leave the retry to sleep instead.
+    eventually(marker.exists, 20, "the first attempt's command to start")
     first.kill(signal.SIGKILL)
     restarted_at = datetime.now(UTC)
     mesh.executor(server, "executor-stable")
