@@ -90,8 +90,10 @@ class SessionRenewals:
             waiting, self._waiting = self._waiting, []
         try:
             with self._writing:
-                streams = set(self._sessions.executor_ids())  # a batch of a stream that ended: not renewed
-                executors = {*self._sessions.live_executor_ids(), *(i.executor_id for i in waiting)} & streams
+                # A batch of a stream that ended is not renewed, nor is a stream whose take came after this.
+                streams = self._sessions.held_streams()
+                live = {*self._sessions.live_executor_ids(), *(i.executor_id for i in waiting)}
+                executors = live & streams.keys()
                 held = self._store.renew_sessions(
                     sorted(executors), self._server_id, self._clock(), stale_after=self._stale_after
                 )
@@ -111,7 +113,7 @@ class SessionRenewals:
                 sorted(lost),
                 extra={"executors": sorted(lost)},
             )
-            self._sessions.end(lost)
+            self._sessions.end(streams[executor_id] for executor_id in lost)
         for item in waiting:
             if item.executor_id in held:
                 item.queue.put(item.answer)

@@ -62,6 +62,7 @@ class SessionQueue:
         self._loop = loop
         self._queue: asyncio.Queue[pb.ConnectResponse | None] = asyncio.Queue()
         self._heard = time.monotonic()
+        self.holds_name = False  # in the store too, across server processes (`Sessions.hold`)
 
     def put(self, message: pb.ConnectResponse) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, message)
@@ -113,6 +114,13 @@ class Sessions:
         if held is not None:
             held.end()
 
+    def hold(self, queue: SessionQueue) -> None:
+        """`queue`'s stream took its name's session in the store (`SessionRenewals.take`): renewals keep it
+        from now on. A renewal that read the streams before then judges the store as it was before the take,
+        and must neither renew nor end it."""
+        with self._lock:
+            queue.holds_name = True
+
     def unregister(self, executor_id: str, queue: SessionQueue) -> bool:
         """False when `queue` no longer held the name (a newer connection took it)."""
         with self._lock:
@@ -126,6 +134,11 @@ class Sessions:
         with self._lock:
             return list(self._queues)
 
+    def held_streams(self) -> dict[str, SessionQueue]:
+        """The streams whose names this process holds in the store, by executor id."""
+        with self._lock:
+            return {executor_id: queue for executor_id, queue in self._queues.items() if queue.holds_name}
+
     def live_executor_ids(self) -> list[str]:
         """The executors whose streams were heard from within their quiet limit."""
         with self._lock:
@@ -135,10 +148,8 @@ class Sessions:
                 if queue.quiet_for() < self._quiet_limits[executor_id]
             ]
 
-    def end(self, executor_ids: Iterable[str]) -> None:
-        """Ends these executors' streams (their own cleanup unregisters them)."""
-        with self._lock:
-            queues = [self._queues[name] for name in executor_ids if name in self._queues]
+    def end(self, queues: Iterable[SessionQueue]) -> None:
+        """Ends these streams (their own cleanup unregisters them); a newer one of the same name lives on."""
         for queue in queues:
             queue.end()
 

@@ -114,6 +114,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             if not await self._in_thread(lambda: self._renewals.take(hello.executor_id)):
                 self._sessions.unregister(hello.executor_id, queue)
                 raise ExecutorNameInUse(hello.executor_id)
+            self._sessions.hold(queue)
         except JobmeshError as error:
             log.warning(
                 "executor %s refused: %s",

@@ -74,9 +74,11 @@ def test_one_live_stream_per_executor_name_and_a_quiet_one_gives_its_name_up() -
 class _HeldRenewals:
     """Session writes of a store, in the order they finish; the renewal waits for `release_renewal`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, holds: bool = True) -> None:
+        """`holds`: whether the renewal finds the sessions it renews this server's (else another's)."""
         self.renewing, self.release_renewal = threading.Event(), threading.Event()
         self.finished: list[str] = []
+        self._holds = holds
 
     def renew_sessions(
         self, executor_ids: Sequence[str], server_id: str, now: datetime, *, stale_after: timedelta
@@ -84,10 +86,63 @@ class _HeldRenewals:
         self.renewing.set()
         self.release_renewal.wait(30)
         self.finished.append(f"renew {','.join(executor_ids)}")
-        return frozenset(executor_ids)
+        return frozenset(executor_ids if self._holds else ())
 
     def release_session(self, executor_id: str, server_id: str) -> None:
         self.finished.append(f"release {executor_id}")
+
+
+def _renewals(store: _HeldRenewals, sessions: Sessions) -> SessionRenewals:
+    return SessionRenewals(
+        store,  # type: ignore[arg-type]
+        sessions,
+        utcnow,
+        server_id="server-1",
+        interval=timedelta(hours=1),
+        stale_after=timedelta(hours=1),
+    )
+
+
+def test_a_renewal_that_read_the_streams_before_a_stream_took_its_name_leaves_that_stream_alone() -> None:
+    """The renewal's write can find the name another server's (it was, until that server released it) while
+    the new stream's take, just after, finds it free. Ending that stream would release a name a live stream
+    had just taken: another server could take it at once."""
+
+    async def main() -> list[str]:
+        signals = open_signals("memory://sessions-take")
+        sessions = Sessions(signals)
+        stream = SessionQueue(asyncio.get_running_loop())
+        sessions.register("exec-1", stream)  # registered, its take not yet made
+        store = _HeldRenewals(holds=False)
+        renewing = threading.Thread(target=_renewals(store, sessions).renew)
+        renewing.start()
+        assert store.renewing.wait(30)
+        sessions.hold(stream)  # the take committed, after the renewal read the streams
+        store.release_renewal.set()
+        renewing.join(30)
+        with contextlib.suppress(TimeoutError):
+            ended = await asyncio.wait_for(stream.get(), 0.5)
+            raise AssertionError(f"the stream got {ended!r}")
+        signals.close()
+        return store.finished
+
+    assert asyncio.run(main()) == ["renew "]  # it renewed nothing: the stream did not hold its name yet
+
+
+def test_a_renewal_that_finds_a_held_name_taken_elsewhere_ends_its_stream() -> None:
+    async def main() -> None:
+        signals = open_signals("memory://sessions-lost")
+        sessions = Sessions(signals)
+        stream = SessionQueue(asyncio.get_running_loop())
+        sessions.register("exec-1", stream)
+        sessions.hold(stream)
+        store = _HeldRenewals(holds=False)
+        store.release_renewal.set()
+        _renewals(store, sessions).renew()
+        assert await asyncio.wait_for(stream.get(), 5) is None
+        signals.close()
+
+    asyncio.run(main())
 
 
 def test_a_stream_that_ends_during_a_renewal_is_released_after_it() -> None:
@@ -99,15 +154,9 @@ def test_a_stream_that_ends_during_a_renewal_is_released_after_it() -> None:
         sessions = Sessions(signals)
         stream = SessionQueue(asyncio.get_running_loop())
         sessions.register("exec-1", stream)
+        sessions.hold(stream)
         store = _HeldRenewals()
-        renewals = SessionRenewals(
-            store,  # type: ignore[arg-type]
-            sessions,
-            utcnow,
-            server_id="server-1",
-            interval=timedelta(hours=1),
-            stale_after=timedelta(hours=1),
-        )
+        renewals = _renewals(store, sessions)
         renewing = threading.Thread(target=renewals.renew)
         renewing.start()
         assert store.renewing.wait(30)
