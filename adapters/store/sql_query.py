@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    FromClause,
     RowMapping,
     Select,
     and_,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     not_,
     or_,
     select,
+    true,
     tuple_,
     type_coerce,
     union_all,
@@ -138,17 +140,22 @@ def fetch_page(
     query: ListQuery,
     scope: Sequence[object],
     convert: Callable[[RowMapping], T],
+    every_namespace: FromClause | None = None,
 ) -> Page[T]:
-    """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids."""
+    """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids. An
+    unscoped query with `every_namespace` (PostgreSQL: the namespaces in use, a `namespace` column) is
+    walked namespace by namespace (`_per_namespace`)."""
     keys = sort_keys(listing, query.order_by)
     fingerprint = _fingerprint(listing.kind, scope, query)
     if query.page_token:
         statement = statement.where(_after(keys, decode_token(query.page_token, fingerprint, keys)))
     size = query.page_size if 0 < query.page_size <= MAX_PAGE_SIZE else _clamp(query.page_size)
-    if query.namespaces is None:
-        page_query = _ordered(statement, keys, size + 1)
-    else:  # the caller's scope, whatever the filter asks
+    if query.namespaces is not None:  # the caller's scope, whatever the filter asks
         page_query = _in_namespaces(listing.namespace, statement, keys, size + 1, query.namespaces)
+    elif every_namespace is not None:
+        page_query = _per_namespace(listing.namespace, statement, keys, size + 1, every_namespace)
+    else:
+        page_query = _ordered(statement, keys, size + 1)
     rows = connection.execute(page_query).mappings().all()
     page = rows[:size]
     token = ""
@@ -186,6 +193,26 @@ def _in_namespaces(
     order = [merged.c[f"_k{i}"] for i in range(len(keys))]
     return (
         select(merged)
+        .order_by(*(c.desc() if key.descending else c.asc() for c, key in zip(order, keys, strict=True)))
+        .limit(limit)
+    )
+
+
+def _per_namespace(
+    namespace: ColumnElement[Any],
+    statement: Select[Any],
+    keys: Sequence[SortKey],
+    limit: int,
+    namespaces: FromClause,
+) -> Select[Any]:
+    """`_ordered` for each row of `namespaces` in turn (a LATERAL subquery, planned once whatever their
+    number), merged: each walks a `(namespace, sort keys)` index in order, and reads `limit` rows at most."""
+    branch = _ordered(statement.where(namespace == namespaces.c.namespace), keys, limit).lateral("branch")
+    order = [branch.c[f"_k{i}"] for i in range(len(keys))]
+    return (
+        select(branch)
+        .select_from(namespaces)
+        .join(branch, true())
         .order_by(*(c.desc() if key.descending else c.asc() for c, key in zip(order, keys, strict=True)))
         .limit(limit)
     )

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -121,7 +122,7 @@ def collect(fetch: Callable[[ListQuery], Page[Any]], query: ListQuery, *, limit:
         if not page.next_page_token:
             return items
         assert len(page.items) == query.page_size
-        page = fetch(ListQuery(query.comparisons, query.order_by, query.page_size, page.next_page_token))
+        page = fetch(replace(query, page_token=page.next_page_token))
         items += page.items
     raise AssertionError("pagination did not end")
 

@@ -6,6 +6,7 @@ import base64
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -18,9 +19,10 @@ from jobmesh.adapters.store.schema import FAR_FUTURE
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.filters import JOB_FIELDS, RUN_FIELDS
+from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState
 from tests.adapters.store.backend import Backend
-from tests.adapters.store.builders import at
+from tests.adapters.store.builders import at, job, run
 from tests.adapters.store.catalog import (
     TEAMS,
     catalog_jobs,
@@ -230,6 +232,34 @@ def test_runs_page_through_every_order_without_loss_or_duplicates(store: SqlStor
         mine = [r for r in runs if r.job_id == "j004"]
         listed = run_keys(collect(lambda q: store.list_runs("j004", q), run_query("", order_by, page_size=3)))
         assert listed == expected_runs(mine, query.order_by, one_job=True), order_by
+
+
+def test_runs_of_every_job_page_across_namespaces_without_loss_or_duplicates(
+    store: SqlStore, catalog: Catalog
+) -> None:
+    """Unscoped, PostgreSQL walks each namespace's runs in turn and merges them (`sql_query._per_namespace`):
+    a page boundary may fall in any namespace, and scoped lists see only theirs."""
+    _, runs = catalog
+    extra = []
+    for i, namespace in enumerate(["team-a", "team-b", "team-a", "zz"]):
+        store.create_jobs([NewJob(job(f"ns{i}", namespace=namespace))])
+        extra += [
+            run(f"ns{i}", f"nr{i}{k}", namespace=namespace, schedule_time=at(60 * ((i + k) % 20)))
+            for k in range(5)
+        ]
+    for record in extra:
+        store.create_run(record)
+    everything = [*runs, *extra]
+    for order_by in ("", "schedule_time", "end_time desc"):
+        for page_size in (2, 7, 1000):
+            query = run_query("", order_by, page_size=page_size)
+            listed = run_keys(collect(lambda q: store.list_runs(None, q), query))
+            assert listed == expected_runs(everything, query.order_by, one_job=False), (order_by, page_size)
+    scoped = replace(run_query("", "", page_size=3), namespaces=frozenset({"team-a"}))
+    listed = run_keys(collect(lambda q: store.list_runs(None, q), scoped))
+    assert listed == expected_runs(
+        [r for r in extra if r.namespace == "team-a"], scoped.order_by, one_job=False
+    )
 
 
 def _order_strategy(fields: list[str]) -> st.SearchStrategy[str]:
