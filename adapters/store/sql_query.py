@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
     Connection,
     FromClause,
+    Integer,
     RowMapping,
     Select,
     and_,
@@ -142,21 +144,25 @@ def fetch_page(
     convert: Callable[[RowMapping], T],
     every_namespace: FromClause | None = None,
 ) -> Page[T]:
-    """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids. An
-    unscoped query with `every_namespace` (PostgreSQL: the namespaces in use, a `namespace` column) is
-    walked namespace by namespace (`_per_namespace`)."""
+    """Runs `statement` (already filtered) for one page of `query`, ordered by its keys then the ids. With
+    `every_namespace` (PostgreSQL: the namespaces in use, a `namespace` column; `statement` then a constant
+    that filters nothing), an unscoped query is walked namespace by namespace (`_per_namespace`)."""
     keys = sort_keys(listing, query.order_by)
     fingerprint = _fingerprint(listing.kind, scope, query)
-    if query.page_token:
-        statement = statement.where(_after(keys, decode_token(query.page_token, fingerprint, keys)))
+    after = decode_token(query.page_token, fingerprint, keys) if query.page_token else None
     size = query.page_size if 0 < query.page_size <= MAX_PAGE_SIZE else _clamp(query.page_size)
-    if query.namespaces is not None:  # the caller's scope, whatever the filter asks
-        page_query = _in_namespaces(listing.namespace, statement, keys, size + 1, query.namespaces)
-    elif every_namespace is not None:
-        page_query = _per_namespace(listing.namespace, statement, keys, size + 1, every_namespace)
+    params: dict[str, Any] = {}
+    if query.namespaces is None and every_namespace is not None:
+        page_query = _per_namespace(listing, statement, query.order_by, after is not None, every_namespace)
+        params = {"page_limit": size + 1, **{f"after_{i}": value for i, value in enumerate(after or ())}}
     else:
-        page_query = _ordered(statement, keys, size + 1)
-    rows = connection.execute(page_query).mappings().all()
+        if after is not None:
+            statement = statement.where(_after(keys, _bound(keys, after)))
+        if query.namespaces is None:
+            page_query = _ordered(statement, keys, size + 1)
+        else:  # the caller's scope, whatever the filter asks
+            page_query = _in_namespaces(listing.namespace, statement, keys, size + 1, query.namespaces)
+    rows = connection.execute(page_query, params).mappings().all()
     page = rows[:size]
     token = ""
     if len(rows) > size:
@@ -164,7 +170,7 @@ def fetch_page(
     return Page([convert(row) for row in page], token)
 
 
-def _ordered(statement: Select[Any], keys: Sequence[SortKey], limit: int) -> Select[Any]:
+def _ordered(statement: Select[Any], keys: Sequence[SortKey], limit: int | BindParameter[int]) -> Select[Any]:
     """The first `limit` rows in the keys' order, each with its sort values as `_k0`, `_k1`, ..."""
     return (
         statement.add_columns(*(key.expr.label(f"_k{i}") for i, key in enumerate(keys)))
@@ -198,33 +204,57 @@ def _in_namespaces(
     )
 
 
+# `_per_namespace` statements by (listing, statement, order, paged): a LATERAL subquery's column proxies cost
+# more to build than the page's rows to read, so each is built once, with its page size and keyset bound.
+_PER_NAMESPACE: dict[tuple[str, int, tuple[OrderKey, ...], bool, int], Select[Any]] = {}
+_PER_NAMESPACE_MAX = 512
+
+
 def _per_namespace(
-    namespace: ColumnElement[Any],
+    listing: Listing,
     statement: Select[Any],
-    keys: Sequence[SortKey],
-    limit: int,
+    order_by: tuple[OrderKey, ...],
+    paged: bool,
     namespaces: FromClause,
 ) -> Select[Any]:
     """`_ordered` for each row of `namespaces` in turn (a LATERAL subquery, planned once whatever their
-    number), merged: each walks a `(namespace, sort keys)` index in order, and reads `limit` rows at most."""
-    branch = _ordered(statement.where(namespace == namespaces.c.namespace), keys, limit).lateral("branch")
+    number), merged: each walks a `(namespace, sort keys)` index in order, and reads one page at most. Bound
+    at execution: `page_limit`, and with `paged` the keyset values `after_0`, `after_1`, ..."""
+    cache_key = (listing.kind, id(statement), order_by, paged, id(namespaces))
+    if (built := _PER_NAMESPACE.get(cache_key)) is not None:
+        return built
+    keys = sort_keys(listing, order_by)
+    limit = bindparam("page_limit", type_=Integer())
+    if paged:
+        statement = statement.where(
+            _after(keys, [bindparam(f"after_{i}", type_=key.expr.type) for i, key in enumerate(keys)])
+        )
+    within = statement.where(listing.namespace == namespaces.c.namespace)
+    branch = _ordered(within, keys, limit).lateral("branch")
     order = [branch.c[f"_k{i}"] for i in range(len(keys))]
-    return (
+    built = (
         select(branch)
         .select_from(namespaces)
         .join(branch, true())
         .order_by(*(c.desc() if key.descending else c.asc() for c, key in zip(order, keys, strict=True)))
         .limit(limit)
     )
+    if len(_PER_NAMESPACE) >= _PER_NAMESPACE_MAX:
+        _PER_NAMESPACE.clear()
+    _PER_NAMESPACE[cache_key] = built
+    return built
 
 
 def _clamp(page_size: int) -> int:
     return DEFAULT_PAGE_SIZE if page_size <= 0 else MAX_PAGE_SIZE
 
 
-def _after(keys: Sequence[SortKey], values: Sequence[Any]) -> ColumnElement[bool]:
-    """Rows strictly after `values` in the keys' order."""
-    binds = [bindparam(None, value, type_=key.expr.type) for key, value in zip(keys, values, strict=True)]
+def _bound(keys: Sequence[SortKey], values: Sequence[Any]) -> list[BindParameter[Any]]:
+    return [bindparam(None, value, type_=key.expr.type) for key, value in zip(keys, values, strict=True)]
+
+
+def _after(keys: Sequence[SortKey], binds: Sequence[BindParameter[Any]]) -> ColumnElement[bool]:
+    """Rows strictly after the keyset `binds` (one per key) in the keys' order."""
     if all(key.descending == keys[0].descending for key in keys):
         # One row comparison: PostgreSQL turns it into an index range on a matching index.
         left, right = tuple_(*(key.expr for key in keys)), tuple_(*binds)

@@ -142,6 +142,9 @@ _NAMESPACES_IN_USE = (
 )
 
 
+_EVERY_RUN = select(job_runs)
+
+
 def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> Page[RunRecord]:
     listing = RUN_LISTING if job_id is None else ONE_JOB_RUN_LISTING
     statement = select(job_runs).where(*where_clauses(listing, query.comparisons, connection.dialect.name))
@@ -149,12 +152,12 @@ def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> P
         statement = statement.where(job_runs.c.job_id == job_id)
     if any(comparison.field == "labels" for comparison in query.comparisons):
         statement = statement.join_from(job_runs, jobs, jobs.c.job_id == job_runs.c.job_id)
-    # Runs of every job, unscoped, are walked per namespace in use by `ix_job_runs_namespace_schedule`: no
-    # index holds their order alone, so each page sorted every run. (One that did, led by the schedule
-    # time, drew the claims' lookups by key into scans of a time range.)
-    every_namespace = (
-        _NAMESPACES_IN_USE if job_id is None and connection.dialect.name == "postgresql" else None
-    )
+    # Runs of every job, unscoped and unfiltered, are walked per namespace in use by
+    # `ix_job_runs_namespace_schedule`: no index holds their order alone, so each page sorted every run.
+    # (One that did, led by the schedule time, drew the claims' lookups by key into scans of a time range.)
+    every_namespace = None
+    if job_id is None and not query.comparisons and connection.dialect.name == "postgresql":
+        statement, every_namespace = _EVERY_RUN, _NAMESPACES_IN_USE
     return fetch_page(
         connection,
         statement,
