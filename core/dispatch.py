@@ -17,7 +17,7 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
 from jobmesh.core.records import Priority
-from jobmesh.core.timestamps import to_duration, to_timestamp
+from jobmesh.core.timestamps import set_timestamp, to_duration
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,8 @@ def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
         queue=run.queue,
         namespace=run.namespace,
     )
-    message.due_time.CopyFrom(to_timestamp(run.due_time))
-    message.dispatch_time.CopyFrom(to_timestamp(now))
+    set_timestamp(message.due_time, run.due_time)
+    set_timestamp(message.dispatch_time, now)
     if job.HasField("execution_timeout"):
         message.execution_timeout.CopyFrom(job.execution_timeout)
     message.heartbeat_timeout.CopyFrom(to_duration(run.heartbeat_timeout))

@@ -14,12 +14,19 @@ def to_datetime(value: timestamp_pb2.Timestamp) -> datetime:
 
 
 def to_timestamp(value: datetime) -> timestamp_pb2.Timestamp:
-    """The instant as a `Timestamp` (a naive datetime is taken as local time, as `astimezone` does). By
-    arithmetic rather than `FromDatetime`, which builds a time tuple per call: a page of runs has hundreds."""
+    """The instant as a new `Timestamp`; `set_timestamp` fills a message's own field without one."""
+    stamp = timestamp_pb2.Timestamp()
+    set_timestamp(stamp, value)
+    return stamp
+
+
+def set_timestamp(target: timestamp_pb2.Timestamp, value: datetime) -> None:
+    """Sets `target` to the instant (a naive datetime is taken as local time, as `astimezone` does). By
+    arithmetic rather than `FromDatetime`, which builds a time tuple per call, and in place rather than
+    through a `Timestamp` copied in: a page of runs has hundreds."""
     since = (value if value.tzinfo is not None else value.astimezone(UTC)) - EPOCH
-    return timestamp_pb2.Timestamp(
-        seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000
-    )
+    target.seconds = since.days * 86_400 + since.seconds
+    target.nanos = since.microseconds * 1000
 
 
 def to_timedelta(value: duration_pb2.Duration) -> timedelta:

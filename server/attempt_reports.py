@@ -19,7 +19,7 @@ from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_
 from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.text import storable
-from jobmesh.core.timestamps import to_datetime, to_timestamp
+from jobmesh.core.timestamps import set_timestamp, to_datetime
 from jobmesh.server.executor_grants import may_claim, restricts_claims
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.principals import ExecutorGrant
@@ -102,7 +102,7 @@ class AttemptReports:
                 claim = next(claims)
                 result.outcome = _CLAIM_OUTCOMES[claim.status]
                 if claim.run is not None:
-                    result.start_time.CopyFrom(to_timestamp(max(claim.run.due_time, self._clock())))
+                    set_timestamp(result.start_time, max(claim.run.due_time, self._clock()))
             results.append(result)
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
 

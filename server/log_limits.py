@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.timestamps import to_timestamp
+from jobmesh.core.timestamps import set_timestamp
 from jobmesh.v1 import run_pb2
 
 __all__ = ["AttemptLogCaps", "NamespacesOf"]
@@ -96,7 +96,7 @@ class AttemptLogCaps:
             used += size
             kept.lines.append(line)
             if line.HasField("time") and line.time.seconds > now.timestamp() + CLOCK_SKEW.total_seconds():
-                kept.lines[-1].time.CopyFrom(to_timestamp(now))
+                set_timestamp(kept.lines[-1].time, now)
         self._used[key] = (used, cap)
         while len(self._used) > REMEMBERED:
             self._used.popitem(last=False)
@@ -109,5 +109,5 @@ class AttemptLogCaps:
             text=f"jobmesh: the server's log cap of {cap:,} bytes per attempt is reached:"
             " further lines are dropped",
         )
-        line.time.CopyFrom(to_timestamp(now))
+        set_timestamp(line.time, now)
         return line

@@ -14,7 +14,7 @@ from jobmesh.core.records import (
     RunTrigger,
     etag_of,
 )
-from jobmesh.core.timestamps import to_duration, to_timestamp
+from jobmesh.core.timestamps import set_timestamp, to_duration
 from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
 
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
@@ -33,9 +33,9 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
     job.name = job_name(record.job_id)
     job.state = _JOB_STATES[record.state]
     if record.next_run_time is not None:
-        job.next_run_time.CopyFrom(to_timestamp(record.next_run_time))
-    job.create_time.CopyFrom(to_timestamp(record.create_time))
-    job.update_time.CopyFrom(to_timestamp(record.update_time))
+        set_timestamp(job.next_run_time, record.next_run_time)
+    set_timestamp(job.create_time, record.create_time)
+    set_timestamp(job.update_time, record.update_time)
     job.etag = etag_of(record.version)
     job.namespace = record.namespace
     return job
@@ -45,14 +45,14 @@ def job_basic_proto(record: JobRecord) -> job_pb2.Job:
     """The job's name and next run time only (`BatchCreateJobs`' basic view)."""
     job = job_pb2.Job(name=job_name(record.job_id))
     if record.next_run_time is not None:
-        job.next_run_time.CopyFrom(to_timestamp(record.next_run_time))
+        set_timestamp(job.next_run_time, record.next_run_time)
     return job
 
 
 def run_basic_proto(record: RunRecord) -> run_pb2.Run:
     """The run's name, state and schedule time only (`BatchCreateJobs`' basic view)."""
     run = run_pb2.Run(name=run_name(record.job_id, record.run_id), state=_RUN_STATES[record.state])
-    run.schedule_time.CopyFrom(to_timestamp(record.schedule_time))
+    set_timestamp(run.schedule_time, record.schedule_time)
     return run
 
 
@@ -83,11 +83,11 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
 
 def _set_times(run: run_pb2.Run, record: RunRecord) -> None:
     for field in ("schedule_time", "due_time", "create_time", "update_time"):
-        getattr(run, field).CopyFrom(to_timestamp(getattr(record, field)))
+        set_timestamp(getattr(run, field), getattr(record, field))
     for field in ("dispatch_time", "start_time", "last_heartbeat_time", "end_time"):
         value = getattr(record, field)
         if value is not None:
-            getattr(run, field).CopyFrom(to_timestamp(value))
+            set_timestamp(getattr(run, field), value)
 
 
 def attempt_to_proto(record: AttemptRecord) -> run_pb2.RunAttempt:
@@ -97,9 +97,9 @@ def attempt_to_proto(record: AttemptRecord) -> run_pb2.RunAttempt:
         executor=record.executor or "",
     )
     if record.start_time is not None:
-        attempt.start_time.CopyFrom(to_timestamp(record.start_time))
+        set_timestamp(attempt.start_time, record.start_time)
     if record.end_time is not None:
-        attempt.end_time.CopyFrom(to_timestamp(record.end_time))
+        set_timestamp(attempt.end_time, record.end_time)
     if record.exit_code is not None:
         attempt.exit_code = record.exit_code
     if record.error_type or record.error_message:
@@ -115,7 +115,7 @@ def log_to_proto(record: LogRecord) -> run_pb2.LogLine:
         stream=_LOG_STREAMS[record.stream],
         text=record.text,
     )
-    line.time.CopyFrom(to_timestamp(record.time))
+    set_timestamp(line.time, record.time)
     return line
 
 
@@ -128,5 +128,5 @@ def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
         namespace=record.namespace,
         request_id=record.request_id,
     )
-    event.time.CopyFrom(to_timestamp(record.time))
+    set_timestamp(event.time, record.time)
     return event
