@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -184,6 +185,31 @@ def test_unwatched_the_feed_reads_only_what_its_listeners_want_and_everything_on
     heard, watched = asyncio.run(scenario())
     assert heard == ["r1:CANCELLING"]  # r1's creation and r2 were passed over
     assert watched == ["r3"]
+
+
+def test_unwatched_the_feed_reads_at_most_once_a_narrow_interval(store: SqlStore) -> None:
+    """Time is the behaviour here: 100 notices 20 ms apart make at most one narrow read each 0.5 s (the
+    first at once), where reads at the 5 ms minimum interval would follow nearly every notice."""
+    reads = Reads(store)
+
+    async def scenario() -> tuple[int, float]:
+        feed = RunFeed(reads, min_interval=timedelta(milliseconds=5), narrow_interval=timedelta(seconds=0.5))
+        feed.listen(lambda changes: None, frozenset({RunState.CANCELLING}))
+        await feed.start()
+        try:
+            store.create_jobs([new_job("alpha")])
+            await arrives(lambda: reads.asked, 10, "a first narrow read")
+            reads.asked.clear()
+            began = time.monotonic()
+            for i in range(100):
+                store.create_run(run("alpha", f"n{i}"))
+                await asyncio.sleep(0.02)
+            return len(reads.asked), time.monotonic() - began
+        finally:
+            feed.close()
+
+    narrow, elapsed = asyncio.run(scenario())
+    assert 1 <= narrow <= elapsed / 0.5 + 2, (narrow, elapsed)
 
 
 class HeldNarrowReads(Reads):
