@@ -206,7 +206,7 @@ def _in_namespaces(
 
 # `_per_namespace` statements by (listing, statement, order, paged): a LATERAL subquery's column proxies cost
 # more to build than the page's rows to read, so each is built once, with its page size and keyset bound.
-_PER_NAMESPACE: dict[tuple[str, int, tuple[OrderKey, ...], bool, int], Select[Any]] = {}
+_PER_NAMESPACE: dict[tuple[str, Select[Any], tuple[OrderKey, ...], bool, FromClause], Select[Any]] = {}
 _PER_NAMESPACE_MAX = 512
 
 
@@ -220,7 +220,9 @@ def _per_namespace(
     """`_ordered` for each row of `namespaces` in turn (a LATERAL subquery, planned once whatever their
     number), merged: each walks a `(namespace, sort keys)` index in order, and reads one page at most. Bound
     at execution: `page_limit`, and with `paged` the keyset values `after_0`, `after_1`, ..."""
-    cache_key = (listing.kind, id(statement), order_by, paged, id(namespaces))
+    # The statement and the namespaces themselves (compared by identity), not their ids: an id can be
+    # reused once its object is gone.
+    cache_key = (listing.kind, statement, order_by, paged, namespaces)
     if (built := _PER_NAMESPACE.get(cache_key)) is not None:
         return built
     keys = sort_keys(listing, order_by)
