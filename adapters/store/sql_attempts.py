@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, Float, Integer, RowMapping, Text
+from sqlalchemy import Boolean, Connection, Float, Integer, Text
 
 from jobmesh.adapters.store.schema import UtcDateTime, job_runs, run_attempts
 from jobmesh.adapters.store.sql_batch import (
@@ -25,7 +25,7 @@ from jobmesh.adapters.store.sql_batch import (
     update_by_key,
 )
 from jobmesh.adapters.store.sql_pipeline import specs_of
-from jobmesh.adapters.store.sql_rows import run_from_row
+from jobmesh.adapters.store.sql_rows import StoredRow, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import RunState
@@ -105,7 +105,7 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
     return claims
 
 
-def _classify(ref: AttemptRef, row: RowMapping | None, granted: set[AttemptRef]) -> ClaimStatus:
+def _classify(ref: AttemptRef, row: StoredRow | None, granted: set[AttemptRef]) -> ClaimStatus:
     if row is None:
         return ClaimStatus.NOT_FOUND
     if row["attempt"] != ref.attempt:
@@ -121,7 +121,7 @@ def _classify(ref: AttemptRef, row: RowMapping | None, granted: set[AttemptRef])
 # Heartbeats and progress -----------------------------------------------------------------------------------
 
 
-def _held(row: RowMapping | None, ref: AttemptRef, executor: str | None) -> bool:
+def _held(row: StoredRow | None, ref: AttemptRef, executor: str | None) -> bool:
     """The fence of reports about a running attempt: that attempt, still running or stopping (and held by
     `executor` when given)."""
     return (
@@ -155,7 +155,7 @@ def heartbeat(
 def report_progress(connection: Connection, reports: Sequence[ProgressReport], now: datetime) -> None:
     rows = lock_runs(connection, [report.ref for report in reports], FENCE_COLUMNS)
     # Only the holder's reports pass the fence, and its last one about a ref counts.
-    latest: dict[AttemptRef, tuple[RowMapping, ProgressReport]] = {}
+    latest: dict[AttemptRef, tuple[StoredRow, ProgressReport]] = {}
     for report in reports:
         row = rows.get((report.ref.job_id, report.ref.run_id))
         if row is not None and _held(row, report.ref, report.executor):
@@ -186,7 +186,7 @@ def finish_attempts(
     found = {ref: rows.get((ref.job_id, ref.run_id)) for ref in wanted}
     held = {ref: row for ref, row in found.items() if row is not None and _held(row, ref, None)}
     specs = specs_of(connection, {ref.job_id for ref in held})
-    applied: dict[AttemptRef, tuple[AttemptEnd, RowMapping, Dispatchable]] = {}
+    applied: dict[AttemptRef, tuple[AttemptEnd, StoredRow, Dispatchable]] = {}
     for ref, row in held.items():
         current = Dispatchable(run_from_row(row), specs[ref.job_id])
         end = decide(current)
@@ -256,18 +256,18 @@ _EXECUTION_FIELDS = (
 )
 
 
-def _final_row(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
+def _final_row(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
     values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
     return (*key, *values, end.exit_code, end.error_type, end.error_message, _clamped(end, row))
 
 
-def _clamped(end: AttemptEnd, row: RowMapping) -> bool:
+def _clamped(end: AttemptEnd, row: StoredRow) -> bool:
     """Once an attempt's times were clamped, the run keeps the flag."""
     return bool(row["times_clamped"]) or end.times_clamped
 
 
-def _first_start(end: AttemptEnd, row: RowMapping) -> Any:
+def _first_start(end: AttemptEnd, row: StoredRow) -> Any:
     """The executor's report says when the first attempt's process really started; the claim only said when
     it would."""
     return end.start_time if end.ref.attempt == 1 and end.start_time else row["first_start_time"]
@@ -288,7 +288,7 @@ def _check(end: AttemptEnd, ref: AttemptRef) -> None:
 _HISTORY_COLUMNS = tuple((column.name, column.type) for column in run_attempts.c)
 
 
-def _attempt_values(end: AttemptEnd, row: RowMapping) -> tuple[Any, ...]:
+def _attempt_values(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     values = {
         "job_id": end.ref.job_id,
         "run_id": end.ref.run_id,

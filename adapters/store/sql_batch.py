@@ -40,7 +40,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     FromClause,
-    RowMapping,
     Select,
     Table,
     Text,
@@ -61,7 +60,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import ARRAY, DateTime, TypeDecorator, TypeEngine
 
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs
-from jobmesh.adapters.store.sql_rows import RUN_ROW_COLUMNS, run_row
+from jobmesh.adapters.store.sql_prepared import execute_prepared
+from jobmesh.adapters.store.sql_rows import RUN_ROW_COLUMNS, StoredRow, run_row
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ids import schedule_window
 from jobmesh.core.records import RunRecord, RunState
@@ -190,9 +190,9 @@ def insert_rows(
             skip_taken=skip_taken,
             returning=returning,
         )
-        result = connection.execute(statement, batch_values(connection, name, columns, chunk))
+        done = execute_prepared(connection, statement, batch_values(connection, name, columns, chunk))
         if returning is not None:
-            returned += result.scalars().all()
+            returned += done.first_column()
     return returned
 
 
@@ -360,17 +360,17 @@ FENCE_COLUMNS = ("job_id", "run_id", "schedule_time", "attempt", "state", "execu
 
 def lock_runs(
     connection: Connection, refs: Sequence[AttemptRef], columns: Sequence[str] | None = None
-) -> dict[tuple[str, str], RowMapping]:
+) -> dict[tuple[str, str], StoredRow]:
     """The current rows of the refs' runs, whatever their attempt and state (all columns, or `columns`),
     locked in key order against concurrent claims, ends and cancels until the transaction ends."""
-    found: dict[tuple[str, str], RowMapping] = {}
+    found: dict[tuple[str, str], StoredRow] = {}
     wanted = tuple(columns) if columns else None
     for chunk in batch_chunks(connection, run_rows(refs)):
         ranges, params = run_batch(connection, chunk)
         statement = _lock_statement(
             connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges)
         )
-        for row in connection.execute(statement, params).mappings():
+        for row in execute_prepared(connection, statement, params).rows:
             found[(row["job_id"], row["run_id"])] = row
     return found
 
@@ -426,7 +426,7 @@ def update_by_key(
             sets=shape,
         )
         params = batch_values(connection, name, batch_columns, chunk) | _range_values(ranges) | bound
-        changed += connection.execute(statement, params).rowcount
+        changed += execute_prepared(connection, statement, params).rowcount
     return changed
 
 

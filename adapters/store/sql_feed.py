@@ -26,7 +26,6 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     Integer,
-    RowMapping,
     Select,
     Text,
     bindparam,
@@ -39,7 +38,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL
 
 from jobmesh.adapters.store.schema import job_runs, jobs, run_changes
-from jobmesh.adapters.store.sql_rows import run_from_row
+from jobmesh.adapters.store.sql_prepared import execute_prepared
+from jobmesh.adapters.store.sql_rows import StoredRow, run_from_row
 from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
 
@@ -78,7 +78,7 @@ def horizon(connection: Connection) -> int | None:
     position is final."""
     if connection.dialect.name != "postgresql":
         return None
-    return int(connection.execute(HORIZON).scalar_one())
+    return int(execute_prepared(connection, HORIZON, {}).scalar())
 
 
 def feed_cursor(connection: Connection) -> FeedCursor:
@@ -102,7 +102,7 @@ def changes_after(
         "limit": limit,
         "horizon": limit_position,
     }
-    rows = connection.execute(statement, params).mappings().all()
+    rows = execute_prepared(connection, statement, params).rows
     changes = [_change(row) for row in rows]
     if len(changes) == limit:
         return ChangePage(changes, changes[-1].cursor, complete=False)
@@ -110,7 +110,7 @@ def changes_after(
         # Everything below the horizon has been read: the next read starts there.
         return ChangePage(changes, max(FeedCursor(limit_position), cursor), complete=True)
     if states is not None:  # every change up to the latest was looked at (one writer: none commits later)
-        latest = connection.execute(_LATEST).scalar()
+        latest = execute_prepared(connection, _LATEST, {}).scalar()
         return ChangePage(changes, max(FeedCursor(int(latest or 0) + 1), cursor), complete=True)
     return ChangePage(changes, changes[-1].cursor if changes else cursor, complete=True)
 
@@ -162,7 +162,7 @@ def _changes_statement(lateral: bool, states: tuple[RunState, ...] | None) -> Se
     )
 
 
-def _change(row: RowMapping) -> RunChange:
+def _change(row: StoredRow) -> RunChange:
     cursor = FeedCursor(row["change_position"], row["job_id"], row["run_id"])
     return RunChange(run_from_row(row), dict(row["labels"] or {}), cursor)
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    RowMapping,
     Select,
+    Text,
     and_,
-    bindparam,
     literal_column,
     select,
     true,
@@ -30,7 +30,11 @@ from jobmesh.adapters.store.sql_batch import (
     ACTIVE,
     FENCE_COLUMNS,
     HELD,
+    Columns,
     batch_chunks,
+    batch_size,
+    batch_table,
+    batch_values,
     chunks,
     insert_runs,
     lock_runs,
@@ -38,20 +42,24 @@ from jobmesh.adapters.store.sql_batch import (
     select_runs,
     update_by_key,
 )
-from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, job_from_row, run_from_row
+from jobmesh.adapters.store.sql_prepared import execute_prepared
+from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, StoredRow, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 
-_SPECS = select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(bindparam("job_ids", expanding=True)))
+_JOB_ID_COLUMNS: Columns = (("job_id", Text()),)
 
 
-def _dispatchables(
-    connection: Connection, statement: Select[tuple[object, ...]], params: Mapping[str, Any] | None = None
-) -> list[Dispatchable]:
-    """The runs `statement` selects, with their jobs' specs fetched by primary key in a second statement.
-    Not a join: the planner misjudges how few runs a window scan returns (due time and partition are
-    correlated) and would hash-join a sequential scan of every job; this way each spec also travels once."""
-    runs = [run_from_row(row) for row in connection.execute(statement, params).mappings()]
+def _dispatchables(connection: Connection, statement: Select[tuple[object, ...]]) -> list[Dispatchable]:
+    """The runs `statement` (built for this call) selects, with their jobs' specs fetched by primary key in a
+    second statement. Not a join: the planner misjudges how few runs a window scan returns (due time and
+    partition are correlated) and would hash-join a sequential scan of every job; this way each spec also
+    travels once."""
+    return _with_specs(connection, connection.execute(statement).mappings())
+
+
+def _with_specs(connection: Connection, rows: Iterable[StoredRow]) -> list[Dispatchable]:
+    runs = [run_from_row(row) for row in rows]
     specs = specs_of(connection, {run.job_id for run in runs})
     return [Dispatchable(run, specs[run.job_id]) for run in runs]
 
@@ -59,10 +67,18 @@ def _dispatchables(
 def specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]:
     """The definitions (`Job` bytes) of these jobs, by primary key."""
     specs: dict[str, bytes] = {}
-    for chunk in chunks(sorted(set(job_ids))):
-        found = connection.execute(_SPECS, {"job_ids": list(chunk)})
-        specs.update((job_id, bytes(spec)) for job_id, spec in found)
+    for chunk in batch_chunks(connection, sorted(set(job_ids))):
+        statement = _specs_statement(connection.dialect.name, batch_size(connection, len(chunk)))
+        values = batch_values(connection, "wanted", _JOB_ID_COLUMNS, [(job_id,) for job_id in chunk])
+        found = execute_prepared(connection, statement, values)
+        specs.update((job_id, bytes(spec)) for job_id, spec in found.tuples())
     return specs
+
+
+@lru_cache(maxsize=64)
+def _specs_statement(dialect: str, size: int) -> Select[Any]:
+    wanted = batch_table(dialect, "wanted", _JOB_ID_COLUMNS, size)
+    return select(jobs.c.job_id, jobs.c.spec).join(wanted, jobs.c.job_id == wanted.c.job_id)
 
 
 def _open_runs(
@@ -103,7 +119,7 @@ def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dis
 def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
     # Locked by key and fenced in Python, then written by key (see sql_batch): a claim may have come first.
     rows = lock_runs(connection, refs, FENCE_COLUMNS)
-    changed: dict[AttemptRef, RowMapping] = {}
+    changed: dict[AttemptRef, StoredRow] = {}
     for ref in refs:
         row = rows.get((ref.job_id, ref.run_id))
         if row is not None and row["attempt"] == ref.attempt and row["state"] == RunState.SCHEDULED:
@@ -230,7 +246,9 @@ def attempts(connection: Connection, refs: Sequence[AttemptRef]) -> dict[Attempt
     wanted = set(refs)
     found: dict[AttemptRef, Dispatchable] = {}
     for chunk in batch_chunks(connection, run_rows(wanted)):
-        for item in _dispatchables(connection, *select_runs(connection, chunk)):
+        for item in _with_specs(
+            connection, execute_prepared(connection, *select_runs(connection, chunk)).rows
+        ):
             current = AttemptRef(item.run.job_id, item.run.run_id, item.run.attempt)
             if current in wanted:
                 found[current] = item

@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import RowMapping
-
 from jobmesh.adapters.store.schema import job_runs, jobs
 from jobmesh.core.records import (
     AttemptRecord,
@@ -20,6 +18,9 @@ from jobmesh.core.records import (
     RunTrigger,
     ScheduleKind,
 )
+
+# A row read from the store: SQLAlchemy's `RowMapping`, or the mapping a prepared statement returns.
+StoredRow = Mapping[Any, Any]
 
 _RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
 _RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
@@ -56,7 +57,7 @@ def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, 
     }
 
 
-def job_from_row(row: RowMapping) -> JobRecord:
+def job_from_row(row: StoredRow) -> JobRecord:
     return JobRecord(
         job_id=row["job_id"],
         spec=bytes(row["spec"]),
@@ -104,7 +105,7 @@ def run_values(run: RunRecord) -> dict[str, Any]:
 
 
 def run_from_row(
-    row: RowMapping, attempts: Sequence[AttemptRecord] = (), *, changes: Mapping[str, Any] | None = None
+    row: StoredRow, attempts: Sequence[AttemptRecord] = (), *, changes: Mapping[str, Any] | None = None
 ) -> RunRecord:
     """The run a row holds; with `changes` (plain fields and `state`), as it is once they are written (the
     claim builds its answer so, without a dataclasses.replace per run on its hot path)."""
@@ -124,7 +125,7 @@ def run_from_row(
     )
 
 
-def attempt_from_row(row: RowMapping) -> AttemptRecord:
+def attempt_from_row(row: StoredRow) -> AttemptRecord:
     return AttemptRecord(
         attempt=row["attempt"],
         state=_RUN_STATE_OF[row["state"]],
@@ -149,7 +150,7 @@ def log_values(record: LogRecord) -> dict[str, Any]:
     }
 
 
-def log_from_row(row: RowMapping) -> LogRecord:
+def log_from_row(row: StoredRow) -> LogRecord:
     return LogRecord(**{name: row[name] for name in log_columns()})
 
 

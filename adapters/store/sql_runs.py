@@ -13,6 +13,7 @@ from sqlalchemy import Connection, RowMapping, Select, Text, and_, column, func,
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
 from jobmesh.adapters.store.sql_batch import batch_chunks, batch_size, batch_table, batch_values, insert_rows
 from jobmesh.adapters.store.sql_jobs import upsert_ignoring_conflicts
+from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.adapters.store.sql_rows import (
     attempt_from_row,
@@ -208,10 +209,13 @@ def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:
         notify_logs(connection)
 
 
+_NOTIFY_LOGS = text("SELECT pg_notify('jobmesh_logs', '')")
+
+
 def notify_logs(connection: Connection) -> None:
     """Tells other processes' feeds, when this transaction commits, that logs were added (PostgreSQL)."""
     if connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_notify('jobmesh_logs', '')"))
+        execute_prepared(connection, _NOTIFY_LOGS, {})
 
 
 def list_logs(
@@ -262,15 +266,18 @@ def append_attempt_logs(connection: Connection, lines: Sequence[LogRecord]) -> l
     if connection.dialect.name == "postgresql":
         # Two replicas appending to one run (a reconnected stream) would read the same maximum: a per-run
         # advisory lock, taken in key order, serializes them without touching the run's row.
-        connection.execute(
+        execute_prepared(
+            connection,
             _LOCK_LOGS,
             {"class": _LOG_LOCK_CLASS, "jobs": [j for j, _ in runs], "runs": [r for _, r in runs]},
         )
     last: dict[tuple[str, str], int] = dict.fromkeys(runs, 0)
     for chunk in batch_chunks(connection, runs):
         statement = _last_sequences(connection.dialect.name, batch_size(connection, len(chunk)))
-        found = connection.execute(statement, batch_values(connection, "logged", _LOGGED_COLUMNS, chunk))
-        last.update({(job_id, run_id): top for job_id, run_id, top in found})
+        found = execute_prepared(
+            connection, statement, batch_values(connection, "logged", _LOGGED_COLUMNS, chunk)
+        )
+        last.update({(job_id, run_id): top for job_id, run_id, top in found.tuples()})
     stored = []
     for line in lines:
         key = (line.job_id, line.run_id)
