@@ -7,7 +7,7 @@ Works in a schema of its own (dropped at the end): migrates it, makes the run pa
 of 40 cron jobs (each with a real run id, so lookups prune to one partition), marks them QUEUED, then times
 each pipeline step batch by batch, as the executors' streams and the watcher would call it: claim, a few
 rounds of heartbeats, and the ends (one in ten a failure that is retried, the rest successes). Each step's
-rows, seconds and batches go to a results file (`benchmarks/results_file.py`).
+rows, seconds, this process's CPU seconds and batches go to a results file (`benchmarks/results_file.py`).
 """
 
 from __future__ import annotations
@@ -51,25 +51,32 @@ def batches(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-Steps = dict[str, dict[str, Any]]  # step -> rows, seconds, batches, applied
+Steps = dict[str, dict[str, Any]]  # step -> rows, seconds, cpu_seconds, batches, applied
 
 
 def timed(
     name: str, work: Callable[[Sequence[T]], int], parts: list[Sequence[T]], threads: int, steps: Steps
 ) -> None:
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     if threads == 1:
         done = sum(work(part) for part in parts)
     else:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             done = sum(pool.map(work, parts))
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - started_cpu
     rows = sum(len(part) for part in parts)
     print(
         f"{name:<16} {rows:>7} rows {seconds:7.2f} s {rows / seconds:>9,.0f} rows/s"
-        f"  ({seconds / len(parts) * 1000:5.1f} ms/batch, {done} applied)"
+        f"  ({seconds / len(parts) * 1000:5.1f} ms/batch, client CPU {cpu_seconds / len(parts) * 1000:5.2f}"
+        f" ms/batch, {done} applied)"
     )
-    steps[name] = {"rows": rows, "seconds": seconds, "batches": len(parts), "applied": done}
+    steps[name] = {
+        "rows": rows,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,  # this process's: the store's client side (PostgreSQL's is not in it)
+        "batches": len(parts),
+        "applied": done,
+    }
 
 
 def make_runs(store: SqlStore, now: datetime, count: int) -> list[RunRecord]:

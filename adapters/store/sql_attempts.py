@@ -24,7 +24,6 @@ from jobmesh.adapters.store.sql_batch import (
     lock_runs,
     update_by_key,
 )
-from jobmesh.adapters.store.sql_pipeline import specs_of
 from jobmesh.adapters.store.sql_rows import StoredRow, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
@@ -182,13 +181,12 @@ def finish_attempts(
     connection: Connection, refs: Sequence[AttemptRef], decide: Callable[[Dispatchable], AttemptEnd | None]
 ) -> list[tuple[Dispatchable, AttemptEnd]]:
     wanted = list(dict.fromkeys(refs))
-    rows = lock_runs(connection, wanted)
+    rows = lock_runs(connection, wanted, with_spec=True)
     found = {ref: rows.get((ref.job_id, ref.run_id)) for ref in wanted}
     held = {ref: row for ref, row in found.items() if row is not None and _held(row, ref, None)}
-    specs = specs_of(connection, {ref.job_id for ref in held})
     applied: dict[AttemptRef, tuple[AttemptEnd, StoredRow, Dispatchable]] = {}
     for ref, row in held.items():
-        current = Dispatchable(run_from_row(row), specs[ref.job_id])
+        current = Dispatchable(run_from_row(row), bytes(row["spec"]))
         end = decide(current)
         if end is None:
             continue

@@ -59,7 +59,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import ARRAY, DateTime, TypeDecorator, TypeEngine
 
-from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs
+from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import RUN_ROW_COLUMNS, StoredRow, run_row
 from jobmesh.core.attempts import AttemptRef
@@ -273,14 +273,15 @@ def _select_statement(dialect: str, size: int, ranges: int) -> Select[Any]:
     return select(job_runs).join(batch, and_(run_match(batch), _partitions(ranges)))
 
 
-def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
+def _looked_up(rows: Select[Any], ranges: int, *, locked: bool, with_spec: bool = False) -> Select[Any]:
     """`rows` of `job_runs` for each run of the batch in turn, by its key (PostgreSQL). As a join, the
     planner may read the batch's whole schedule-time range into a hash instead: it does whenever the
     partition's statistics are stale (a new day's partition, a burst), and that costs the range's runs, not
     the batch's (docs/performance.md, "Where the time goes"). A LATERAL subquery that PostgreSQL may not
     flatten (a lock, or an OFFSET) is looked up once per key, within the millisecond its run id gives (so
     either index that leads with the job finds it exactly) and in the partitions of the batch's days. Keys
-    come sorted (`run_rows`), so locks are taken in key order."""
+    come sorted (`run_rows`), so locks are taken in key order. With `with_spec`, each run's job definition
+    comes with it, by the jobs' primary key (only the runs are locked)."""
     batch = batch_table("postgresql", "runs", WINDOW_COLUMNS, 0)
     found = rows.where(
         run_match(batch),
@@ -290,7 +291,10 @@ def _looked_up(rows: Select[Any], ranges: int, *, locked: bool) -> Select[Any]:
     )
     found = found.with_for_update(key_share=True) if locked else found.offset(0)
     lateral = found.lateral("found")
-    return select(lateral).select_from(batch).join(lateral, true())
+    statement = select(lateral).select_from(batch).join(lateral, true())
+    if with_spec:
+        statement = statement.add_columns(jobs.c.spec).join(jobs, jobs.c.job_id == lateral.c.job_id)
+    return statement
 
 
 def key_match(batch: FromClause) -> ColumnElement[bool]:
@@ -359,16 +363,21 @@ FENCE_COLUMNS = ("job_id", "run_id", "schedule_time", "attempt", "state", "execu
 
 
 def lock_runs(
-    connection: Connection, refs: Sequence[AttemptRef], columns: Sequence[str] | None = None
+    connection: Connection,
+    refs: Sequence[AttemptRef],
+    columns: Sequence[str] | None = None,
+    *,
+    with_spec: bool = False,
 ) -> dict[tuple[str, str], StoredRow]:
     """The current rows of the refs' runs, whatever their attempt and state (all columns, or `columns`),
-    locked in key order against concurrent claims, ends and cancels until the transaction ends."""
+    locked in key order against concurrent claims, ends and cancels until the transaction ends. With
+    `with_spec`, each row also carries its job's definition (`spec`), read in the same statement."""
     found: dict[tuple[str, str], StoredRow] = {}
     wanted = tuple(columns) if columns else None
     for chunk in batch_chunks(connection, run_rows(refs)):
         ranges, params = run_batch(connection, chunk)
         statement = _lock_statement(
-            connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges)
+            connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges), with_spec
         )
         for row in execute_prepared(connection, statement, params).rows:
             found[(row["job_id"], row["run_id"])] = row
@@ -376,16 +385,18 @@ def lock_runs(
 
 
 @lru_cache(maxsize=_SHAPES)
-def _lock_statement(dialect: str, columns: tuple[str, ...] | None, size: int, ranges: int) -> Select[Any]:
+def _lock_statement(
+    dialect: str, columns: tuple[str, ...] | None, size: int, ranges: int, with_spec: bool
+) -> Select[Any]:
     selected = [job_runs.c[name] for name in columns] if columns else [job_runs]
     if dialect == "postgresql":
-        return _looked_up(select(*selected), ranges, locked=True)
+        return _looked_up(select(*selected), ranges, locked=True, with_spec=with_spec)
     batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
-    return (
-        select(*selected)
-        .join_from(job_runs, batch, and_(run_match(batch), _partitions(ranges)))
-        .order_by(job_runs.c.job_id, job_runs.c.run_id)
-        .with_for_update(of=job_runs, key_share=True)
+    statement = select(*selected).join_from(job_runs, batch, and_(run_match(batch), _partitions(ranges)))
+    if with_spec:
+        statement = statement.add_columns(jobs.c.spec).join(jobs, jobs.c.job_id == job_runs.c.job_id)
+    return statement.order_by(job_runs.c.job_id, job_runs.c.run_id).with_for_update(
+        of=job_runs, key_share=True
     )
 
 

@@ -60,11 +60,11 @@ def _dispatchables(connection: Connection, statement: Select[tuple[object, ...]]
 
 def _with_specs(connection: Connection, rows: Iterable[StoredRow]) -> list[Dispatchable]:
     runs = [run_from_row(row) for row in rows]
-    specs = specs_of(connection, {run.job_id for run in runs})
+    specs = _specs_of(connection, {run.job_id for run in runs})
     return [Dispatchable(run, specs[run.job_id]) for run in runs]
 
 
-def specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]:
+def _specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]:
     """The definitions (`Job` bytes) of these jobs, by primary key."""
     specs: dict[str, bytes] = {}
     for chunk in batch_chunks(connection, sorted(set(job_ids))):
