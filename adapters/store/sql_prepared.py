@@ -5,12 +5,12 @@ about 100 µs of Python a call in its execution context and result machinery, as
 work (docs/performance.md, "Statements executed by the driver"). On PostgreSQL a statement is compiled here
 once, to its text and its parameters' processors, and each call binds its values and hands the text to
 the connection's psycopg cursor with `prepare=True`: PostgreSQL parses and plans it once per connection.
-SQLite keeps SQLAlchemy's execution, which its pool of one file's connections does not mind.
+SQLite keeps SQLAlchemy's execution.
 
 What SQLAlchemy would do around the driver is kept: the engine's `before_cursor_execute` and
-`after_cursor_execute` listeners see each statement, driver errors arrive as SQLAlchemy's `DBAPIError`
-(so `sql_engine.translate_errors` and `run_write` treat them alike), and a lost connection is invalidated
-in the pool.
+`after_cursor_execute` listeners see each statement (with no execution context), driver errors arrive as
+SQLAlchemy's `DBAPIError` (so `sql_engine.translate_errors` and `run_write` treat them alike), a type's
+refusal of a value as its `StatementError`, and a lost connection is invalidated in the pool.
 """
 
 from __future__ import annotations
