@@ -1,8 +1,8 @@
 """The hot path's statements executed by psycopg itself, as server-side prepared statements.
 
-The batch statements (`sql_batch`) are built once per shape; executing one through SQLAlchemy still costs
-about 100 µs of Python a call in its execution context and result machinery, as much again as psycopg's own
-work (docs/performance.md, "Statements executed by the driver"). On PostgreSQL a statement is compiled here
+The batch statements (`sql_batch`) are built once per shape; executing one through SQLAlchemy still runs its
+execution context and result machinery on every call, a fifth to a third of the store's client CPU a batch
+(docs/performance.md, "Statements executed by the driver"). On PostgreSQL a statement is compiled here
 once, to its text and its parameters' processors, and each call binds its values and hands the text to
 the connection's psycopg cursor with `prepare=True`: PostgreSQL parses and plans it once per connection.
 SQLite keeps SQLAlchemy's execution.
