@@ -16,6 +16,9 @@ from datetime import timedelta
 
 PROBE_INTERVAL = 0.05  # seconds
 WINDOW = 1.0  # seconds of probes the lag is the peak of
+# How long a stall (a lag longer than WINDOW) still counts once probes run on time again: long enough for the
+# requests that waited through it to be answered as late, short of the window.
+STALL_AFTERMATH = 0.2  # seconds
 
 
 class LoopLag:
@@ -36,10 +39,20 @@ class LoopLag:
 
     def current(self) -> timedelta:
         """The longest lag of the last second's probes, or of the probe overdue now (a loop that runs
-        nothing at all is the latest of all)."""
+        nothing at all is the latest of all). A lag longer than the window itself, a stall, counts only
+        while it is the latest probe's or younger than STALL_AFTERMATH: after a pause of the whole process
+        (SIGSTOP, a frozen VM) the loop is on time again at its next probes, and creates are not refused for
+        the second after it for the pause it has left behind. A loop that keeps stalling keeps its latest
+        stall, and is refused."""
+        samples = list(self._samples)
         now = time.monotonic()
-        recent = [lag for at, lag in list(self._samples) if now - at <= WINDOW]
-        overdue = now - self._samples[-1][0] - PROBE_INTERVAL if self._samples else 0.0
+        latest = len(samples) - 1
+        recent = [
+            lag
+            for index, (at, lag) in enumerate(samples)
+            if now - at <= WINDOW and (lag <= WINDOW or index == latest or now - at <= STALL_AFTERMATH)
+        ]
+        overdue = now - samples[-1][0] - PROBE_INTERVAL if samples else 0.0
         return timedelta(seconds=max([*recent, overdue, 0.0]))
 
     async def _probe(self) -> None:

@@ -185,3 +185,22 @@ def test_while_the_servers_event_loop_runs_late_creates_are_refused(
     assert "behind" in (refused.details() or "")
     assert retry_delay(refused) == RETRY_AFTER
     eventually(lambda: _create_refused(api) is None, 10, "a create accepted again")  # the loop caught up
+
+
+def test_after_a_pause_creates_are_accepted_once_the_loop_is_on_time(
+    api: Api, grpc_servicer: Services
+) -> None:
+    """A pause of the whole process (SIGSTOP, a frozen VM) looks to the loop like a stall. Once the loop's
+    probes run on time again, creates are not refused for it: before, the stall was counted for a whole
+    second after the thaw, and every create in that second was refused."""
+    loop = grpc_servicer.loop_lag.loop()
+    thawed = threading.Event()
+
+    def pause() -> None:
+        time.sleep(MAX_LOOP_LAG.total_seconds() * 3)
+        thawed.set()
+
+    loop.call_soon_threadsafe(pause)
+    assert thawed.wait(10)
+    time.sleep(0.5)
+    assert _create_refused(api) is None
