@@ -1,5 +1,6 @@
 """The executor's `ExecutorControl.Connect` session: hello/welcome, one writer and one reader, claims answered
-in order, and reconnection with backoff (100 ms doubling to 2 s, with jitter) until closed.
+in order, and reconnection with backoff (100 ms doubling to 2 s, with jitter, reset by a stream that lasted)
+until closed.
 
 Each session opens a new channel: after a drain notice the address may route to another server replica, and
 a channel would stick to the connection it has (a new channel also reads the TLS files again, so a renewed
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import deque
 from collections.abc import Sequence
 from datetime import timedelta
@@ -123,14 +125,14 @@ class ControlStream:
         """Connects, and reconnects whenever the stream ends, until `close()`."""
         failures = 0
         while not self._closing:
-            welcomed = await self._session()
+            established = await self._session()
             if self._closing:
                 break
             if self._server_draining:
                 self._server_draining = False
                 continue  # the server asked us to go elsewhere: at once
             # the count stops growing once the delay is at its cap: 2 ** n of a timedelta overflows in minutes
-            failures = 1 if welcomed else min(failures + 1, MAX_DOUBLINGS)
+            failures = 1 if established else min(failures + 1, MAX_DOUBLINGS)
             backoff = self._config.reconnect_min * 2 ** (failures - 1)
             delay = min(self._config.reconnect_max, backoff).total_seconds()
             await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
@@ -141,7 +143,10 @@ class ControlStream:
         self._leave.set()
 
     async def _session(self) -> bool:
-        """One stream, from hello to its end. True when the server welcomed it."""
+        """One stream, from hello to its end. True when it was established: welcomed, and up for at least the
+        longest reconnection delay. A stream the server ends right after its welcome (its database down, say)
+        is a failure like any other, and the delay keeps doubling: reset by each welcome, it made executors
+        reconnect ten times a second through an outage."""
         self._leave.clear()
         if self._closing:
             return False
@@ -152,7 +157,7 @@ class ControlStream:
             return False
         channel = aio_channel(self._config.server, self._config.tls, self._channel_options())
         call = executor_control_pb2_grpc.ExecutorControlStub(channel).Connect(metadata=metadata)
-        welcomed = False
+        welcomed, welcomed_at = False, 0.0
         outgoing: asyncio.Queue[pb.ConnectRequest] = asyncio.Queue()
         hello = self._listener.hello()
         hello.in_process_queue = self.in_process_queue
@@ -166,7 +171,7 @@ class ControlStream:
             if mismatch := mismatch_of(first.welcome, self.in_process_queue, self._config.server):
                 self._stop_unreachable(mismatch)
                 return False
-            welcomed = True
+            welcomed, welcomed_at = True, time.monotonic()
             self._welcomed(first.welcome, outgoing)
             await self._pump(call, outgoing)
         except (grpc.RpcError, asyncio.InvalidStateError, TimeoutError) as exc:
@@ -178,7 +183,7 @@ class ControlStream:
             self._set_disconnected(outgoing, welcomed)
             call.cancel()
             await channel.close()
-        return welcomed
+        return welcomed and time.monotonic() - welcomed_at >= self._config.reconnect_max.total_seconds()
 
     def _stop_unreachable(self, problem: QueueUnreachable) -> None:
         """Never to be welcomed with this queue: says so, and closes (`Executor.run()` raises it)."""

@@ -47,6 +47,8 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.ack_results = True
         self.answer_heartbeats = True  # as the real server does; off: a server that cannot record them
         self.refuse_with: grpc.StatusCode | None = None  # set: every hello is answered with this code
+        # set: every stream is welcomed, then ended at once with this code (a server whose store fails)
+        self.end_after_welcome: grpc.StatusCode | None = None
         self.queue_kind: pb.QueueKind.ValueType = pb.QUEUE_KIND_UNSPECIFIED  # what the welcome says
         # Claim answers held back until this many batches wait, then sent newest first (the real server
         # handles a stream's claims at once, and answers them in any order); 0: each at once.
@@ -126,6 +128,9 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             heartbeat_interval=interval, server_id="fake", queue_kind=self.queue_kind
         )
         yield pb.ConnectResponse(welcome=welcome)
+        if self.end_after_welcome is not None:
+            await context.abort(self.end_after_welcome, "ended after its welcome by the test")
+            return
         self._streams.append(stream)
         reader = asyncio.create_task(self._read(request_iterator, stream))
         taking: asyncio.Task[pb.ConnectResponse] | None = None
