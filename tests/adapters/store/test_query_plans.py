@@ -27,6 +27,7 @@ from jobmesh.core.ports.pipeline_store import Heartbeat
 from jobmesh.core.ports.store import Page
 from jobmesh.core.records import RunState
 from tests.adapters.store.builders import run
+from tests.adapters.store.pipeline_support import end
 
 pytestmark = pytest.mark.postgres
 
@@ -285,7 +286,7 @@ def test_the_watchers_scans_use_their_indexes(
             _check(connection, _plan(connection, spec_statement, spec_parameters), "jobs_pkey")
 
 
-def test_claims_and_heartbeats_touch_one_partition_by_primary_key(loaded: SqlStore) -> None:
+def test_claims_heartbeats_and_ends_touch_one_partition_by_primary_key(loaded: SqlStore) -> None:
     noon = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
     moment = noon + timedelta(days=1)
     runs = []
@@ -300,10 +301,15 @@ def test_claims_and_heartbeats_touch_one_partition_by_primary_key(loaded: SqlSto
     statements = _captured(loaded, lambda: loaded.claim(refs, "bench", moment), ("SELECT", "UPDATE"))
     beats = [Heartbeat(ref, moment + timedelta(seconds=15)) for ref in refs]
     statements += _captured(loaded, lambda: loaded.heartbeat("bench", beats, moment), ("SELECT", "UPDATE"))
+    ended = moment + timedelta(seconds=1)
+    ends = {ref: end(ref, RunState.SUCCEEDED, end_time=ended) for ref in refs}
+    decide = lambda current: ends[AttemptRef.of(current.run)]  # noqa: E731
+    statements += _captured(loaded, lambda: loaded.finish_attempts(refs, decide), ("SELECT", "UPDATE"))
     # Each: the runs locked one key at a time in their day's partition (an index probe by job, run and the
     # millisecond of the run id, whichever index leading with the job the planner takes), then found again
-    # one key at a time and written through their row ids.
-    assert [s.split()[0] for s, _ in statements] == ["SELECT", "UPDATE"] * 2
+    # one key at a time and written through their row ids. An end's lock reads each run's job definition
+    # too, by the jobs' primary key (no sequential scan of the 20k jobs, which `_check` would fail).
+    assert [s.split()[0] for s, _ in statements] == ["SELECT", "UPDATE"] * 3
     with loaded.engine.connect() as connection:
         for statement, parameters in statements:
             plan = _plan(connection, statement, parameters)
