@@ -26,12 +26,14 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 
+from jobmesh.adapters.store.sql_rows import StoredRow
+
 
 @dataclass(frozen=True, slots=True)
 class Executed:
     """What a statement returned: its rows as mappings, and the number of rows it wrote."""
 
-    rows: Sequence[Mapping[str, Any]]
+    rows: Sequence[StoredRow]
     rowcount: int
 
     def tuples(self) -> list[tuple[Any, ...]]:

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, create_engine, event, select, text, update
+from sqlalchemy import Connection, bindparam, create_engine, event, select, text, update
 from sqlalchemy import exc as sa_exc
 
 from jobmesh.adapters.store.schema import UtcDateTime, job_runs, jobs
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.adapters.store.sql_engine import write_transaction
+from jobmesh.adapters.store.sql_engine import run_write, write_transaction
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.core.errors import StoreUnavailable
 from tests.adapters.store.backend import Backend
@@ -86,11 +86,14 @@ def test_a_refused_statement_raises_sqlalchemys_error_and_the_transaction_rolls_
 ) -> None:
     record = add_run(backend.store, 60, job_id=add_job(backend.store, "alpha"))
     later = datetime(2030, 1, 1, tzinfo=UTC)
-    with write_transaction(backend.store.engine) as connection:
+
+    def touch_then_move(connection: Connection) -> None:
         execute_prepared(connection, _TOUCH, {"wanted": record.run_id, "at": later})
-        with pytest.raises(sa_exc.IntegrityError) as raised:
-            execute_prepared(connection, _MOVE, {"wanted": record.run_id, "owner": "no-such-job"})
-        connection.rollback()
+        execute_prepared(connection, _MOVE, {"wanted": record.run_id, "owner": "no-such-job"})
+
+    # As the store's writes run: the error leaves the transaction, which rolls back with the touch in it.
+    with pytest.raises(sa_exc.IntegrityError) as raised:
+        run_write(backend.store.engine, touch_then_move)
     assert type(raised.value.orig).__name__ == "ForeignKeyViolation"
     assert backend.store.get_run(record.job_id, record.run_id).update_time == record.update_time
 

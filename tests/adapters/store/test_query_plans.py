@@ -20,7 +20,7 @@ from sqlalchemy import Connection, event, text
 
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
-from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.filters import DEFAULT_JOB_ORDER, DEFAULT_RUN_ORDER, Comparison, ListQuery, OrderKey
 from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.pipeline_store import Heartbeat
@@ -303,7 +303,10 @@ def test_claims_heartbeats_and_ends_touch_one_partition_by_primary_key(loaded: S
     statements += _captured(loaded, lambda: loaded.heartbeat("bench", beats, moment), ("SELECT", "UPDATE"))
     ended = moment + timedelta(seconds=1)
     ends = {ref: end(ref, RunState.SUCCEEDED, end_time=ended) for ref in refs}
-    decide = lambda current: ends[AttemptRef.of(current.run)]  # noqa: E731
+
+    def decide(current: Dispatchable) -> AttemptEnd:
+        return ends[AttemptRef.of(current.run)]
+
     statements += _captured(loaded, lambda: loaded.finish_attempts(refs, decide), ("SELECT", "UPDATE"))
     # Each: the runs locked one key at a time in their day's partition (an index probe by job, run and the
     # millisecond of the run id, whichever index leading with the job the planner takes), then found again
