@@ -34,6 +34,8 @@ class ExecutorConfig:
     queue_url: str = "memory://"  # see jobmesh.adapters.queue.factory
     signals_url: str = "memory://"  # see jobmesh.adapters.signals.factory
     queues: tuple[str, ...] = ("default",)
+    # HOST:PORT of HTTP /livez and /readyz (processes/health_endpoint.py); None: not served.
+    health_listen: str | None = None
     concurrency: int = 16  # attempts held at once, those waiting for their start time included
     executor_id: str = field(default_factory=new_executor_id)
     hostname: str = field(default_factory=socket.gethostname)

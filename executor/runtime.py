@@ -27,6 +27,7 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import InvalidConfig
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.readiness import Readiness
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import ns_of_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
@@ -47,6 +48,7 @@ from jobmesh.executor.stream import ControlStream, StreamDown
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+STREAM = "stream"  # the readiness of an executor: its stream to the server is up
 BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits beyond this
 LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
@@ -73,8 +75,13 @@ class Executor:
         *,
         queue: RunQueue | None = None,
         signals: SignalBus | None = None,
+        readiness: Readiness | None = None,
     ) -> None:
+        """`readiness`: the process's, which this executor's stream is reported to (one of its own when
+        None)."""
         self.config = config
+        self.readiness = readiness or Readiness("executor")
+        self.readiness.expect(STREAM)
         self.handlers = handlers if isinstance(handlers, HandlerRegistry) else HandlerRegistry(handlers)
         self._queue = queue
         self._signals = signals
@@ -412,10 +419,12 @@ class _Listener:
     def connected(self, welcome: pb.ExecutorWelcome) -> None:
         self._executor.heartbeats.forget()
         self._executor.outbox.unsend_all()
+        self._executor.readiness.report(STREAM, True, f"server {welcome.server_id or '?'}")
 
     def disconnected(self, unsent: list[pb.ConnectRequest]) -> None:
         self._executor.heartbeats.forget()  # their answers will never come
         self._executor.outbox.put_back(unsent)
+        self._executor.readiness.report(STREAM, False, f"no stream to {self._executor.config.server}")
 
     def heartbeat_answer(self, answer: pb.HeartbeatAnswer) -> None:
         sent_at = self._executor.heartbeats.answered()

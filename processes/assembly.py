@@ -24,9 +24,11 @@ from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.readiness import Readiness
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
+from jobmesh.processes.health_endpoint import health_served
 from jobmesh.processes.ports import ensure_addresses_free, ensure_free
 from jobmesh.processes.refusal import Refused
 from jobmesh.processes.settings import BY_NAME, Connections
@@ -102,8 +104,17 @@ async def run_server(
     if not config.share_port:  # a worker's ports are its parent's, checked there
         ensure_addresses_free(config)
     stop = stop_on_signals()
-    async with adapters(connections) as (store, queue, signals):
-        running = await start_server(config, store, queue, signals)
+    readiness = Readiness("server")
+    async with (
+        adapters(connections) as (store, queue, signals),
+        health_served(
+            readiness,
+            _dependencies(store, queue, signals),
+            config.health_listen,
+            share_port=config.share_port,
+        ),
+    ):
+        running = await start_server(config, store, queue, signals, readiness)
         _announce("jobmesh server", config, connections, running)
         if ready is not None:
             ready()
@@ -112,14 +123,25 @@ async def run_server(
         await running.stop()
 
 
+def _dependencies(store: SqlStore, queue: RunQueue, signals: SignalBus) -> dict[str, Callable[[], None]]:
+    """What a process that holds the adapters probes for its readiness."""
+    return {
+        "store": store.check_reachable,
+        "queue": queue.check_reachable,
+        "signals": signals.check_reachable,
+    }
+
+
 async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
     """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
     from jobmesh.watcher.service import Watcher
 
     stop = stop_on_signals()
+    readiness = Readiness("watcher")
     async with adapters(connections) as (store, queue, signals):
         print(f"jobmesh watcher {config.watcher_id}: store {redacted(connections.database_url)}", flush=True)
-        await Watcher(config, store, queue, signals).run(stop)
+        async with health_served(readiness, _dependencies(store, queue, signals), config.health_listen):
+            await Watcher(config, store, queue, signals, readiness=readiness).run(stop)
 
 
 def _announce(
@@ -145,6 +167,7 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     """`jobmesh executor`: a worker. SIGTERM or SIGINT drains it; a second signal stops running work now."""
     from jobmesh.executor.queue_reach import QueueUnreachable
     from jobmesh.executor.runtime import Executor
+    from jobmesh.executor.server_health import ServerHealth
 
     print(f"jobmesh executor {config.executor_id}: server {config.server}, queues {', '.join(config.queues)}")
     if handlers:
@@ -162,10 +185,17 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
         signalled = True
 
     _on_signals(on_signal)
+    # Its server's health is asked only for an endpoint that serves the answer: an RPC a second per executor.
+    server_health = ServerHealth(config) if config.health_listen else None
+    checks = {"server": server_health.check} if server_health is not None else {}
     try:
-        await executor.run()
+        async with health_served(executor.readiness, checks, config.health_listen):
+            await executor.run()
     except QueueUnreachable as error:
         raise Refused(error.message) from None
+    finally:
+        if server_health is not None:
+            server_health.close()
 
 
 async def _start_dashboard(
@@ -205,8 +235,12 @@ async def run_dev(
         ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")
     try_bubblewrap(executor_config.isolation, executor_config.job_user)  # before gRPC's threads start
     stop = stop_on_signals()
-    async with adapters(connections) as (store, queue, signals):
-        running = await start_server(server_config, store, queue, signals)
+    readiness = Readiness("dev")  # one process: the server's, the watcher's and the executor's
+    async with (
+        adapters(connections) as (store, queue, signals),
+        health_served(readiness, _dependencies(store, queue, signals), server_config.health_listen),
+    ):
+        running = await start_server(server_config, store, queue, signals, readiness)
         host = server_config.listen.rsplit(":", 1)[0]
         try:
             upstream_tls = (executor_config.tls or ChannelTls()) if server_config.tls is not None else None
@@ -220,8 +254,9 @@ async def run_dev(
             handlers,
             queue=queue,
             signals=signals,
+            readiness=readiness,
         )
-        watcher = Watcher(watcher_config, store, queue, signals)
+        watcher = Watcher(watcher_config, store, queue, signals, readiness=readiness)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
         _announce("jobmesh dev", server_config, connections, running, executor_config.tls)
         print(f"  executor {executor_config.policy.describe()}", flush=True)

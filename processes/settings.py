@@ -243,6 +243,14 @@ def tcp_address(text: str) -> str:
     return text
 
 
+def http_address(text: str) -> str:
+    """`HOST:PORT` of an HTTP endpoint (port 0 picks a free one, which the process prints)."""
+    match = _ADDRESS.match(text)
+    if match is None or int(match.group(2)) > 65535:
+        raise ValueError(f"expected HOST:PORT (such as 127.0.0.1:8081), got {text!r}")
+    return text
+
+
 def readable_file(text: str) -> Path:
     """A file that exists (it is read when the process starts, and again when it changes)."""
     path = Path(text.strip()).expanduser()
@@ -457,6 +465,18 @@ SETTINGS: tuple[Setting, ...] = (
         commands=(DEV, SERVER),
         default="`127.0.0.1:50051`",
         help="where the server serves gRPC (port 0 picks a free one)",
+        metavar="HOST:PORT",
+    ),
+    Setting(
+        name="health_listen",
+        variables=("JOBMESH_HEALTH_LISTEN",),
+        parse=http_address,
+        commands=_MESH,
+        default="none (off)",
+        help="where the process serves HTTP `/livez` (its event loop beats) and `/readyz` (every dependency"
+        " it needs is reachable: the store, the queue, the signal bus; a watcher's scans; an executor's"
+        " stream), 200 or 503 with a JSON body; port 0 picks a free one; the workers of `--workers N` share"
+        " it",
         metavar="HOST:PORT",
     ),
     Setting(

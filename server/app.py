@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -20,6 +20,7 @@ from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.readiness import Readiness
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
 from jobmesh.server.api.job_service import JobService
@@ -90,6 +91,8 @@ def new_grpc_server(
     return grpc.aio.server(interceptors=interceptors, options=options)
 
 
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 _OPEN_SERVICES = {"health": HEALTH_SERVICE, "reflection": REFLECTION_SERVICE}
 
 
@@ -180,13 +183,34 @@ class Services:
         health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
         enable_reflection(server, (*SERVICE_NAMES, health_name))
 
-    async def serving(self) -> None:
+    async def serving(self, readiness: Readiness | None = None) -> None:
         """Starts the live feed on the server's loop, then health reports every service SERVING (once the
-        server listens)."""
+        server listens), or, given the process's `readiness`, SERVING while it is ready and NOT_SERVING
+        while a dependency is away."""
         await self.feed.start()
         self.loop_lag.start()
+        ready = readiness.ready if readiness is not None else lambda: True
+        if readiness is not None:
+            loop = asyncio.get_running_loop()
+            updates: set[asyncio.Task[None]] = set()
+
+            def update() -> None:
+                task = loop.create_task(self._follow(ready))
+                updates.add(task)
+                task.add_done_callback(updates.discard)
+
+            def on_change(_: bool) -> None:
+                loop.call_soon_threadsafe(update)
+
+            readiness.listen(on_change)
+        await self._follow(ready)
+
+    async def _follow(self, ready: Callable[[], bool]) -> None:
+        """Each service's status set from `ready()` read at that moment: of two updates that interleave,
+        the later reading wins."""
         for name in ("", *SERVICE_NAMES):
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            serving = ready()
+            await self.health.set(name, _SERVING if serving else _NOT_SERVING)
 
     def close(self) -> None:
         self.feed.close()
@@ -290,9 +314,14 @@ class RunningServer:
 
 
 async def start_server(
-    config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
+    config: ServerConfig,
+    store: SchedulerStore,
+    queue: RunQueue,
+    signals: SignalBus,
+    readiness: Readiness | None = None,
 ) -> RunningServer:
-    """Starts serving on `config.listen` (port 0 picks a free port) and returns at once."""
+    """Starts serving on `config.listen` (port 0 picks a free port) and returns at once. gRPC health follows
+    `readiness` when given (else it says SERVING while the server runs)."""
     authentication = authentication_of(config, store)
     server = new_grpc_server(
         share_port=config.share_port,
@@ -310,6 +339,6 @@ async def start_server(
         if bound == 0:
             services.close()
             raise OSError(f"cannot listen on {address}")
-    await services.serving()  # the feed reads before the first stream can come
+    await services.serving(readiness)  # the feed reads before the first stream can come
     await server.start()
     return RunningServer(server, port, services, executor_port, authentication)

@@ -27,6 +27,8 @@ class ServerConfig:
     # A second address, for executors alone: TLS that requires a client certificate verified by the client
     # CA. With it, `ExecutorControl` is refused on `listen` (see server.tls).
     executor_listen: str | None = None
+    # HOST:PORT of HTTP /livez and /readyz (processes/health_endpoint.py); None: not served.
+    health_listen: str | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)

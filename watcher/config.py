@@ -31,6 +31,8 @@ class WatcherConfig:
     requeue_after: timedelta = timedelta(minutes=5)
     maintenance_interval: timedelta = timedelta(hours=1)
     release_batch: int = 5000
+    # HOST:PORT of HTTP /livez and /readyz (processes/health_endpoint.py); None: not served.
+    health_listen: str | None = None
 
     def __post_init__(self) -> None:
         if not self.watcher_id:

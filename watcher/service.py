@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -17,6 +18,7 @@ from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.readiness import Readiness
 from jobmesh.core.timestamps import utcnow
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.materializer import Materializer
@@ -27,6 +29,10 @@ from jobmesh.watcher.timer import Timer
 log = logging.getLogger(__name__)
 LEASE = "watcher"
 SCAN_LIMIT = 50_000
+# The readiness of a watcher: it reaches its lease (to lead or stand by), and, leading, its scans are fresh.
+LEASE_HELD = "lease"
+SCANS = "scans"
+SCAN_MARGIN = 5.0  # seconds a scan may take beyond its interval before it counts as stale
 
 
 class Watcher:
@@ -37,8 +43,16 @@ class Watcher:
         queue: RunQueue,
         signals: SignalBus,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        readiness: Readiness | None = None,
     ) -> None:
+        """`readiness`: the process's, which the lease and the scans are reported to (one of its own when
+        None)."""
         self.config = config
+        self.readiness = readiness or Readiness("watcher")
+        self.readiness.expect(LEASE_HELD)
+        self.readiness.expect(SCANS)
+        self._last_scan = time.monotonic()
         self._store = store
         self._clock = clock
         self._timer = Timer()
@@ -77,6 +91,7 @@ class Watcher:
             asyncio.create_task(self._release(stop), name="release"),
             asyncio.create_task(self._sweep(stop), name="sweep"),
             asyncio.create_task(self._maintain(stop), name="maintenance"),
+            asyncio.create_task(self._report_scans(stop), name="scan health"),
         ]
         stopped = asyncio.create_task(stop.wait())
         try:
@@ -91,7 +106,9 @@ class Watcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if self.leading:
-                await asyncio.to_thread(self._store.release_lease, LEASE, self.config.watcher_id)
+                await self._guarded(
+                    "lease release", lambda: self._store.release_lease(LEASE, self.config.watcher_id)
+                )
 
     async def _keep_lease(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -99,12 +116,14 @@ class Watcher:
                 held = await asyncio.to_thread(
                     self._store.try_lease, LEASE, self.config.watcher_id, self.config.lease_ttl, self._clock()
                 )
+                self.readiness.report(LEASE_HELD, True, "leading" if held else "standing by")
             except StoreUnavailable as error:
                 # Degraded, not down: a leader keeps releasing what it holds while the database is away.
-                log.warning("lease not renewed (database unavailable): %s", error)
+                self.readiness.report(LEASE_HELD, False, f"cannot reach the lease: {error}")
                 held = self.leading
             if held and not self.leading:
                 log.info("%s leads: reloading the window from the database", self.config.watcher_id)
+                self._last_scan = time.monotonic()  # its first scan starts now
                 self._timer.clear()
                 self._leading.set()
                 self._wake.set()
@@ -128,6 +147,7 @@ class Watcher:
     def _scan_once(self) -> None:
         until = self._clock() + self.config.window
         added = self._releaser.hold(self._store.due_runs(until, limit=SCAN_LIMIT))
+        self._last_scan = time.monotonic()
         if added:
             log.debug("holding %d more runs (%d in all)", added, len(self._timer))
 
@@ -172,6 +192,20 @@ class Watcher:
             if self.leading:
                 await self._guarded("maintenance", lambda: self._store.maintain_partitions(self._clock()))
             await _sleep(stop, self.config.maintenance_interval.total_seconds())
+
+    async def _report_scans(self, stop: asyncio.Event) -> None:
+        """A leader whose last scan is older than two intervals (and a margin) is not ready: runs created
+        since then are not held. A standby has nothing to scan."""
+        stale_after = 2 * self.config.scan_interval.total_seconds() + SCAN_MARGIN
+        while not stop.is_set():
+            age = time.monotonic() - self._last_scan
+            if not self.leading:
+                self.readiness.report(SCANS, True, "standing by")
+            elif age > stale_after:
+                self.readiness.report(SCANS, False, f"last scan {age:.0f} s ago")
+            else:
+                self.readiness.report(SCANS, True, "scanning")
+            await _sleep(stop, 1.0)
 
     async def _guarded(self, what: str, work: Callable[[], int | object]) -> int:
         try:

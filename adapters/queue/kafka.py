@@ -37,6 +37,7 @@ PRODUCER_SETTINGS: dict[str, Any] = {
 }
 # How long publish() waits in one flush before checking its own deliveries (other threads may be producing).
 FLUSH_SLICE = 0.1
+PROBE_METADATA_TIMEOUT_S = 1.5  # under the readiness probe's own timeout (core/readiness.py)
 
 
 class _Acks:
@@ -184,6 +185,13 @@ class KafkaRunQueue:
         with self._lock:
             self._consumers.append(consumer)
         return consumer
+
+    def check_reachable(self) -> None:
+        """A metadata request through the producer's own connections: no client of its own per probe."""
+        try:
+            self._producer.list_topics(timeout=PROBE_METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            raise QueueUnavailable(f"the broker did not answer: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -230,6 +230,9 @@ class MemoryRunQueue:
         records = self._broker.records(DEAD_LETTER_TOPIC)
         return [dispatch_pb2.DispatchedRun.FromString(record.value) for record in records]
 
+    def check_reachable(self) -> None:
+        """In this process's memory: always reachable."""
+
     def close(self) -> None:
         """Nothing to release: the queue may be shared by other components of the process (see factory)."""
 

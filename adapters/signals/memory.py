@@ -112,6 +112,9 @@ class MemorySignalBus:
             found = {key: self._hub.heartbeats.get(key) for key in attempts}
         return {key: entry[0] for key, entry in found.items() if entry is not None and entry[1] > now}
 
+    def check_reachable(self) -> None:
+        """In this process's memory: always reachable."""
+
     def close(self) -> None:
         """Ends this handle's subscriptions; the hub and the other handles on it carry on."""
         with self._lock:

@@ -110,6 +110,10 @@ class RedisSignalBus:
                 log.warning("ignoring a malformed heartbeat for %s", key, exc_info=True)
         return found
 
+    def check_reachable(self) -> None:
+        with _translated("ping"):
+            self._client.ping()
+
     def close(self) -> None:
         with self._lock:
             listeners, self._listeners = self._listeners, set()

@@ -118,6 +118,11 @@ class SqlStore:
         """The underlying engine, for tests and tools that look beneath the port."""
         return self._engine
 
+    @translate_errors
+    def check_reachable(self) -> None:
+        with read_connection(self._engine) as connection:
+            connection.exec_driver_sql("SELECT 1")
+
     # Jobs ------------------------------------------------------------------------------------------------
 
     @translate_errors

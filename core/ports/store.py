@@ -227,6 +227,10 @@ class Store(Protocol):
 
     # Maintenance -------------------------------------------------------------------------------------------
 
+    def check_reachable(self) -> None:
+        """Returns when the database answers (a readiness probe); raises StoreUnavailable when it does not."""
+        ...
+
     def maintain_partitions(self, now: datetime) -> None:
         """Creates the run partitions the coming days need and drops those past retention. A no-op on
         stores without partitions."""

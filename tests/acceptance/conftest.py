@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -44,13 +46,32 @@ def database() -> Iterator[str]:
 def private_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A Kafka and a Redis of the module's own (`services.sh up`, PostgreSQL shared); yields their
     variables, with `JOBMESH_SERVICES_DIR` naming the folder that `services.sh kafka stop|start` takes."""
-    folder = tmp_path_factory.mktemp("services")
+    shared = {"JOBMESH_DATABASE_URL": require_service_url("JOBMESH_DATABASE_URL")}
+    yield from _private_set(tmp_path_factory.mktemp("services"), shared)
+
+
+@pytest.fixture(scope="module")
+def private_services_with_database() -> Iterator[dict[str, str]]:
+    """A PostgreSQL, a Kafka and a Redis of the module's own, for a module that stops its database
+    (`services.sh postgres stop|start`). The database keeps fsync and synchronous commits on
+    (`JOBMESH_SERVICES_DURABLE`): what it acknowledged survives a crash, as in production."""
+    # Not under pytest's own temporary folder: only its owner may enter that, and PostgreSQL runs as the
+    # postgres user when the suite runs as root.
+    folder = Path(tempfile.mkdtemp(prefix="jobmesh-services-"))
+    folder.chmod(0o755)
+    try:
+        yield from _private_set(folder, {"JOBMESH_DATABASE_URL": "", "JOBMESH_SERVICES_DURABLE": "1"})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _private_set(folder: Path, given: dict[str, str]) -> Iterator[dict[str, str]]:
     env = {
         **os.environ,
-        "JOBMESH_DATABASE_URL": require_service_url("JOBMESH_DATABASE_URL"),
         "JOBMESH_REDIS_URL": "",
         "JOBMESH_KAFKA_BOOTSTRAP": "",
         "JOBMESH_SERVICES_PORTS": private_ports(os.environ.get("PYTEST_XDIST_WORKER", "master")),
+        **given,
     }
     try:
         subprocess.run(["bash", str(SERVICES), "up", str(folder)], env=env, cwd=REPO, check=True, timeout=180)

@@ -5,6 +5,9 @@
 #   tools/services/services.sh up STATE_DIR     start them, write STATE_DIR/env (source it)
 #   tools/services/services.sh down STATE_DIR   stop what `up` started, remove the data dirs
 #   tools/services/services.sh kafka stop|start STATE_DIR   stop the broker, or start it again on its data
+#   tools/services/services.sh postgres stop|start STATE_DIR   stop PostgreSQL at once (`-m immediate`: a
+#                                             crash), or start it again on its data and port
+#   tools/services/services.sh redis stop|start STATE_DIR      stop Redis, or start it again on its port
 #   tools/services/services.sh browser      install Debian's Chromium for the browser tests, once
 #
 # A service whose variable (JOBMESH_DATABASE_URL, JOBMESH_REDIS_URL, JOBMESH_KAFKA_BOOTSTRAP) is already
@@ -14,6 +17,8 @@
 # ${XDG_CACHE_HOME:-$HOME/.cache}/jobmesh/kafka-<version>/libs.
 # JOBMESH_SERVICES_PORTS (six numbers: postgres redis kafka kafka-controller redis-tls kafka-tls) changes the
 # preferred ports, for a second set of services beside the first.
+# JOBMESH_SERVICES_DURABLE=1 keeps PostgreSQL's fsync, synchronous_commit and full_page_writes on, for tests
+# that crash it and count what an acknowledged commit kept (off by default: the suite runs faster without).
 set -euo pipefail
 shopt -s inherit_errexit
 export LC_NUMERIC=C
@@ -39,7 +44,7 @@ die() {
 	exit 1
 }
 usage() {
-	echo "usage: $0 up|down STATE_DIR, $0 kafka stop|start STATE_DIR, $0 browser, or $0 sandbox" >&2
+	echo "usage: $0 up|down STATE_DIR, $0 kafka|postgres|redis stop|start STATE_DIR, $0 browser, or $0 sandbox" >&2
 	exit 2
 }
 
@@ -228,42 +233,8 @@ as_pg() { # run as the postgres user when root (initdb and postgres refuse root)
 
 # ---------------------------------------------------------------- PostgreSQL
 
-start_postgres() {
-	local port=$1 dir=$STATE/postgres t0=$EPOCHREALTIME pid deadline
-	ensure_postgres_installed
-	mkdir -p "$dir"
-	((EUID == 0)) && chown postgres: "$dir"
-	chmod 700 "$dir"
-	as_pg test -w "$dir" ||
-		die "the postgres user cannot write $dir: put STATE_DIR where it can reach (e.g. under /tmp or the repo)"
-	as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
-		--no-sync >"$dir/initdb.log" 2>&1 || {
-		show_log "$dir/initdb.log"
-		die "initdb failed"
-	}
-	cat >>"$dir/data/postgresql.conf" <<EOF
-
-# jobmesh throwaway test server (tools/services/services.sh)
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = ''
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-max_connections = 200
-# statements per run, counted by benchmarks/statements.py (the extension is created only there)
-shared_preload_libraries = 'pg_stat_statements'
-ssl = on
-ssl_cert_file = 'server.pem'
-ssl_key_file = 'server.key'
-EOF
-	install -m 600 "$STATE/tls/server.key" "$dir/data/server.key"
-	install -m 644 "$STATE/tls/server.pem" "$dir/data/server.pem"
-	((EUID == 0)) && chown postgres: "$dir/data/server.key" "$dir/data/server.pem"
-	# the tls_only role is refused without TLS: a test that reaches it has TLS
-	printf 'hostnossl all tls_only 127.0.0.1/32 reject\n%s\n' "$(cat "$dir/data/pg_hba.conf")" >"$dir/data/pg_hba.new"
-	mv "$dir/data/pg_hba.new" "$dir/data/pg_hba.conf"
-	((EUID == 0)) && chown postgres: "$dir/data/pg_hba.conf"
+run_postgres() { # PORT: pg_ctl start on STATE's data, until it answers
+	local port=$1 dir=$STATE/postgres pid deadline
 	as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "-p $port -h 127.0.0.1" -w -t "$READY_TIMEOUT" \
 		start >"$dir/pg_ctl.log" 2>&1 || {
 		show_log "$dir/pg_ctl.log" "$dir/postgres.log"
@@ -279,6 +250,52 @@ EOF
 		}
 		sleep 0.1
 	done
+}
+
+durability_settings() { # postgresql.conf lines: throwaway (the default) or durable
+	if [[ ${JOBMESH_SERVICES_DURABLE:-0} == 1 ]]; then
+		printf 'fsync = on\nsynchronous_commit = on\nfull_page_writes = on\n'
+	else
+		printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n'
+	fi
+}
+
+start_postgres() {
+	local port=$1 dir=$STATE/postgres t0=$EPOCHREALTIME
+	ensure_postgres_installed
+	mkdir -p "$dir"
+	echo "$port" >"$dir/port"
+	((EUID == 0)) && chown postgres: "$dir"
+	chmod 700 "$dir"
+	as_pg test -w "$dir" ||
+		die "the postgres user cannot write $dir: put STATE_DIR where it can reach (e.g. under /tmp or the repo)"
+	as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
+		--no-sync >"$dir/initdb.log" 2>&1 || {
+		show_log "$dir/initdb.log"
+		die "initdb failed"
+	}
+	cat >>"$dir/data/postgresql.conf" <<EOF
+
+# jobmesh throwaway test server (tools/services/services.sh)
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+$(durability_settings)
+max_connections = 200
+# statements per run, counted by benchmarks/statements.py (the extension is created only there)
+shared_preload_libraries = 'pg_stat_statements'
+ssl = on
+ssl_cert_file = 'server.pem'
+ssl_key_file = 'server.key'
+EOF
+	install -m 600 "$STATE/tls/server.key" "$dir/data/server.key"
+	install -m 644 "$STATE/tls/server.pem" "$dir/data/server.pem"
+	((EUID == 0)) && chown postgres: "$dir/data/server.key" "$dir/data/server.pem"
+	# the tls_only role is refused without TLS: a test that reaches it has TLS
+	printf 'hostnossl all tls_only 127.0.0.1/32 reject\n%s\n' "$(cat "$dir/data/pg_hba.conf")" >"$dir/data/pg_hba.new"
+	mv "$dir/data/pg_hba.new" "$dir/data/pg_hba.conf"
+	((EUID == 0)) && chown postgres: "$dir/data/pg_hba.conf"
+	run_postgres "$port"
 	"$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres jobmesh &&
 		"$PG_BIN/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE ROLE tls_only LOGIN" &&
 		"$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres -O tls_only jobmesh_tls || {
@@ -332,6 +349,7 @@ start_redis() {
 	local port=$1 tls_port=$2 dir=$STATE/redis t0=$EPOCHREALTIME pid= deadline
 	ensure_redis_installed
 	mkdir -p "$dir"
+	echo "$port $tls_port" >"$dir/ports"
 	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize yes \
 		--tls-port "$tls_port" --tls-cert-file "$STATE/tls/server.pem" --tls-key-file "$STATE/tls/server.key" \
 		--tls-ca-cert-file "$STATE/tls/ca.pem" --tls-auth-clients no \
@@ -618,10 +636,48 @@ cmd_kafka() {
 	esac
 }
 
+# postgres stop|start STATE_DIR: stops PostgreSQL as a crash would (`-m immediate`: no checkpoint, recovery
+# from the WAL at the next start), or starts it again on the same data and port
+cmd_postgres() {
+	local action=${1:-} dir
+	set_state "${2:-}"
+	dir=$STATE/postgres
+	[[ -f $dir/port ]] || die "no PostgreSQL was started in $STATE"
+	case $action in
+	stop)
+		as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w -t 20 stop >"$dir/pg_ctl.log" 2>&1 ||
+			stop_pid postgres "$(recorded_pid postgres)" 10 group
+		;;
+	start)
+		run_postgres "$(<"$dir/port")"
+		log "postgres back on 127.0.0.1:$(<"$dir/port")"
+		;;
+	*) usage ;;
+	esac
+}
+
+# redis stop|start STATE_DIR: stops Redis (it keeps nothing: --save ''), or starts it again on its ports
+cmd_redis() {
+	local action=${1:-} ports
+	set_state "${2:-}"
+	[[ -f $STATE/redis/ports ]] || die "no Redis was started in $STATE"
+	case $action in
+	stop) stop_pid redis "$(recorded_pid redis)" 10 ;;
+	start)
+		read -r -a ports <"$STATE/redis/ports"
+		rm -f "$STATE/redis/redis.pid"
+		start_redis "${ports[0]}" "${ports[1]}"
+		;;
+	*) usage ;;
+	esac
+}
+
 case ${1:-} in
 up) cmd_up "${2:-}" ;;
 down) cmd_down "${2:-}" ;;
 kafka) cmd_kafka "${2:-}" "${3:-}" ;;
+postgres) cmd_postgres "${2:-}" "${3:-}" ;;
+redis) cmd_redis "${2:-}" "${3:-}" ;;
 browser) ensure_chromium_installed ;;
 sandbox) # never stops `make run`: without bubblewrap, executors say so loudly and run commands unsandboxed
 	ensure_bubblewrap_installed || warn "bubblewrap could not be installed: executors will run commands without namespaces" ;;

@@ -1,0 +1,169 @@
+"""PostgreSQL stopped as a crash stops it (`pg_ctl -m immediate`) under a running mesh, and started again.
+
+The module runs on a PostgreSQL, a Kafka and a Redis of its own (`private_services_with_database`), never
+the suite's, which tests on other workers use meanwhile; the database is always started again, whatever
+happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
+from tests.acceptance.mesh import STAMP, Mesh, Process, at, command_job, create, warm_up
+from tests.acceptance.processes import REPO, free_port
+from tests.support import eventually, fresh_postgres_database
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
+# The issue's bound: health says what is away within 5 s of the database's stop, and of its return.
+HEALTH_WITHIN = 5.0
+OUTAGE = 12.0  # seconds the database stays down in a test that counts what happens meanwhile
+OUTAGE_RUNS = 10  # runs due during it, one a second
+
+
+@pytest.fixture(scope="module")
+def database(private_services_with_database: dict[str, str]) -> Iterator[str]:
+    with fresh_postgres_database(private_services_with_database["JOBMESH_DATABASE_URL"]) as url:
+        yield url
+
+
+@pytest.fixture
+def services(private_services_with_database: dict[str, str]) -> dict[str, str]:
+    return private_services_with_database
+
+
+def _postgres(action: str, services: dict[str, str]) -> None:
+    script = str(REPO / "tools/services/services.sh")
+    subprocess.run(
+        ["bash", script, "postgres", action, services["JOBMESH_SERVICES_DIR"]], check=True, timeout=90
+    )
+
+
+@contextlib.contextmanager
+def postgres_stopped(services: dict[str, str]) -> Iterator[None]:
+    _postgres("stop", services)
+    try:
+        yield
+    finally:
+        _postgres("start", services)
+
+
+def readyz(port: int) -> tuple[int, dict[str, Any]] | None:
+    """The status and body of `/readyz` on `port`; None when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+    except OSError:
+        return None
+
+
+def grpc_health(process: Process) -> int | None:
+    with grpc.insecure_channel(process.address) as channel:
+        try:
+            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        except grpc.RpcError:
+            return None
+        return int(answer.status)
+
+
+def _health_ports(mesh: Mesh) -> tuple[Process, dict[str, int]]:
+    """A server, a watcher and an executor, each serving HTTP health on a port of its own."""
+    ports = {name: free_port() for name in ("server", "watcher", "executor")}
+    server = mesh.server(args=["--health-listen", f"127.0.0.1:{ports['server']}"])
+    mesh.env["JOBMESH_HEALTH_LISTEN"] = f"127.0.0.1:{ports['watcher']}"
+    mesh.watcher()
+    mesh.env["JOBMESH_HEALTH_LISTEN"] = f"127.0.0.1:{ports['executor']}"
+    mesh.executor(server)
+    del mesh.env["JOBMESH_HEALTH_LISTEN"]
+    return server, ports
+
+
+def _all_say(ports: dict[str, int], status: int) -> bool:
+    return all((answer := readyz(port)) is not None and answer[0] == status for port in ports.values())
+
+
+@pytest.mark.timing
+def test_health_goes_not_ready_when_the_database_stops_and_ready_when_it_returns(
+    mesh: Mesh, services: dict[str, str]
+) -> None:
+    server, ports = _health_ports(mesh)
+    eventually(lambda: _all_say(ports, 200), 60, "the server, the watcher and the executor ready")
+    assert grpc_health(server) == health_pb2.HealthCheckResponse.SERVING
+
+    with postgres_stopped(services):
+        stopped = time.monotonic()
+        eventually(lambda: _all_say(ports, 503), HEALTH_WITHIN + 1, "every process not ready")
+        not_ready_after = time.monotonic() - stopped
+        assert grpc_health(server) == health_pb2.HealthCheckResponse.NOT_SERVING
+        answer = readyz(ports["server"])
+        assert answer is not None
+        store = next(d for d in answer[1]["dependencies"] if d["name"] == "store")
+        assert store["up"] is False, answer
+        assert store["detail"], answer
+        time.sleep(2)  # the processes keep saying so, whatever their retries do
+        assert _all_say(ports, 503)
+
+    returned = time.monotonic()
+    eventually(lambda: _all_say(ports, 200), HEALTH_WITHIN + 1, "every process ready again")
+    ready_after = time.monotonic() - returned
+    assert grpc_health(server) == health_pb2.HealthCheckResponse.SERVING
+    assert not_ready_after <= HEALTH_WITHIN, not_ready_after
+    assert ready_after <= HEALTH_WITHIN, ready_after
+
+
+def _welcomes(log: Path) -> int:
+    return len(re.findall(r"connected to \S+ \(server", log.read_text()))
+
+
+def _hellos(log: Path) -> int:
+    """Streams the executor opened: each is welcomed, refused or not answered, and its log says which
+    (`executor/stream.py`)."""
+    unwelcomed = r"(cannot connect to|refused this executor|did not welcome this executor)"
+    return _welcomes(log) + len(re.findall(unwelcomed, log.read_text()))
+
+
+def _due_during(mesh: Mesh, jobs: JobServiceStub, starts: Path, first: float, count: int) -> list[str]:
+    """`count` runs at `first` s from now and one a second after, each stamping its start in `starts`."""
+    names = []
+    for index in range(count):
+        job = command_job(mesh.queue, STAMP.format(file=starts))
+        job.schedule.run_at.FromDatetime(at(first + index))
+        names.append(create(jobs, job).run.name)
+    return names
+
+
+@pytest.mark.timing
+def test_an_executor_reconnects_at_most_once_a_second_while_the_database_is_down(
+    mesh: Mesh, services: dict[str, str], tmp_path: Path
+) -> None:
+    mesh.env["JOBMESH_WATCHER_SCAN_INTERVAL"] = "1"
+    server = mesh.server()
+    mesh.watcher()
+    executor = mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    # Runs the watcher holds come due while the database is down: the executor takes them from the queue
+    # and claims them, which the server cannot write.
+    _due_during(mesh, jobs, tmp_path / "starts", first=5, count=OUTAGE_RUNS)
+    time.sleep(3)  # held by the watcher
+    with postgres_stopped(services):
+        time.sleep(2)  # the first reconnections, while the backoff grows
+        before = _hellos(executor.log)
+        time.sleep(OUTAGE)
+        during = _hellos(executor.log) - before
+    assert during <= OUTAGE, f"{during} streams in {OUTAGE:.0f} s:\n{mesh.logs()}"
