@@ -472,7 +472,7 @@ SETTINGS: tuple[Setting, ...] = (
         variables=("JOBMESH_HEALTH_LISTEN",),
         parse=http_address,
         commands=_MESH,
-        default="none (off)",
+        default="none",
         help="where the process serves HTTP `/livez` (its event loop beats) and `/readyz` (every dependency"
         " it needs is reachable: the store, the queue, the signal bus; a watcher's scans; an executor's"
         " stream), 200 or 503 with a JSON body; port 0 picks a free one; the workers of `--workers N` share"

@@ -96,6 +96,7 @@ BAD_VALUES = {
     "JOBMESH_TLS_KEY": "/no/such/server.key",
     "JOBMESH_TLS_CLIENT_CA": "/no/such/ca.pem",
     "JOBMESH_EXECUTOR_LISTEN": "everywhere",
+    "JOBMESH_HEALTH_LISTEN": "port-8081",
     "JOBMESH_EXECUTOR_CERTIFICATES": "executor-1",  # no queue granted
     "JOBMESH_ALLOW_INSECURE_PUBLIC": "perhaps",
     "JOBMESH_TLS_CA": "/no/such/ca.pem",
@@ -258,6 +259,7 @@ def test_help_names_each_option_and_its_variable() -> None:
 
 # Settings whose default is nothing at all (no file, no token).
 _UNSET = (
+    "health_listen",
     "executor_certificates",
     "secret_queues",
     "namespace_quotas",
