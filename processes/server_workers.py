@@ -146,7 +146,8 @@ class _Workers:
         while not stopping:
             self._release_dead()
             for index, worker in enumerate(self._running):
-                if not worker.process.is_alive() and not self._restart(index):
+                # Once a signal came, a worker that exits was stopped by it too: not started again.
+                if not stopping and not worker.process.is_alive() and not self._restart(index, stopping):
                     return 1
             sentinels = [worker.process.sentinel for worker in self._running]
             multiprocessing.connection.wait(sentinels, timeout=SUPERVISE_POLL)
@@ -167,10 +168,12 @@ class _Workers:
                     daemon=True,
                 ).start()
 
-    def _restart(self, index: int) -> bool:
+    def _restart(self, index: int, stopping: list[int]) -> bool:
         dead = self._running[index].process
         log.warning("server worker %s exited (%s): starting it again", dead.pid, dead.exitcode)
         time.sleep(RESTART_DELAY)
+        if stopping:
+            return True  # a signal came meanwhile: the supervision ends, and no worker is started
         worker = self._running[index] = self._started()
 
         def settled() -> bool:

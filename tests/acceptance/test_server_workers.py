@@ -56,6 +56,7 @@ def runs_a_job(mesh: Mesh, server: Process) -> None:
 # The executor's log line of each welcome.
 WELCOMED = re.compile(r"connected to \S+ \(server (server-[0-9a-f]+)\)")
 NOT_RELEASED = "executor names of dead server worker"
+STARTED = re.compile(r"server worker \d+ started as")
 
 
 def welcomes(executor: Process) -> list[str]:
@@ -146,6 +147,20 @@ def test_workers_serve_one_address_and_a_dead_one_is_started_again(mesh: Mesh) -
     server.popen.send_signal(signal.SIGTERM)
     assert server.popen.wait(timeout=40) == 0
     assert all(pid_gone(pid) for pid in again)
+
+
+def test_a_signal_during_a_restart_starts_no_worker(mesh: Mesh) -> None:
+    """SIGTERM to the whole group within the second before a dead worker is started again: no worker is
+    started, neither the dead one nor the one the signal stopped."""
+    mesh.env["JOBMESH_SERVER_WORKERS"] = "2"
+    server = mesh.server()
+    first = eventually(lambda: two_workers(server), 30, "two workers")
+    os.kill(first[0], signal.SIGKILL)
+    eventually(lambda: "starting it again" in server.log.read_text(), 10, "the restart", interval=0.02)
+    os.killpg(server.popen.pid, signal.SIGTERM)
+    assert server.popen.wait(timeout=10) == 0
+    assert server.log.read_text().count("starting it again") == 1
+    assert len(STARTED.findall(server.log.read_text())) == 2
 
 
 def test_a_killed_parent_takes_its_workers_along(mesh: Mesh) -> None:
