@@ -6,6 +6,10 @@ following the certificate files on its own. Executor streams, cancels and
 heartbeats already cross servers through the signal bus and the database, so the workers share nothing
 else. The parent only supervises: it passes SIGTERM and SIGINT on, starts a worker again when one dies, and
 its workers die with it (PR_SET_PDEATHSIG), whatever signal kills it.
+
+The parent names each worker (its server id), so that when one dies it releases the executor names the
+worker held in the store at once: the executors whose streams it held connect to another worker straight
+away, instead of being refused as connected elsewhere until those names lapse (a quiet limit, ~9 s).
 """
 
 from __future__ import annotations
@@ -15,25 +19,35 @@ import ctypes
 import dataclasses
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event
+from typing import TYPE_CHECKING
 
+from jobmesh.core.errors import JobmeshError
 from jobmesh.processes.logs import configure_logging
 from jobmesh.processes.ports import ensure_addresses_free
 from jobmesh.processes.settings import Connections
-from jobmesh.server.config import ServerConfig
+from jobmesh.server.config import ServerConfig, new_server_id
+
+if TYPE_CHECKING:
+    from jobmesh.adapters.store.sql import SqlStore
+    from jobmesh.core.ports.pipeline_store import PipelineStore
 
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 READY_TIMEOUT = 120.0  # seconds a worker may take to serve (migrations, a slow database)
 STOP_TIMEOUT = 30.0  # seconds the workers have to stop after SIGTERM before they are killed
 RESTART_DELAY = 1.0  # seconds before a dead worker is started again
+SUPERVISE_POLL = 0.2  # seconds between looks for a signal (a worker's death wakes the parent at once)
 _spawn = multiprocessing.get_context("spawn")  # never fork a process that holds gRPC's threads
 
 
@@ -63,6 +77,7 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
         print(
             f"jobmesh server: {count} workers serving gRPC ({tls}) on {address}{executors_line}", flush=True
         )
+        workers.open_sessions()
         return workers.supervise(stopping)
     finally:
         for socket_ in held:
@@ -82,23 +97,32 @@ def _reserve(listen: str) -> tuple[socket.socket, str]:
     return reserved, f"{host}:{reserved.getsockname()[1]}"
 
 
+@dataclass
+class _ServerWorker:
+    process: SpawnProcess
+    ready: Event
+    server_id: str  # the name under which it holds its executors' sessions in the store
+    released: bool = False  # dead, and the release of those sessions is under way or done
+
+
 class _Workers:
     def __init__(self, connections: Connections, config: ServerConfig) -> None:
         self._connections = connections
         self._config = config
-        self._running: list[tuple[SpawnProcess, Event]] = []
+        self._running: list[_ServerWorker] = []
+        self._sessions: SqlStore | None = None
 
     def start(self, count: int, stopping: list[int]) -> bool:
         """Starts them all; False when one dies before serving or a signal comes first."""
         self._running = [self._started() for _ in range(count)]
 
         def serving() -> bool:
-            return all(ready.is_set() for _, ready in self._running)
+            return all(worker.ready.is_set() for worker in self._running)
 
-        _until(lambda: serving() or bool(stopping) or any(not p.is_alive() for p, _ in self._running))
+        _until(lambda: serving() or bool(stopping) or any(not w.process.is_alive() for w in self._running))
         if stopping:
             return False
-        if dead := [process for process, _ in self._running if not process.is_alive()]:
+        if dead := [worker.process for worker in self._running if not worker.process.is_alive()]:
             log.error("a server worker exited (%s) before it served: see its error above", dead[0].exitcode)
             return False
         if not serving():
@@ -106,43 +130,99 @@ class _Workers:
             return False
         return True
 
+    def open_sessions(self) -> None:
+        """Opens the store in which the workers hold their executors' names, once they all serve. Opening it
+        costs a tenth of a second of CPU (the store's modules; no connection before a worker dies): paid
+        now, not while a dead worker's executors are refused, nor while the workers start beside it."""
+        from jobmesh.adapters.store.factory import open_store
+
+        self._sessions = open_store(
+            self._connections.database_url, migrate=False, retention_days=self._connections.retention.days
+        )
+
     def supervise(self, stopping: list[int]) -> int:
-        """Until a signal: a worker that dies is started again, unless it dies again before serving."""
+        """Until a signal: a worker that dies has its executors' names released, and is started again,
+        unless it dies again before serving."""
         while not stopping:
-            for index, (process, _) in enumerate(self._running):
-                if not process.is_alive() and not self._restart(index):
+            self._release_dead()
+            for index, worker in enumerate(self._running):
+                # Once a signal came, a worker that exits was stopped by it too: not started again.
+                if not stopping and not worker.process.is_alive() and not self._restart(index, stopping):
                     return 1
-            time.sleep(0.2)
+            sentinels = [worker.process.sentinel for worker in self._running]
+            multiprocessing.connection.wait(sentinels, timeout=SUPERVISE_POLL)
         return 0
 
-    def _restart(self, index: int) -> bool:
-        dead, _ = self._running[index]
+    def _release_dead(self) -> None:
+        """Releases the executor names of the workers that died (each once), each on a thread of its own: an
+        unreachable database may hold a connection attempt for minutes, and the supervision goes on."""
+        if self._sessions is None:
+            return
+        for worker in self._running:
+            if not worker.released and not worker.process.is_alive():
+                worker.released = True
+                threading.Thread(
+                    target=release_names_of,
+                    args=(self._sessions, worker.server_id),
+                    name="jobmesh-release-names",
+                    daemon=True,
+                ).start()
+
+    def _restart(self, index: int, stopping: list[int]) -> bool:
+        dead = self._running[index].process
         log.warning("server worker %s exited (%s): starting it again", dead.pid, dead.exitcode)
         time.sleep(RESTART_DELAY)
-        process, ready = self._running[index] = self._started()
-        if _until(lambda: ready.is_set() or not process.is_alive()) and process.is_alive():
+        if stopping:
+            return True  # a signal came meanwhile: the supervision ends, and no worker is started
+        worker = self._running[index] = self._started()
+
+        def settled() -> bool:
+            self._release_dead()  # another worker that dies meanwhile does not wait for this one
+            return worker.ready.is_set() or not worker.process.is_alive()
+
+        if _until(settled) and worker.process.is_alive():
             return True
         log.error("the new server worker did not come to serve: stopping")
         return False
 
     def stop(self) -> None:
-        for process, _ in self._running:
-            if process.is_alive() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
+        for worker in self._running:
+            if worker.process.is_alive() and worker.process.pid is not None:
+                os.kill(worker.process.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
-        for process, _ in self._running:
-            process.join(max(deadline - time.monotonic(), 0.0))
-            if process.is_alive():
-                process.kill()
-                process.join()
+        for worker in self._running:
+            worker.process.join(max(deadline - time.monotonic(), 0.0))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+        if self._sessions is not None:
+            self._sessions.close()
 
-    def _started(self) -> tuple[SpawnProcess, Event]:
+    def _started(self) -> _ServerWorker:
         ready = _spawn.Event()
+        config = dataclasses.replace(self._config, server_id=new_server_id())
         process = _spawn.Process(
-            target=_worker, args=(self._connections, self._config, os.getpid(), ready), daemon=False
+            target=_worker, args=(self._connections, config, os.getpid(), ready), daemon=False
         )
         process.start()
-        return process, ready
+        log.info("server worker %s started as %s", process.pid, config.server_id)
+        return _ServerWorker(process, ready, config.server_id)
+
+
+def release_names_of(sessions: PipelineStore, server_id: str) -> None:
+    """The executor names that the dead worker `server_id` held are free for any worker now. When the store
+    cannot be reached one line says so, and the names lapse a quiet limit later as they would have."""
+    try:
+        released = sessions.release_server_sessions(server_id)
+    except JobmeshError as error:
+        log.warning(
+            "executor names of dead server worker %s not released (free a quiet limit later): %s",
+            server_id,
+            error,
+        )
+        return
+    if released:
+        log.info("executors %s of dead server worker %s released", sorted(released), server_id)
 
 
 def _until(done: Callable[[], bool], timeout: float = READY_TIMEOUT) -> bool:

@@ -22,7 +22,7 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.api.executor_control import ExecutorControl, new_server_id
+from jobmesh.server.api.executor_control import ExecutorControl
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.malformed import MalformedRequests
 from jobmesh.server.api.search_service import SearchService
@@ -31,7 +31,7 @@ from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Au
 from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.client_certificates import ClientCertificates
-from jobmesh.server.config import ServerConfig
+from jobmesh.server.config import ServerConfig, new_server_id
 from jobmesh.server.feed import RunFeed
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
@@ -240,7 +240,7 @@ def build_services(
     reports = AttemptReports(
         store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
     )
-    server_id = new_server_id()
+    server_id = config.server_id or new_server_id()
     renewals = SessionRenewals(
         store,
         sessions,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -19,6 +20,11 @@ from jobmesh.server.tls import ServerTls
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
 
+def new_server_id() -> str:
+    """64 random bits: a server's sessions are released by this id when it dies, so no two may share it."""
+    return f"server-{random.randbytes(8).hex()}"
+
+
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN  # host:port; port 0 picks a free port
@@ -31,6 +37,9 @@ class ServerConfig:
     health_listen: str | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
+    # The name under which this server holds its executors' sessions in the store; empty: a new one
+    # (`new_server_id`) at start. A parent of server workers names each, to release a dead one's.
+    server_id: str = ""
     policy: SchedulingPolicy = field(default_factory=SchedulingPolicy)
     # Executors heartbeat this often (the server's welcome tells them).
     heartbeat_interval: timedelta = timedelta(seconds=3)

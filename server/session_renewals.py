@@ -10,7 +10,8 @@ second).
 
 A session is also an executor name's hold across server processes: a connection takes it (`take`), and a
 renewal keeps it, unless another server's stream renewed it within the quiet limit; a stream that ends
-releases it (`release`). Only streams heard from
+releases it (`release`), and the parent of a server worker that dies releases all of the worker's
+(`processes/server_workers.py`). Only streams heard from
 within that limit are renewed, so the name of one that dropped unnoticed is free for another server a quiet
 limit later; a live stream whose name another server holds (taken meanwhile, say while the database was
 unreachable) is ended at the next renewal.

@@ -371,9 +371,14 @@ class SqlStore:
     def release_session(self, executor_id: str, server_id: str) -> None:
         self._run_write(
             "release_session",
-            lambda connection: sql_leases.release_session(connection, executor_id, server_id),
+            lambda connection: sql_leases.release_sessions(connection, server_id, executor_id),
             notice=None,
         )
+
+    @translate_errors
+    def release_server_sessions(self, server_id: str) -> frozenset[str]:
+        with self._writing(None) as connection:
+            return sql_leases.release_sessions(connection, server_id)
 
     @translate_errors
     def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -87,13 +87,20 @@ def renew_sessions(
     return frozenset(held)
 
 
-def release_session(connection: Connection, executor_id: str, server_id: str) -> None:
-    """The session is free for any server at once; its renewal time stays, for the sweeper."""
-    connection.execute(
-        update(executor_sessions)
-        .where(executor_sessions.c.executor_id == executor_id, executor_sessions.c.server_id == server_id)
-        .values(server_id=RELEASED)
-    )
+def release_sessions(
+    connection: Connection, server_id: str, executor_id: str | None = None
+) -> frozenset[str]:
+    """`server_id`'s sessions (of `executor_id` alone, when given) are free for any server at once; their
+    renewal times stay, for the sweeper. Returns the executors released.
+
+    All of a server's sessions are released when its process died (the parent that saw it die does it), a
+    rare event: without an index on `server_id` that is a scan of the table (a row an executor), which
+    spares every renewal the upkeep of one more index."""
+    statement = update(executor_sessions).where(executor_sessions.c.server_id == server_id)
+    if executor_id is not None:
+        statement = statement.where(executor_sessions.c.executor_id == executor_id)
+    released = statement.values(server_id=RELEASED).returning(executor_sessions.c.executor_id)
+    return frozenset(connection.execute(released).scalars())
 
 
 def session_renewals(connection: Connection, executor_ids: Sequence[str]) -> Mapping[str, datetime]:

@@ -161,6 +161,11 @@ class PipelineStore(Protocol):
         """`server_id`'s stream of this executor ended: any server may take its session at once."""
         ...
 
+    def release_server_sessions(self, server_id: str) -> frozenset[str]:
+        """`server_id`'s process died: any server may take the sessions it held at once (not a quiet limit
+        later). Returns their executors."""
+        ...
+
     def session_renewals(self, executor_ids: Sequence[str]) -> Mapping[str, datetime]:
         """When each of these executors' streams was last renewed (executors never renewed are absent)."""
         ...

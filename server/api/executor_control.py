@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -335,7 +334,3 @@ class _Lanes:
         else:  # claims: slots of their own, never behind a stream's slow result writes
             async with self._claim_slots:
                 yield
-
-
-def new_server_id() -> str:
-    return f"server-{random.randbytes(4).hex()}"

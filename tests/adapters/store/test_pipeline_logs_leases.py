@@ -136,6 +136,18 @@ def test_a_released_session_is_free_for_any_server_at_once(store: SqlStore) -> N
     assert store.renew_sessions(["e1"], "server-a", at(62), stale_after=QUIET) == frozenset()
 
 
+def test_a_dead_servers_sessions_are_all_free_at_once(store: SqlStore) -> None:
+    store.renew_sessions(["e1", "e2", "e3"], "server-a", at(70), stale_after=QUIET)
+    store.renew_sessions(["e4"], "server-b", at(70), stale_after=QUIET)
+    store.release_session("e3", "server-a")  # its stream had ended: released already
+    assert store.release_server_sessions("server-a") == {"e1", "e2"}
+    assert store.release_server_sessions("server-a") == frozenset()
+    assert store.session_renewals(["e1", "e2"]) == {"e1": at(70), "e2": at(70)}  # for the sweeper
+    # Within the quiet limit: server a's names are any server's, server b's stays its own.
+    assert store.renew_sessions(["e1", "e2", "e4"], "server-c", at(71), stale_after=QUIET) == {"e1", "e2"}
+    assert store.renew_sessions(["e4"], "server-b", at(72), stale_after=QUIET) == {"e4"}
+
+
 def test_racing_servers_take_a_free_session_once(store: SqlStore) -> None:
     with ThreadPoolExecutor(8) as pool:
         held = list(
