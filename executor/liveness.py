@@ -95,12 +95,18 @@ class Fallback:
     """Runs for the executor's life; active only while the stream is down."""
 
     def __init__(
-        self, config: ExecutorConfig, bus: SignalBus, stream: ControlStream, attempts: Attempts
+        self,
+        config: ExecutorConfig,
+        bus: SignalBus,
+        stream: ControlStream,
+        attempts: Attempts,
+        outbox: Outbox,
     ) -> None:
         self._config = config
         self._bus = bus
         self._stream = stream
         self._attempts = attempts
+        self._outbox = outbox
         self._bus_down = False
 
     async def run(self) -> None:
@@ -113,22 +119,27 @@ class Fallback:
         next_heartbeat = 0.0
         while not self._stream.connected:
             keys = self._attempts.keys()
+            # An attempt whose result waits for its acknowledgement is kept alive too: the sweeper would
+            # otherwise end it lost, and retry work that succeeded.
+            running = set(keys)
+            finished = [key for key in self._outbox.awaiting_ack() if key not in running]
+            if (keys or finished) and time.monotonic() >= next_heartbeat:
+                next_heartbeat = time.monotonic() + self._stream.heartbeat_interval
+                await self._put_heartbeats(keys, finished)
             if keys:
-                if time.monotonic() >= next_heartbeat:
-                    next_heartbeat = time.monotonic() + self._stream.heartbeat_interval
-                    await self._put_heartbeats(keys)
                 for key in await self._cancelled(keys):
                     if self._attempts.holds(key):
                         self._attempts.cancel(key, "cancelled (found on the signal bus)")
             await within(self._stream.wait_connected(), self._config.fallback_poll_interval.total_seconds())
 
-    async def _put_heartbeats(self, keys: list[AttemptRef]) -> None:
-        """Leaves the attempts' heartbeats on the bus, where the sweeper looks before it declares one lost."""
+    async def _put_heartbeats(self, keys: list[AttemptRef], finished: list[AttemptRef]) -> None:
+        """Leaves the attempts' heartbeats on the bus, where the sweeper looks before it declares one lost:
+        those running (`keys`), and those `finished` whose result the server has not acknowledged."""
         ttl = self._config.fallback_heartbeat_ttl
         at, sent_at = datetime.now(UTC), time.monotonic()
 
         def put() -> bool:
-            self._bus.put_heartbeats(self._config.executor_id, keys, at, ttl)
+            self._bus.put_heartbeats(self._config.executor_id, [*keys, *finished], at, ttl)
             return True
 
         if await self._call(put):

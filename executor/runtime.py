@@ -144,7 +144,9 @@ class Executor:
                     name="jobmesh-heartbeats",
                 ),
                 asyncio.create_task(self._flush_loop(), name="jobmesh-flush"),
-                asyncio.create_task(Fallback(self.config, signals, self.stream, self.attempts).run()),
+                asyncio.create_task(
+                    Fallback(self.config, signals, self.stream, self.attempts, self.outbox).run()
+                ),
                 asyncio.create_task(stop_attempts_out_of_contact(self.attempts), name="jobmesh-contact"),
             ]
             await self._until_drain(tasks)

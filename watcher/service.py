@@ -124,6 +124,7 @@ class Watcher:
             if held and not self.leading:
                 log.info("%s leads: reloading the window from the database", self.config.watcher_id)
                 self._last_scan = time.monotonic()  # its first scan starts now
+                self._sweeper.forget_reachability()
                 self._timer.clear()
                 self._leading.set()
                 self._wake.set()

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.ports.pipeline_store import Heartbeat, SchedulerStore
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
@@ -39,19 +40,41 @@ class Sweeper:
         self._signals = signals
         self._dispatcher = dispatcher
         self._clock = clock
+        self._reachable_since: datetime | None = None  # the start of the sweeps' unbroken success
 
     def sweep_lost(self) -> list[Dispatchable]:
         """Ends attempts past their heartbeat deadline; returns the runs retried (for the timer)."""
         now = self._clock()
-        lost = self._still_lost(self._store.lost_attempts(now, limit=SWEEP_BATCH), now)
-        if not lost:
-            return []
-        outcome = functools.partial(_heartbeat_lost, now)
-        settled = self._lifecycle.end([EndReport(AttemptRef.of(item.run), outcome, None) for item in lost])
+        try:
+            found = self._judgeable(self._store.lost_attempts(now, limit=SWEEP_BATCH), now)
+            lost = self._still_lost(found, now)
+            if not lost:
+                return []
+            outcome = functools.partial(_heartbeat_lost, now)
+            settled = self._lifecycle.end(
+                [EndReport(AttemptRef.of(item.run), outcome, None) for item in lost]
+            )
+        except StoreUnavailable:
+            self._reachable_since = None
+            raise
         for item in lost:
             if (ref := AttemptRef.of(item.run)) in settled.applied:
                 log.warning("%s lost: %s", ref, _silence(item.run))
         return list(settled.retried)
+
+    def forget_reachability(self) -> None:
+        """Whether the database was reachable before now is unknown (a watcher that just took the lead did
+        not sweep): the next sweeps judge as after an outage."""
+        self._reachable_since = None
+
+    def _judgeable(self, items: Sequence[Dispatchable], now: datetime) -> list[Dispatchable]:
+        """The attempts whose whole heartbeat timeout the database could record. While it was away, the
+        heartbeats and session renewals of live executors were not written, and their attempts (those that
+        finished too, their results waiting) look silent: they are judged only once the database has been
+        reachable for a heartbeat timeout, time for the executors to beat and the results to land."""
+        if self._reachable_since is None:
+            self._reachable_since = now
+        return [item for item in items if now - self._reachable_since >= item.run.heartbeat_timeout]
 
     def _still_lost(self, items: Sequence[Dispatchable], now: datetime) -> list[Dispatchable]:
         """Drops the attempts still known alive, and moves their deadline on: those of an executor whose
@@ -93,10 +116,13 @@ class Sweeper:
 
 
 def _heartbeat_lost(now: datetime, run: RunRecord) -> AttemptOutcome | None:
-    """HeartbeatLost, unless a heartbeat moved the deadline on since the sweep read the run."""
+    """HeartbeatLost, unless a heartbeat moved the deadline on since the sweep read the run. The attempt
+    ends when its executor was last heard (its last heartbeat, else its start), not when the sweep noticed."""
     if run.heartbeat_deadline is not None and run.heartbeat_deadline > now:
         return None
-    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, "HeartbeatLost", _silence(run))
+    heard = [moment for moment in (run.start_time, run.last_heartbeat_time) if moment is not None]
+    ended = min(max(heard, default=now), now)
+    return AttemptOutcome(RunState.FAILED, ended, run.start_time, None, "HeartbeatLost", _silence(run))
 
 
 def _silence(run: RunRecord) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import time
 import urllib.error
@@ -22,8 +24,21 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from jobmesh.v1 import run_pb2
 from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
-from tests.acceptance.mesh import STAMP, Mesh, Process, at, command_job, create, warm_up
+from tests.acceptance.mesh import (
+    STAMP,
+    TERMINAL,
+    Mesh,
+    Process,
+    at,
+    command_job,
+    create,
+    get_run,
+    read_times,
+    wait_for_run,
+    warm_up,
+)
 from tests.acceptance.processes import REPO, free_port
 from tests.support import eventually, fresh_postgres_database
 
@@ -32,6 +47,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest
 HEALTH_WITHIN = 5.0
 OUTAGE = 12.0  # seconds the database stays down in a test that counts what happens meanwhile
 OUTAGE_RUNS = 10  # runs due during it, one a second
+HEARTBEAT_TIMEOUT = 5  # seconds: an attempt's, shorter than the outages here
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +183,39 @@ def test_an_executor_reconnects_at_most_once_a_second_while_the_database_is_down
         time.sleep(OUTAGE)
         during = _hellos(executor.log) - before
     assert during <= OUTAGE, f"{during} streams in {OUTAGE:.0f} s:\n{mesh.logs()}"
+
+
+@pytest.mark.timing
+def test_an_attempt_that_finishes_while_the_database_is_down_succeeds_once(
+    mesh: Mesh, services: dict[str, str], tmp_path: Path
+) -> None:
+    """Its result waits in the executor for the database, and reaches the server a little after it returns
+    (under load results queue; here the executor is frozen across the return). The sweeper, back with the
+    database, does not take the attempt for lost because its heartbeats and renewals could not be written
+    meanwhile: the attempt succeeds, once."""
+    server = mesh.server()
+    mesh.watcher()
+    executor = mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    starts = tmp_path / "starts"
+    job = command_job(mesh.queue, f"{STAMP.format(file=starts)}; sleep 2")
+    job.heartbeat_timeout.FromSeconds(HEARTBEAT_TIMEOUT)
+    job.retry_policy.max_attempts = 3
+    name = create(jobs, job).run.name
+    eventually(lambda: len(read_times(starts)) == 1, 30, "the attempt started")
+    _postgres("stop", services)
+    try:
+        time.sleep(3)  # the attempt finishes; its result cannot be written
+        os.killpg(executor.popen.pid, signal.SIGSTOP)
+        time.sleep(HEARTBEAT_TIMEOUT + 3)  # nothing keeps it alive now: renewals and heartbeats grow old
+    finally:
+        _postgres("start", services)
+    time.sleep(2)
+    os.killpg(executor.popen.pid, signal.SIGCONT)
+    run = wait_for_run(search, name, lambda run: run.state in TERMINAL, 60, "the run to end")
+    time.sleep(HEARTBEAT_TIMEOUT)  # a sweep that would retry it has had its chance
+    run = get_run(search, name)
+    assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run
+    assert run.attempt == 1, run
+    assert len(read_times(starts)) == 1

@@ -16,6 +16,7 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.definitions import SchedulingPolicy, build_job
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.ports.pipeline_store import Heartbeat
 from jobmesh.core.ports.signals import SignalBus
@@ -37,9 +38,16 @@ def bus() -> Iterator[SignalBus]:
     opened.close()
 
 
-def sweeper(store: SqlStore, bus: SignalBus) -> Sweeper:
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def fresh_sweeper(store: SqlStore, bus: SignalBus, clock: Clock) -> Sweeper:
     queue = MemoryRunQueue()
-    clock = lambda: SWEPT  # noqa: E731
     return Sweeper(
         store=store,
         lifecycle=AttemptLifecycle(store, queue, clock),
@@ -47,6 +55,15 @@ def sweeper(store: SqlStore, bus: SignalBus) -> Sweeper:
         dispatcher=Dispatcher(store, queue, clock),
         clock=clock,
     )
+
+
+def sweeper(store: SqlStore, bus: SignalBus) -> Sweeper:
+    """A sweeper at SWEPT that has found the database reachable since the claim (it swept then)."""
+    clock = Clock(CLAIMED)
+    swept = fresh_sweeper(store, bus, clock)
+    assert swept.sweep_lost() == []
+    clock.now = SWEPT
+    return swept
 
 
 def running(store: SqlStore, job_id: str) -> AttemptRef:
@@ -124,3 +141,73 @@ def test_a_heartbeat_stored_after_the_scan_keeps_the_attempt(
     assert sweeper(store, bus).sweep_lost() == []
     assert state_of(store, ref) == (RunState.RUNNING, 1)
     assert store.get_run(ref.job_id, ref.run_id).heartbeat_deadline == SWEPT + TIMEOUT
+
+
+class Outage:
+    """A store whose scans for lost attempts fail while `down`."""
+
+    def __init__(self, store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.down = False
+        scan = store.lost_attempts
+
+        def lost_attempts(now: datetime, *, limit: int) -> list[Dispatchable]:
+            if self.down:
+                raise StoreUnavailable("the database is away")
+            return scan(now, limit=limit)
+
+        monkeypatch.setattr(store, "lost_attempts", lost_attempts)
+
+
+def test_after_an_outage_an_attempt_is_judged_only_once_the_database_was_reachable_for_its_timeout(
+    store: SqlStore, bus: SignalBus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Heartbeats and renewals sent while the database was away were never written: the attempt looks
+    silent, and is not ended lost until its executor has had a whole timeout to be heard again."""
+    ref = running(store, "outage")
+    clock = Clock(CLAIMED)
+    swept = fresh_sweeper(store, bus, clock)
+    assert swept.sweep_lost() == []
+    outage = Outage(store, monkeypatch)
+    outage.down = True
+    clock.now = CLAIMED + timedelta(seconds=10)
+    with pytest.raises(StoreUnavailable):
+        swept.sweep_lost()
+    outage.down = False
+    back = SWEPT
+    clock.now = back
+    assert swept.sweep_lost() == []
+    clock.now = back + TIMEOUT - timedelta(seconds=1)
+    assert swept.sweep_lost() == []
+    assert state_of(store, ref) == (RunState.RUNNING, 1)
+    clock.now = back + TIMEOUT
+    assert len(swept.sweep_lost()) == 1  # silent for a whole timeout with the database there: lost
+    assert state_of(store, ref) == (RunState.SCHEDULED, 2)
+
+
+def test_a_watcher_that_just_took_the_lead_judges_nothing_for_a_timeout(
+    store: SqlStore, bus: SignalBus
+) -> None:
+    """It did not sweep while it stood by: whether the database was reachable meanwhile is unknown."""
+    ref = running(store, "new-leader")
+    swept = sweeper(store, bus)  # would end the attempt now
+    swept.forget_reachability()  # ... but it just took the lead
+    assert swept.sweep_lost() == []
+    assert state_of(store, ref) == (RunState.RUNNING, 1)
+    later = Clock(SWEPT + TIMEOUT)
+    swept_later = fresh_sweeper(store, bus, later)
+    assert swept_later.sweep_lost() == []  # a fresh one likewise
+    later.now += TIMEOUT
+    assert len(swept_later.sweep_lost()) == 1
+
+
+def test_a_lost_attempt_ends_when_its_executor_was_last_heard(store: SqlStore, bus: SignalBus) -> None:
+    ref = running(store, "last-heard")
+    heard = CLAIMED + timedelta(seconds=3)
+    store.heartbeat(EXECUTOR, [Heartbeat(ref, heard + TIMEOUT)], heard)
+    clock = Clock(CLAIMED)
+    swept = fresh_sweeper(store, bus, clock)
+    assert swept.sweep_lost() == []
+    clock.now = heard + TIMEOUT + timedelta(seconds=7)
+    assert len(swept.sweep_lost()) == 1
+    [lost] = store.get_run(ref.job_id, ref.run_id).previous_attempts
+    assert lost.end_time == heard, lost
