@@ -14,6 +14,7 @@ from typing import Protocol
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
 from jobmesh.core.records import Priority
@@ -52,6 +53,7 @@ class Dispatcher:
         self._store = store
         self._queue = queue
         self._clock = clock
+        self._publishing = OutageLog(log, "publishing runs to the queue")
 
     def dispatch(self, items: Sequence[Dispatchable]) -> bool:
         """Publishes the runs and marks them QUEUED. False when the queue is down (they stay SCHEDULED)."""
@@ -61,8 +63,9 @@ class Dispatcher:
         try:
             self._queue.publish([message_of(item, now) for item in items])
         except QueueUnavailable as error:
-            log.warning("queue unavailable, %d runs left for the watcher: %s", len(items), error)
+            self._publishing.failed(f"{len(items)} runs left for the watcher: {error}")
             return False
+        self._publishing.succeeded()
         self._store.mark_queued([AttemptRef.of(item.run) for item in items], now)
         return True
 

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 STREAM = "stream"  # the readiness of an executor: its stream to the server is up
+STREAM_SETTLED = 1.0  # seconds a welcomed stream holds before it counts as up
 BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits beyond this
 LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
@@ -400,6 +401,7 @@ class _Listener:
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
+        self._sessions = 0  # welcomes so far: a report of readiness names the session it was for
 
     def hello(self) -> pb.ExecutorHello:
         config = self._executor.config
@@ -421,7 +423,16 @@ class _Listener:
     def connected(self, welcome: pb.ExecutorWelcome) -> None:
         self._executor.heartbeats.forget()
         self._executor.outbox.unsend_all()
-        self._executor.readiness.report(STREAM, True, f"server {welcome.server_id or '?'}")
+        self._sessions += 1
+        session, executor = self._sessions, self._executor
+
+        def established() -> None:
+            # Ready once the stream has held for a moment: one that its server ends right after the
+            # welcome (its database away) is not up, and its readiness does not flap.
+            if self._sessions == session and executor.stream.connected:
+                executor.readiness.report(STREAM, True, f"server {welcome.server_id or '?'}")
+
+        asyncio.get_running_loop().call_later(STREAM_SETTLED, established)
 
     def disconnected(self, unsent: list[pb.ConnectRequest]) -> None:
         self._executor.heartbeats.forget()  # their answers will never come

@@ -72,6 +72,7 @@ class ControlStream:
         self._disconnected = asyncio.Event()
         self._disconnected.set()
         self._ready = asyncio.Event()  # connected and the server takes claims
+        self._failed_in_a_row = 0  # sessions that were not established since the last that was
         self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
         # Claims in flight, oldest first, by their first attempt: the server answers them in any order.
         self._claims: deque[tuple[AttemptRef | None, asyncio.Future[list[pb.ClaimResult]]]] = deque()
@@ -133,6 +134,7 @@ class ControlStream:
                 continue  # the server asked us to go elsewhere: at once
             # the count stops growing once the delay is at its cap: 2 ** n of a timedelta overflows in minutes
             failures = 1 if established else min(failures + 1, MAX_DOUBLINGS)
+            self._failed_in_a_row = 0 if established else self._failed_in_a_row + 1
             backoff = self._config.reconnect_min * 2 ** (failures - 1)
             delay = min(self._config.reconnect_max, backoff).total_seconds()
             await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
@@ -305,7 +307,10 @@ class ControlStream:
         if isinstance(error, grpc.aio.AioRpcError) and error.code() in _REFUSED:
             log.error("%s refused this executor (%s): %s", self._config.server, error.code().name, detail)
         elif welcomed:
-            log.warning("stream to %s lost: %s", self._config.server, detail)
+            # The first loss is news; the losses of the reconnections that follow (its server's database
+            # away, say) are not, until a stream is established again.
+            level = logging.WARNING if self._failed_in_a_row == 0 else logging.DEBUG
+            log.log(level, "stream to %s lost: %s", self._config.server, detail)
         else:
             log.info("cannot connect to %s: %s", self._config.server, detail)
 

@@ -143,7 +143,7 @@ def jobmesh() -> None:
     token), and the API from a shell (jobs, runs)."""
     from jobmesh.processes.logs import configure_logging
 
-    configure_logging()
+    configure_logging(click.get_current_context().invoked_subcommand or "jobmesh")
 
 
 for _name, _summary in _API_GROUPS.items():

@@ -243,5 +243,5 @@ def _worker(connections: Connections, config: ServerConfig, parent: int, ready: 
     # process imports (about a second of CPU).
     from jobmesh.processes import assembly
 
-    configure_logging()
+    configure_logging("server", worker=config.server_id)
     asyncio.run(assembly.run_server(connections, config, ready=ready.set))

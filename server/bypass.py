@@ -9,6 +9,9 @@ from collections.abc import Sequence
 
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import JobmeshError
+from jobmesh.core.outage_log import OutageLog
+from jobmesh.core.ports.queue import QueueUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +27,7 @@ class BackgroundDispatcher:
         self._dispatcher = dispatcher
         self._max_batch = max_batch
         self._pending: queue_module.SimpleQueue[Dispatchable | None] = queue_module.SimpleQueue()
+        self._dispatching = OutageLog(log, "immediate dispatch")
         self._thread = threading.Thread(target=self._run, name="jobmesh-dispatch", daemon=True)
         self._thread.start()
 
@@ -54,7 +58,11 @@ class BackgroundDispatcher:
                 batch.append(item)
             try:
                 self._dispatcher.dispatch(batch)
+            except (JobmeshError, QueueUnavailable) as error:  # a dependency away: the watcher sends them
+                self._dispatching.failed(f"{len(batch)} runs left to the watcher: {error}")
             except Exception:  # the watcher covers these runs; the thread must live on
                 log.exception("immediate dispatch of %d runs failed; the watcher will send them", len(batch))
+            else:
+                self._dispatching.succeeded()
             if stop:
                 return

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.errors import JobmeshError
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.server.sessions import SessionQueue, Sessions
 
@@ -66,7 +67,9 @@ class SessionRenewals:
         self._waiting: list[_Waiting] = []
         self._stop = threading.Event()
         self._arrived = threading.Event()
-        self._failing = False
+        self._renewing = OutageLog(log, "renewing executor sessions (heartbeats wait for their answers)")
+        self._taking = OutageLog(log, "taking executor names")
+        self._releasing = OutageLog(log, "releasing executor names")
         self._thread = threading.Thread(target=self._run, name="jobmesh-sessions", daemon=True)
 
     def start(self) -> None:
@@ -99,15 +102,11 @@ class SessionRenewals:
                     sorted(executors), self._server_id, self._clock(), stale_after=self._stale_after
                 )
         except JobmeshError as error:
-            if not self._failing:
-                log.warning("executor sessions not renewed (heartbeats wait for their answers): %s", error)
-            self._failing = True
+            self._renewing.failed(error)
             with self._lock:
                 self._waiting[:0] = waiting
             return False
-        if self._failing:
-            log.info("executor sessions renewed again")
-        self._failing = False
+        self._renewing.succeeded()
         if lost := executors - held:
             log.warning(
                 "executors %s are connected to another server too: their streams here end",
@@ -129,8 +128,9 @@ class SessionRenewals:
                 [executor_id], self._server_id, self._clock(), stale_after=self._stale_after
             )
         except JobmeshError as error:
-            log.warning("executor %s let in unchecked by other servers: %s", executor_id, error)
+            self._taking.failed(f"executor {executor_id} let in unchecked by other servers: {error}")
             return True
+        self._taking.succeeded()
         return executor_id in held
 
     def release(self, executor_id: str) -> None:
@@ -140,7 +140,11 @@ class SessionRenewals:
             with self._writing:
                 self._store.release_session(executor_id, self._server_id)
         except JobmeshError as error:
-            log.info("session of executor %s not released (free a quiet limit later): %s", executor_id, error)
+            self._releasing.failed(
+                f"session of executor {executor_id} not released (free a quiet limit later): {error}"
+            )
+            return
+        self._releasing.succeeded()
 
     def _run(self) -> None:
         while not self._stop.is_set():

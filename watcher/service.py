@@ -15,6 +15,7 @@ from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import JobmeshError, StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
@@ -53,6 +54,7 @@ class Watcher:
         self.readiness.expect(LEASE_HELD)
         self.readiness.expect(SCANS)
         self._last_scan = time.monotonic()
+        self._outages: dict[str, OutageLog] = {}  # by loop: each logs its failures once an outage
         self._store = store
         self._clock = clock
         self._timer = Timer()
@@ -209,11 +211,13 @@ class Watcher:
             await _sleep(stop, 1.0)
 
     async def _guarded(self, what: str, work: Callable[[], int | object]) -> int:
+        outage = self._outages.setdefault(what, OutageLog(log, what))
         try:
             result = await asyncio.to_thread(work)
         except JobmeshError as error:
-            log.warning("%s failed, will retry: %s", what, error)
+            outage.failed(error)
             return 0
+        outage.succeeded()
         return result if isinstance(result, int) else 0
 
 

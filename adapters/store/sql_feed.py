@@ -40,6 +40,7 @@ from sqlalchemy.engine import URL
 from jobmesh.adapters.store.schema import job_runs, jobs, run_changes
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import StoredRow, run_from_row
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.store import LOGS_CHANGED, RUNS_CHANGED, ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
 
@@ -175,6 +176,7 @@ class Listener:
         self._conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._callback = callback
         self._stop = threading.Event()
+        self._listening = OutageLog(log, "listening for change notices")
         self._thread = threading.Thread(target=self._run, name="jobmesh-listen", daemon=True)
         self._thread.start()
 
@@ -188,11 +190,12 @@ class Listener:
                 with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5) as connection:
                     for channel in CHANNELS:
                         connection.execute(f"LISTEN {channel}")
+                    self._listening.succeeded()
                     self._callback(RUNS_CHANGED)  # what changed while this was not listening
                     self._callback(LOGS_CHANGED)
                     while not self._stop.is_set():
                         for notice in connection.notifies(timeout=0.5):
                             self._callback(CHANNELS.get(notice.channel, RUNS_CHANGED))
             except psycopg.Error as error:
-                log.warning("change notices unavailable, retrying: %s", error)
+                self._listening.failed(error)
                 self._stop.wait(RECONNECT_DELAY)

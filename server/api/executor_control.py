@@ -34,7 +34,8 @@ from grpc_status import rpc_status
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.errors import JobmeshError, PermissionDenied
+from jobmesh.core.errors import JobmeshError, PermissionDenied, StoreUnavailable
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.timestamps import to_duration
 from jobmesh.server.api.status import status_of
 from jobmesh.server.attempt_reports import AttemptReports
@@ -84,6 +85,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self._stream_lag = stream_lag
         self._server_id = server_id
         self._heartbeat_interval = heartbeat_interval
+        self._ended_by_store = OutageLog(log, "executor streams (the database is needed to take one)")
         self._threads = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="jobmesh-stream")
         self._heartbeat_threads = ThreadPoolExecutor(HEARTBEAT_THREADS, thread_name_prefix="jobmesh-beat")
 
@@ -131,14 +133,18 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             await context.write(self._welcome())
             running = hello.running
             answers = await self._in_thread(lambda: self._reports.connected(hello.executor_id, running))
+            self._ended_by_store.succeeded()
             stream.held.track(answers)
             for answer in answers:
                 if answer.WhichOneof("message") != "heartbeat_answer":  # it answers batches, not a hello
                     queue.put(answer)
             reader = asyncio.create_task(self._read(stream, request_iterator))
             await self._write(context, queue, reader)
-        except JobmeshError as error:
+        except StoreUnavailable as error:
             # The executor reconnects with backoff; its unacknowledged reports are sent again.
+            self._ended_by_store.failed(f"stream of executor {hello.executor_id} ended: {error}")
+            await context.abort(error.code, error.message)
+        except JobmeshError as error:
             log.warning("stream of executor %s ended: %s", hello.executor_id, error)
             await context.abort(error.code, error.message)
         except Exception:
@@ -160,12 +166,12 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         )
 
     async def _write(self, context: Context, queue: SessionQueue, reader: asyncio.Task[None]) -> None:
+        message: asyncio.Task[pb.ConnectResponse | None] | None = None
         try:
             while True:
                 message = asyncio.create_task(queue.get())
                 done, _ = await asyncio.wait({message, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if message not in done:
-                    message.cancel()
                     reader.result()  # re-raise what ended the reader, if anything
                     return
                 if (response := message.result()) is None:
@@ -173,7 +179,11 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
                     return
                 await context.write(response)
         finally:
-            reader.cancel()
+            # Also when the call itself is cancelled (its executor died): a wait left pending would be
+            # destroyed with the loop's next collection, and say so.
+            for task in (message, reader):
+                if task is not None:
+                    task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
 

@@ -47,6 +47,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest
 HEALTH_WITHIN = 5.0
 OUTAGE = 12.0  # seconds the database stays down in a test that counts what happens meanwhile
 OUTAGE_RUNS = 10  # runs due during it, one a second
+# A dependency logs one line when it goes and one when it returns, not one per retry: each process writes a
+# few warnings in an outage, whatever its length (its lease, its loops, its streams each say so once).
+WARNINGS_PER_OUTAGE = 8
+LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
 HEARTBEAT_TIMEOUT = 5  # seconds: an attempt's, shorter than the outages here
 
 
@@ -164,7 +168,7 @@ def _due_during(mesh: Mesh, jobs: JobServiceStub, starts: Path, first: float, co
 
 
 @pytest.mark.timing
-def test_an_executor_reconnects_at_most_once_a_second_while_the_database_is_down(
+def test_an_executor_reconnects_at_most_once_a_second_and_each_process_says_so_once(
     mesh: Mesh, services: dict[str, str], tmp_path: Path
 ) -> None:
     mesh.env["JOBMESH_WATCHER_SCAN_INTERVAL"] = "1"
@@ -177,12 +181,20 @@ def test_an_executor_reconnects_at_most_once_a_second_while_the_database_is_down
     # and claims them, which the server cannot write.
     _due_during(mesh, jobs, tmp_path / "starts", first=5, count=OUTAGE_RUNS)
     time.sleep(3)  # held by the watcher
+    sizes = {process.name: process.log.stat().st_size for process in mesh.processes}
     with postgres_stopped(services):
         time.sleep(2)  # the first reconnections, while the backoff grows
         before = _hellos(executor.log)
         time.sleep(OUTAGE)
         during = _hellos(executor.log) - before
     assert during <= OUTAGE, f"{during} streams in {OUTAGE:.0f} s:\n{mesh.logs()}"
+    for process in mesh.processes:
+        written = process.log.read_bytes()[sizes[process.name] :].decode(errors="replace")
+        records = [line for line in written.splitlines() if LOG_RECORD.match(line)]
+        warnings = [line for line in records if " WARNING " in line or " ERROR " in line]
+        assert len(warnings) <= WARNINGS_PER_OUTAGE, "\n".join(warnings)
+        assert all(f" {process.name}[" in line for line in records), "a line without its process"
+        assert "Traceback" not in written
 
 
 @pytest.mark.timing
