@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,8 @@ class Readiness:
             before = self._states.get(name)
             first = before is None or before.detail == NOT_CHECKED
             if before is not None and before.up == up and not first:
+                if detail != before.detail:  # the latest word ("leading" once "standing by"), since unchanged
+                    self._states[name] = replace(before, detail=detail)
                 return
             was_ready = self._ready_locked()
             self._states[name] = DependencyState(name, up, detail, time.time())
