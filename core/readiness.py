@@ -19,8 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 log = logging.getLogger(__name__)
 NOT_CHECKED = "not checked yet"
@@ -62,6 +63,8 @@ class Readiness:
             before = self._states.get(name)
             first = before is None or before.detail == NOT_CHECKED
             if before is not None and before.up == up and not first:
+                if detail != before.detail:  # the latest word ("leading" once "standing by"), since unchanged
+                    self._states[name] = replace(before, detail=detail)
                 return
             was_ready = self._ready_locked()
             self._states[name] = DependencyState(name, up, detail, time.time())
@@ -113,25 +116,30 @@ async def probe_forever(
 ) -> None:
     """Calls `check` (which raises when `name` cannot be reached) every `interval`, in a thread of its own so
     that a busy pool delays no probe, and reports the answer. A check that hangs (a frozen peer) reports down
-    after `timeout` and is not started again until it returns."""
+    after `timeout` and is not started again until it returns; a stop ends the probe at once, even then."""
     readiness.expect(name)
     thread = ThreadPoolExecutor(1, thread_name_prefix=f"probe-{name}")
     loop = asyncio.get_running_loop()
     pending: asyncio.Future[None] | None = None
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())  # ends the wait for a check that hangs
     try:
         while not stop.is_set():
             if pending is None:
                 pending = loop.run_in_executor(thread, check)
-            done, _ = await asyncio.wait([pending], timeout=timeout.total_seconds())
-            if done:
+            await asyncio.wait(
+                [pending, stopping], timeout=timeout.total_seconds(), return_when=asyncio.FIRST_COMPLETED
+            )
+            if pending.done():
                 error = pending.exception()
                 readiness.report(name, error is None, _reason(error))
                 pending = None
-            else:
+            elif not stop.is_set():
                 readiness.report(name, False, f"no answer within {timeout.total_seconds():g} s")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval.total_seconds())
+            await asyncio.wait([stopping], timeout=interval.total_seconds())
     finally:
+        stopping.cancel()
+        if pending is not None:
+            pending.cancel()  # its answer, should it come, is nobody's
         thread.shutdown(wait=False, cancel_futures=True)  # never waits for a check that hangs
 
 

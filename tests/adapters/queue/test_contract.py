@@ -16,6 +16,11 @@ from jobmesh.core.ports.queue import Delivery, RunConsumer
 from tests.adapters.queue.support import DRAIN_TIMEOUT, Backend, drain, drain_until, names
 
 
+def test_a_reachable_queue_passes_its_probe(backend: Backend) -> None:
+    backend.queue.check_reachable()  # returns, again and again: a probe asks every second
+    backend.queue.check_reachable()
+
+
 def test_round_trip_preserves_every_field(backend: Backend) -> None:
     runs = [backend.run("a", "1", "high"), backend.run("b", "2", "normal"), backend.run("c", "3", "low")]
     backend.queue.publish(runs)

@@ -17,6 +17,7 @@ from jobmesh.adapters.queue.codec import LANES, topic_of
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.kafka_consumer import KafkaPosition
 from jobmesh.core.ports.queue import QueueUnavailable
+from jobmesh.core.readiness import PROBE_TIMEOUT
 from tests.adapters.queue.support import drain, make_run, unique_name
 from tests.support import AT_ONCE
 
@@ -69,6 +70,23 @@ def test_a_producer_whose_messages_timed_out_is_replaced_before_the_next_publish
         assert queue._producer is not before
     finally:
         queue.close()
+
+
+def test_the_probe_of_an_unreachable_broker_raises_queue_unavailable(unreachable: KafkaRunQueue) -> None:
+    with pytest.raises(QueueUnavailable, match="the broker did not answer"):
+        unreachable.check_reachable()
+
+
+@pytest.mark.timing
+def test_the_probe_of_an_unreachable_broker_answers_within_the_probes_timeout(
+    unreachable: KafkaRunQueue,
+) -> None:
+    """Its own timeout is under the readiness probe's (2 s), which then reports why rather than that the
+    check did not answer."""
+    started = time.monotonic()
+    with pytest.raises(QueueUnavailable):
+        unreachable.check_reachable()
+    assert time.monotonic() - started < PROBE_TIMEOUT.total_seconds()
 
 
 def test_consumer_on_an_unreachable_broker_fails(unreachable: KafkaRunQueue) -> None:

@@ -22,6 +22,11 @@ def attempts(count: int) -> list[AttemptRef]:
     return [AttemptRef("j", f"r{n % 7}", n) for n in range(count)]
 
 
+def test_a_reachable_bus_passes_its_probe(bus: SignalBus) -> None:
+    bus.check_reachable()  # returns, again and again: a probe asks every second
+    bus.check_reachable()
+
+
 def test_a_notice_reaches_a_subscriber_on_another_bus(open_bus: OpenBus) -> None:
     subscriber, publisher = open_bus(), open_bus()
     inbox = Inbox()

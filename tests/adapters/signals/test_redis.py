@@ -92,6 +92,7 @@ def test_a_dead_redis_fails_every_call_fast() -> None:
             lambda: bus.cancelled([key]),
             lambda: bus.put_heartbeats("executors/e1", [key], time_now(), LONG),
             lambda: bus.heartbeats([key]),
+            bus.check_reachable,
         ):
             with pytest.raises(SignalsUnavailable):
                 call()
@@ -100,6 +101,41 @@ def test_a_dead_redis_fails_every_call_fast() -> None:
     finally:
         bus.close()
     assert time.monotonic() - started < 3.0
+
+
+def test_the_probe_of_a_dead_redis_raises_signals_unavailable() -> None:
+    bus = RedisSignalBus(DEAD_URL)
+    try:
+        with pytest.raises(SignalsUnavailable, match="ping"):
+            bus.check_reachable()
+    finally:
+        bus.close()
+
+
+@pytest.mark.redis
+def test_the_probe_answers_on_the_real_redis(redis_url: str) -> None:
+    bus = RedisSignalBus(redis_url)
+    try:
+        bus.check_reachable()
+    finally:
+        bus.close()
+
+
+@pytest.mark.redis
+def test_the_probe_fails_while_redis_is_away_and_passes_once_it_is_back(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    throwaway_redis.start()
+    bus = RedisSignalBus(throwaway_redis.url)
+    try:
+        bus.check_reachable()
+        throwaway_redis.kill()
+        with pytest.raises(SignalsUnavailable):
+            bus.check_reachable()
+        throwaway_redis.start()
+        bus.check_reachable()  # the same bus, on a new connection: no restart of the process
+    finally:
+        bus.close()
 
 
 @pytest.mark.redis
