@@ -26,6 +26,7 @@ class JobmeshError(Exception):
 
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
     reason: str = "INTERNAL"
+    retry_delay: timedelta | None = None  # when to try again (a `google.rpc.RetryInfo`), if it says
 
     def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None, detail: str = "") -> None:
         super().__init__(message)
@@ -150,10 +151,13 @@ class PermissionDenied(JobmeshError):
 
 
 class StoreUnavailable(JobmeshError):
-    """The database could not be reached; the caller may retry."""
+    """The database could not be reached; the caller may retry (a create or a cancel made meanwhile is
+    refused, not queued: the caller still holds it and knows it was not taken)."""
 
     code = grpc.StatusCode.UNAVAILABLE
     reason = "STORE_UNAVAILABLE"
+    # The readiness probes look again every second: a client retrying sooner only adds load.
+    retry_delay = timedelta(seconds=1)
 
     def __init__(self, detail: str) -> None:
         super().__init__("the database is unavailable: try again shortly", detail=detail)

@@ -21,6 +21,7 @@ from jobmesh.adapters.queue import codec
 from jobmesh.adapters.queue.codec import DEAD_LETTER_TOPIC, LANES, lane_of, topic_of
 from jobmesh.adapters.queue.kafka_consumer import MAX_POLL_INTERVAL_MS, KafkaRunConsumer, lane_opener
 from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.queue import QueueUnavailable
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,8 @@ class KafkaRunQueue:
         self._topics = _Topics(lambda: AdminClient(dict(self._base)), partitions)
         self._lock = threading.Lock()
         self._producer_broken = False
+        # librdkafka reports each failed reconnection while a broker is away: logged once an outage.
+        self._producer_outage = OutageLog(log, "the Kafka producer's connection")
         self._producer = self._new_producer()
         self._consumers: list[KafkaRunConsumer] = []
         self._closed = False
@@ -217,6 +220,7 @@ class KafkaRunQueue:
         except QueueUnavailable:
             self._topics.forget(topics)
             raise
+        self._producer_outage.succeeded()
 
     def _deliver(
         self, items: Sequence[tuple[str, dispatch_pb2.DispatchedRun]], deadline: float, timeout: float
@@ -286,7 +290,7 @@ class KafkaRunQueue:
             log.error("Kafka producer failed for good, replacing it: %s", error)
             self._producer_broken = True
         else:
-            log.warning("Kafka producer: %s", error)
+            self._producer_outage.failed(str(error))
 
     def _current_producer(self) -> Producer:
         with self._lock:

@@ -13,6 +13,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from jobmesh.adapters.queue import codec
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,10 @@ class KafkaRunConsumer:
             raise QueueUnavailable(f"cannot open Kafka consumers: {exc}") from exc
         self._aside = False
         self._ledgers = {lane: _Ledger() for lane in self._consumers}
+        # Errors come with every failed reconnection while a broker is away: logged once an outage, by lane.
+        self._lane_outages = {
+            lane: OutageLog(log, f"the Kafka consumer's {lane} lane") for lane in self._consumers
+        }
         self._order = codec.LaneOrder()
         self._on_close = on_close
         self._closed = False
@@ -295,8 +300,9 @@ class KafkaRunConsumer:
             if error.fatal():
                 raise QueueUnavailable(f"Kafka consumer failed: {error}")
             if error.code() != KafkaError._PARTITION_EOF:
-                log.warning("Kafka consumer (%s lane): %s", lane, error)
+                self._lane_outages[lane].failed(str(error))
             return None
+        self._lane_outages[lane].succeeded()
         headers = _headers(message)
         topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
         tp = (topic, partition)

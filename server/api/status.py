@@ -12,7 +12,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, QuotaExceeded, ResourceExhausted
+from jobmesh.core.errors import ERROR_DOMAIN, InvalidArgument, JobmeshError, QuotaExceeded
 from jobmesh.server.refusals import note_refusal
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def status_of(error: JobmeshError) -> status_pb2.Status:
             ]
         )
         status.details.append(_pack(failure))
-    if isinstance(error, ResourceExhausted) and error.retry_delay is not None:
+    if error.retry_delay is not None:
         retry = error_details_pb2.RetryInfo()
         retry.retry_delay.FromTimedelta(error.retry_delay)
         status.details.append(_pack(retry))

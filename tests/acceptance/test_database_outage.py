@@ -17,12 +17,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
 from jobmesh.v1 import run_pb2
 from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
@@ -113,6 +116,28 @@ def _health_ports(mesh: Mesh) -> tuple[Process, dict[str, int]]:
     return server, ports
 
 
+def _create_refusal(mesh: Mesh, server: Process) -> grpc.RpcError:
+    """The error a create gets from `server` (a create made while the database is away is refused: the
+    caller keeps it, and knows it was not taken)."""
+    jobs, _ = mesh.stubs(server)
+    try:
+        create(jobs, command_job(mesh.queue, "true"))
+    except grpc.RpcError as error:
+        return error
+    raise AssertionError("a create succeeded with the database away")
+
+
+def _retry_delay(error: grpc.RpcError) -> timedelta | None:
+    status = rpc_status.from_call(error)
+    for detail in status.details if status is not None else ():
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            delay: timedelta = info.retry_delay.ToTimedelta()
+            return delay
+    return None
+
+
 def _all_say(ports: dict[str, int], status: int) -> bool:
     return all((answer := readyz(port)) is not None and answer[0] == status for port in ports.values())
 
@@ -137,6 +162,9 @@ def test_health_goes_not_ready_when_the_database_stops_and_ready_when_it_returns
         assert store["detail"], answer
         time.sleep(2)  # the processes keep saying so, whatever their retries do
         assert _all_say(ports, 503)
+        refused = _create_refusal(mesh, server)
+        assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
+        assert _retry_delay(refused) == timedelta(seconds=1)
 
     returned = time.monotonic()
     eventually(lambda: _all_say(ports, 200), HEALTH_WITHIN + 1, "every process ready again")
