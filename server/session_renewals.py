@@ -106,7 +106,8 @@ class SessionRenewals:
             with self._lock:
                 self._waiting[:0] = waiting
             return False
-        self._renewing.succeeded()
+        if executors:  # no executor: the store was not asked, and says nothing of the database
+            self._renewing.succeeded()
         if lost := executors - held:
             log.warning(
                 "executors %s are connected to another server too: their streams here end",

@@ -169,7 +169,9 @@ class Watcher:
     async def _release(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             if self.leading:
-                released = await self._guarded("release", self._releaser.release_due)
+                released = await self._guarded(
+                    "release", self._releaser.release_due, idle_proves_nothing=True
+                )
                 if released:
                     continue  # more may be due already
             delay = 0.05
@@ -210,14 +212,19 @@ class Watcher:
                 self.readiness.report(SCANS, True, "scanning")
             await _sleep(stop, 1.0)
 
-    async def _guarded(self, what: str, work: Callable[[], int | object]) -> int:
+    async def _guarded(
+        self, what: str, work: Callable[[], int | object], *, idle_proves_nothing: bool = False
+    ) -> int:
+        """`work`, its failures logged once an outage. `idle_proves_nothing`: a result of 0 (nothing to do,
+        the store not asked) does not end an outage."""
         outage = self._outages.setdefault(what, OutageLog(log, what))
         try:
             result = await asyncio.to_thread(work)
         except JobmeshError as error:
             outage.failed(error)
             return 0
-        outage.succeeded()
+        if result != 0 or not idle_proves_nothing:
+            outage.succeeded()
         return result if isinstance(result, int) else 0
 
 
