@@ -89,6 +89,14 @@ class _ProcessCommand(click.Command):
     def params(self, declared: list[click.Parameter]) -> None:
         self._declared, self._options = declared, None
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Logs as its settings say before anything runs."""
+        from jobmesh.processes.logs import configure_logging
+        from jobmesh.processes.settings import log_settings
+
+        configure_logging(str(self.name), settings=log_settings(ctx.params))
+        return super().invoke(ctx)
+
 
 class _Unloaded(click.Command):
     """One of the SDK's groups, by its name and summary alone, until it is called."""
@@ -138,6 +146,7 @@ def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
 
 
 @click.group(cls=_Mesh, context_settings=_CONTEXT)
+@click.version_option(package_name="jobmesh", message="%(prog)s %(version)s")
 def jobmesh() -> None:
     """A distributed job scheduler: the processes of the mesh (dev, server, watcher, executor, migrate,
     token), and the API from a shell (jobs, runs)."""

@@ -33,7 +33,7 @@ from multiprocessing.synchronize import Event
 from typing import TYPE_CHECKING
 
 from jobmesh.core.errors import JobmeshError
-from jobmesh.processes.logs import configure_logging
+from jobmesh.processes.logs import LogSettings, configure_logging, current_log_settings
 from jobmesh.processes.ports import ensure_addresses_free
 from jobmesh.processes.settings import Connections
 from jobmesh.server.config import ServerConfig, new_server_id
@@ -202,7 +202,9 @@ class _Workers:
         ready = _spawn.Event()
         config = dataclasses.replace(self._config, server_id=new_server_id())
         process = _spawn.Process(
-            target=_worker, args=(self._connections, config, os.getpid(), ready), daemon=False
+            target=_worker,
+            args=(self._connections, config, os.getpid(), ready, current_log_settings()),
+            daemon=False,
         )
         process.start()
         log.info("server worker %s started as %s", process.pid, config.server_id)
@@ -234,8 +236,11 @@ def _until(done: Callable[[], bool], timeout: float = READY_TIMEOUT) -> bool:
     return True
 
 
-def _worker(connections: Connections, config: ServerConfig, parent: int, ready: Event) -> None:
-    """One worker: a whole server, stopped by SIGTERM or SIGINT, killed with its parent."""
+def _worker(
+    connections: Connections, config: ServerConfig, parent: int, ready: Event, log_settings: LogSettings
+) -> None:
+    """One worker: a whole server, stopped by SIGTERM or SIGINT, killed with its parent; it logs as its
+    parent was told to."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the line above
         sys.exit(1)
@@ -243,5 +248,5 @@ def _worker(connections: Connections, config: ServerConfig, parent: int, ready: 
     # process imports (about a second of CPU).
     from jobmesh.processes import assembly
 
-    configure_logging("server", worker=config.server_id)
+    configure_logging("server", worker=config.server_id, settings=log_settings)
     asyncio.run(assembly.run_server(connections, config, ready=ready.set))

@@ -34,6 +34,7 @@ from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
 from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
+from jobmesh.processes.logs import FORMATS, LEVELS, LogSettings
 from jobmesh.server.client_certificates import parse_certificate_grants
 from jobmesh.server.config import ServerConfig
 from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
@@ -337,6 +338,17 @@ def isolation(text: str) -> str:
     return text.strip()
 
 
+def one_of(*choices: str) -> Callable[[str], str]:
+    """A parser of one of `choices`, in any case."""
+
+    def parse(text: str) -> str:
+        if (value := text.strip().lower()) not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
+        return value
+
+    return parse
+
+
 def user(text: str) -> str:
     """A user of this machine, by name or uid."""
     try:
@@ -413,6 +425,7 @@ _MESH = (DEV, SERVER, WATCHER, EXECUTOR)
 _WATCH = (DEV, WATCHER)
 _WORK = (DEV, EXECUTOR)
 _SERVE = (DEV, SERVER)
+_LOGGED = (DEV, SERVER, WATCHER, EXECUTOR, MIGRATE)
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -466,6 +479,25 @@ SETTINGS: tuple[Setting, ...] = (
         default="`127.0.0.1:50051`",
         help="where the server serves gRPC (port 0 picks a free one)",
         metavar="HOST:PORT",
+    ),
+    Setting(
+        name="log_level",
+        variables=("JOBMESH_LOG_LEVEL",),
+        parse=one_of(*LEVELS),
+        commands=_LOGGED,
+        default="`info`",
+        help="the lowest level logged: `debug` (also what each loop retries), `info`, `warning`, `error`",
+        metavar="LEVEL",
+    ),
+    Setting(
+        name="log_format",
+        variables=("JOBMESH_LOG_FORMAT",),
+        parse=one_of(*FORMATS),
+        commands=_LOGGED,
+        default="`text`",
+        help="`text` (a line: time, level, process[pid worker], logger, message) or `json` (an object a line,"
+        " with the fields each record carries: run, executor, dependency, ...)",
+        metavar="FORMAT",
     ),
     Setting(
         name="health_listen",
@@ -1173,6 +1205,10 @@ class SettingsError(ValueError):
     def __init__(self, setting: Setting, message: str) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+def log_settings(values: Mapping[str, Any]) -> LogSettings:
+    return _build(LogSettings, values)
 
 
 def connections(values: Mapping[str, Any]) -> Connections:

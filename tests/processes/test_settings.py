@@ -16,6 +16,7 @@ from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.processes import assembly, settings
 from jobmesh.processes import command as cli
 from jobmesh.processes.dashboard import DashboardConfig
+from jobmesh.processes.logs import LogSettings
 from jobmesh.server.config import ServerConfig
 from jobmesh.watcher.config import WatcherConfig
 
@@ -97,6 +98,8 @@ BAD_VALUES = {
     "JOBMESH_TLS_CLIENT_CA": "/no/such/ca.pem",
     "JOBMESH_EXECUTOR_LISTEN": "everywhere",
     "JOBMESH_HEALTH_LISTEN": "port-8081",
+    "JOBMESH_LOG_LEVEL": "loud",
+    "JOBMESH_LOG_FORMAT": "xml",
     "JOBMESH_EXECUTOR_CERTIFICATES": "executor-1",  # no queue granted
     "JOBMESH_ALLOW_INSECURE_PUBLIC": "perhaps",
     "JOBMESH_TLS_CA": "/no/such/ca.pem",
@@ -281,6 +284,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
         **_field_defaults(ExecutionPolicy()),
         **_field_defaults(settings.Connections()),
         **_field_defaults(DashboardConfig()),
+        **_field_defaults(LogSettings()),
     }
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
