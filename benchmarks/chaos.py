@@ -252,6 +252,9 @@ def run(args: argparse.Namespace, work: Path, services: Services) -> dict[str, A
         )
         measured["settled"] = settled
         measured["restarts"] = {name: member.starts - 1 for name, member in mesh.members.items()}
+        measured["exited"] = (
+            mesh.dead()
+        )  # of their own accord: every process a fault killed was started again
         return measured
     finally:
         if creator is not None:

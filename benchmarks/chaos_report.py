@@ -323,7 +323,8 @@ def report(result: dict[str, Any]) -> str:
         f"{result['settled']}",
         "  attempts ended by an error: "
         + (", ".join(f"{kind} {n:,}" for kind, n in result["attempt_errors"].items()) or "none"),
-        f"  processes started again: {restarted or 'none'}",
+        f"  processes started again: {restarted or 'none'}; exited by themselves: "
+        f"{', '.join(result.get('exited', [])) or 'none'}",
         "",
         "  the issue's goals:",
         f"    0 acknowledged creates lost: {_goal(c['lost'] == 0)}; 0 attempts started twice: "

@@ -1,5 +1,5 @@
-"""The chaos run's counts (`benchmarks/chaos_counts.py`): what counts as started twice, overlapping, early, run
-again after a success, missing, and how lateness is split by fault window."""
+"""The chaos run's counts (`benchmarks/chaos_counts.py`): what counts as started twice, overlapping, early,
+run again after a success, missing, and how lateness is split by fault window."""
 
 from __future__ import annotations
 
