@@ -240,7 +240,9 @@ GRPC_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN
 
 class HealthPoller:
     """Every second, in threads of its own: each member's `/readyz` (200, 503 with the dependencies that are
-    down, or no answer) and the server's gRPC health. `samples` holds (epoch s, {name: what it said})."""
+    down, or no answer) and the server's gRPC health. `samples` holds (epoch s, {name: what it said}). The
+    server's workers share its health port (and its gRPC port): each sample is the answer of the worker the
+    kernel handed that connection to."""
 
     def __init__(self, mesh: ChaosMesh, interval: float = 1.0) -> None:
         self._mesh = mesh
