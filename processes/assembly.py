@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -103,6 +104,7 @@ async def run_server(
 
     if not config.share_port:  # a worker's ports are its parent's, checked there
         ensure_addresses_free(config)
+    config = journal_of_database(config, connections)
     stop = stop_on_signals()
     readiness = Readiness("server")
     async with (
@@ -121,6 +123,15 @@ async def run_server(
         await stop.wait()
         print("jobmesh server: stopping", flush=True)
         await running.stop()
+
+
+def journal_of_database(config: ServerConfig, connections: Connections) -> ServerConfig:
+    """The journal in a folder of the database's own under the configured one: servers of one database
+    apply each other's journals (a dead one's), never those of another database."""
+    if config.journal_dir is None:
+        return config
+    digest = hashlib.sha256(redacted(connections.database_url).encode()).hexdigest()[:16]
+    return dataclasses.replace(config, journal_dir=config.journal_dir / digest)
 
 
 def _dependencies(store: SqlStore, queue: RunQueue, signals: SignalBus) -> dict[str, Callable[[], None]]:
@@ -230,6 +241,7 @@ async def run_dev(
 
     dashboard = dashboard or DashboardConfig(dashboard=False)
     ensure_addresses_free(server_config)
+    server_config = journal_of_database(server_config, connections)
     if dashboard.dashboard:
         setting = BY_NAME["dashboard_listen"]
         ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")

@@ -53,6 +53,10 @@ def default_database_url() -> str:
     return f"sqlite:///{data / 'dev.sqlite3'}"
 
 
+def default_journal_folder() -> Path:
+    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "jobmesh" / "journal"
+
+
 # The embedded default: the in-process queue and signals that every component of one process shares.
 EMBEDDED = "memory://dev"
 
@@ -250,6 +254,13 @@ def http_address(text: str) -> str:
     if match is None or int(match.group(2)) > 65535:
         raise ValueError(f"expected HOST:PORT (such as 127.0.0.1:8081), got {text!r}")
     return text
+
+
+def folder(text: str) -> Path:
+    """A folder's path (made when missing)."""
+    if not text.strip():
+        raise ValueError("expected a folder's path, got nothing")
+    return Path(text).expanduser()
 
 
 def readable_file(text: str) -> Path:
@@ -479,6 +490,17 @@ SETTINGS: tuple[Setting, ...] = (
         default="`127.0.0.1:50051`",
         help="where the server serves gRPC (port 0 picks a free one)",
         metavar="HOST:PORT",
+    ),
+    Setting(
+        name="journal_dir",
+        variables=("JOBMESH_JOURNAL_DIR",),
+        parse=folder,
+        commands=_SERVE,
+        default="`$XDG_STATE_HOME/jobmesh/journal`",
+        help="where the server journals what executors report while the database is away (claims granted on"
+        " their fences, results, log lines), a folder per database under it, applied when it is back; on a"
+        " disk that survives the process",
+        metavar="DIR",
     ),
     Setting(
         name="log_level",
@@ -1234,7 +1256,8 @@ def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
 
 
 def server_config(values: Mapping[str, Any]) -> ServerConfig:
-    return _build(ServerConfig, {**values, "tls": server_tls(values)})
+    journal = values.get("journal_dir") or default_journal_folder()
+    return _build(ServerConfig, {**values, "tls": server_tls(values), "journal_dir": journal})
 
 
 def server_tls(values: Mapping[str, Any]) -> ServerTls | None:

@@ -39,6 +39,8 @@ from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
 from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.opaque_tokens import OpaqueTokens
+from jobmesh.server.outage_journal import OutageJournal
+from jobmesh.server.outage_mode import OutageMode, journal_path
 from jobmesh.server.principals import CredentialSource
 from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits
 from jobmesh.server.reflection import enable_reflection
@@ -173,6 +175,7 @@ class Services:
     workers: Workers
     stream_lag: StreamLag
     loop_lag: LoopLag
+    outage: OutageMode | None = None
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection (which serves the protos' comments)."""
@@ -219,6 +222,8 @@ class Services:
         self.control.close()
         self.bypass.close()
         self.workers.close()
+        if self.outage is not None:
+            self.outage.close()
 
 
 def build_services(
@@ -237,10 +242,18 @@ def build_services(
         secret_queues=config.secret_queues,
     )
     lifecycle = AttemptLifecycle(store, queue, utcnow)
-    reports = AttemptReports(
-        store, lifecycle, utcnow, dispatcher=bypass, immediate_threshold=config.policy.immediate_threshold
-    )
     server_id = config.server_id or new_server_id()
+    outage = _outage_mode(config, signals, server_id)
+    reports = AttemptReports(
+        store,
+        lifecycle,
+        utcnow,
+        dispatcher=bypass,
+        immediate_threshold=config.policy.immediate_threshold,
+        outage=outage,
+    )
+    if outage is not None:
+        outage.start(reports.apply_journaled)
     renewals = SessionRenewals(
         store,
         sessions,
@@ -289,7 +302,17 @@ def build_services(
         workers,
         stream_lag,
         loop_lag,
+        outage,
     )
+
+
+def _outage_mode(config: ServerConfig, signals: SignalBus, server_id: str) -> OutageMode | None:
+    """Its journal, opened for this server process alone, when the config names a folder for it."""
+    if config.journal_dir is None:
+        return None
+    journal = OutageJournal(journal_path(config.journal_dir, server_id))
+    journal.open()
+    return OutageMode(journal, signals)
 
 
 @dataclass

@@ -6,14 +6,16 @@ malformed attempt reference in a report is ignored, never an error to the stream
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
 from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
@@ -22,6 +24,8 @@ from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
 from jobmesh.server.executor_grants import may_claim, restricts_claims
 from jobmesh.server.held_attempts import HeldAttempts
+from jobmesh.server.outage_journal import JournalEntry
+from jobmesh.server.outage_mode import OutageMode
 from jobmesh.server.principals import ExecutorGrant
 from jobmesh.server.sessions import cancel_message
 from jobmesh.v1 import run_pb2
@@ -73,17 +77,21 @@ class AttemptReports:
         *,
         dispatcher: Handoff | None = None,
         immediate_threshold: timedelta = timedelta(minutes=1),
+        outage: OutageMode | None = None,
     ) -> None:
-        """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does)."""
+        """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does).
+        `outage`: what takes the reports while the database is away (none: they fail, and the executor
+        sends them again)."""
         self._store = store
         self._lifecycle = lifecycle
         self._clock = clock
         self._dispatcher = dispatcher
         self._threshold = immediate_threshold
+        self._outage = outage
 
     def held_by(self, executor: str) -> HeldAttempts:
         """What one stream of `executor` holds, asked of this store."""
-        return HeldAttempts(executor, self._store)
+        return HeldAttempts(executor, self._store, trusted_while_away=self._outage is not None)
 
     def claims(
         self, executor: str, wire: Sequence[pb.AttemptRef], grant: ExecutorGrant | None = None
@@ -94,17 +102,97 @@ class AttemptReports:
         valid = [ref for ref in parsed if ref is not None]
         refused = self._not_granted(executor, valid, grant)
         wanted = [ref for ref in valid if ref not in refused]
-        claims = iter(self._store.claim(wanted, executor, self._clock()) if wanted else [])
+        now = self._clock()
+        try:
+            claims = iter(self._claimed(executor, wanted, now))
+        except StoreUnavailable:
+            if self._outage is None or (grant is not None and restricts_claims(grant)):
+                raise
+            claims = iter(self._fenced(executor, wanted, now))
         results = []
         for item, ref in zip(wire, parsed, strict=True):
             result = pb.ClaimResult(attempt=item, outcome=pb.CLAIM_OUTCOME_NOT_FOUND)
             if ref is not None and ref not in refused:
-                claim = next(claims)
-                result.outcome = _CLAIM_OUTCOMES[claim.status]
-                if claim.run is not None:
-                    set_timestamp(result.start_time, max(claim.run.due_time, self._clock()))
+                status, start = next(claims)
+                result.outcome = _CLAIM_OUTCOMES[status]
+                if status is ClaimStatus.GRANTED:
+                    set_timestamp(result.start_time, max(start, now))
             results.append(result)
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
+
+    def _claimed(
+        self, executor: str, wanted: Sequence[AttemptRef], now: datetime
+    ) -> list[tuple[ClaimStatus, datetime]]:
+        """Each claim's status through the store, in order, and the instant a granted one may start (its
+        due time). An attempt whose outage fence another executor holds is a duplicate, not asked."""
+        others = self._outage.fenced_by_others(wanted, executor) if self._outage else set()
+        asking = [ref for ref in wanted if ref not in others]
+        asked = iter(self._store.claim(asking, executor, now) if asking else [])
+        statuses = []
+        for ref in wanted:
+            if ref in others:
+                statuses.append((ClaimStatus.DUPLICATE, now))
+                continue
+            claim = next(asked)
+            statuses.append((claim.status, claim.run.due_time if claim.run is not None else now))
+        return statuses
+
+    def _fenced(
+        self, executor: str, wanted: Sequence[AttemptRef], now: datetime
+    ) -> list[tuple[ClaimStatus, datetime]]:
+        """The claims granted on their outage fences, the database away (`OutageMode.fence`); the executor
+        starts each at its due time, which its message carries."""
+        assert self._outage is not None
+        granted = self._outage.fence(executor, list(dict.fromkeys(wanted)), now)
+        statuses, seen = [], set()
+        for ref in wanted:
+            status = ClaimStatus.GRANTED if ref in granted and ref not in seen else ClaimStatus.DUPLICATE
+            seen.add(ref)
+            statuses.append((status, now))
+        return statuses
+
+    def apply_journaled(self, entry: JournalEntry) -> None:
+        """A report journaled while the database was away, applied as of its time (`OutageMode`). Log lines
+        and progress are checked against what the executor holds now, as the stream could not then."""
+        request, executor, at = entry.request, entry.executor, entry.at
+        kind = request.WhichOneof("message")
+        if kind == "claims":
+            self._apply_fenced_claims(executor, _refs(request.claims.attempts), at)
+        elif kind == "results":
+            self.results(executor, request.results.results, at)
+        elif kind == "logs":
+            chunks = request.logs.chunks
+            refused = HeldAttempts(executor, self._store).refused(_refs(c.attempt for c in chunks), kind)
+            self.logs(executor, [chunk for chunk in chunks if _parsed(chunk.attempt) not in refused], at)
+        elif kind == "progress":
+            updates = request.progress.updates
+            refused = HeldAttempts(executor, self._store).refused(_refs(u.attempt for u in updates), kind)
+            self.progress(executor, [u for u in updates if _parsed(u.attempt) not in refused], at)
+
+    def _apply_fenced_claims(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
+        refused = [
+            c.ref for c in self._store.claim(refs, executor, at) if c.status is not ClaimStatus.GRANTED
+        ]
+        if refused:
+            log.warning(
+                "%d claims granted on their fences while the database was away are refused by it now: %s",
+                len(refused),
+                ", ".join(map(str, refused[:5])),
+                extra={"executor": executor},
+            )
+
+    @contextlib.contextmanager
+    def _journaled_if_away(
+        self, executor: str, request: pb.ConnectRequest, at: datetime | None
+    ) -> Iterator[None]:
+        """What the block writes goes to the journal instead while the database is away, for a report as it
+        comes (`at` None); one applied from the journal (`at` its time) raises, and stays journaled."""
+        try:
+            yield
+        except StoreUnavailable:
+            if self._outage is None or at is not None:
+                raise
+            self._outage.journal(executor, request, self._clock())
 
     def _send_retries(self, retried: Sequence[Dispatchable]) -> None:
         """The retries due within the immediate threshold go out at once; the watcher sends the others."""
@@ -139,9 +227,13 @@ class AttemptReports:
         Those end FAILED `NotHeld` and are retried by their policy, rather than kept alive by the executor's
         renewed session for ever. The named ones are then checked as a heartbeat batch."""
         named = set(_refs(wire))
-        orphans = [
-            item for item in self._store.attempts_held_by(executor) if AttemptRef.of(item.run) not in named
-        ]
+        try:
+            held = self._store.attempts_held_by(executor)
+        except StoreUnavailable:
+            if self._outage is None:
+                raise
+            held = []  # its orphans are ended at its next connection, or lost to the sweeper
+        orphans = [item for item in held if AttemptRef.of(item.run) not in named]
         if orphans:
             now = self._clock()
             settled = self._lifecycle.end(
@@ -166,7 +258,15 @@ class AttemptReports:
         refs = _refs(wire)
         if not refs:
             return [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer())] if wire else []
-        current = self._store.attempts(refs)
+        try:
+            current = self._store.attempts(refs)
+        except StoreUnavailable:
+            if self._outage is None:
+                raise
+            # The database away, nothing can be checked, and no attempt is judged until it is back (the
+            # sweeper waits a heartbeat timeout): they go on.
+            kept = [ref.to_proto() for ref in refs]
+            return [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer(kept_alive=kept))]
         held = [ref for ref in refs if ref in current and _holds(current[ref].run, executor)]
         fenced = sorted(set(refs) - set(held))
         cancelling = [ref for ref in held if current[ref].run.state is RunState.CANCELLING]
@@ -178,7 +278,10 @@ class AttemptReports:
             answers.append(pb.ConnectResponse(acks=pb.AckBatch(fenced=[ref.to_proto() for ref in fenced])))
         return answers
 
-    def progress(self, executor: str, updates: Sequence[pb.ProgressUpdate]) -> list[pb.ConnectResponse]:
+    def progress(
+        self, executor: str, updates: Sequence[pb.ProgressUpdate], at: datetime | None = None
+    ) -> list[pb.ConnectResponse]:
+        """`at`: when they came (a journaled report), else now."""
         reports = []
         for update in updates:
             ref = _parsed(update.attempt)
@@ -186,10 +289,15 @@ class AttemptReports:
                 message = storable(update.message, MAX_PROGRESS_MESSAGE)
                 reports.append(ProgressReport(ref, executor, update.progress, message))
         if reports:
-            self._store.report_progress(reports, self._clock())
+            request = pb.ConnectRequest(progress=pb.ProgressBatch(updates=updates))
+            with self._journaled_if_away(executor, request, at):
+                self._store.report_progress(reports, at or self._clock())
         return []
 
-    def logs(self, executor: str, chunks: Sequence[pb.LogChunk]) -> list[pb.ConnectResponse]:
+    def logs(
+        self, executor: str, chunks: Sequence[pb.LogChunk], at: datetime | None = None
+    ) -> list[pb.ConnectResponse]:
+        """`at`: when they came, for lines journaled without a time of their own (else now)."""
         records = []
         for chunk in chunks:
             ref = _parsed(chunk.attempt)
@@ -202,30 +310,41 @@ class AttemptReports:
                         run_id=ref.run_id,
                         sequence=0,
                         attempt=ref.attempt,
-                        time=to_datetime(line.time) if line.HasField("time") else self._clock(),
+                        time=to_datetime(line.time) if line.HasField("time") else at or self._clock(),
                         stream=_STREAMS.get(line.stream, "STDOUT"),
                         text=storable(line.text, MAX_LOG_LINE_CHARS),
                     )
                 )
         if records:
-            self._store.append_attempt_logs(records)
+            with self._journaled_if_away(executor, pb.ConnectRequest(logs=pb.LogBatch(chunks=chunks)), at):
+                self._store.append_attempt_logs(records)
         return []
 
-    def results(self, executor: str, results: Sequence[pb.AttemptResult]) -> list[pb.ConnectResponse]:
+    def results(
+        self, executor: str, results: Sequence[pb.AttemptResult], at: datetime | None = None
+    ) -> list[pb.ConnectResponse]:
+        """`at`: when they came (a journaled report), else now."""
         reported = {}
         for result in results:
             ref = _parsed(result.attempt)
             if ref is not None and result.state in _FINAL_STATES:
                 reported[ref] = result
-        now = self._clock()
-        settled = self._lifecycle.end(
-            [
-                EndReport(ref, functools.partial(_outcome, result, now, executor), executor)
-                for ref, result in reported.items()
-            ]
-        )
-        self._send_retries(settled.retried)
+        now = at or self._clock()
         wire = [result.attempt for result in results]
+        try:
+            settled = self._lifecycle.end(
+                [
+                    EndReport(ref, functools.partial(_outcome, result, now, executor), executor)
+                    for ref, result in reported.items()
+                ]
+            )
+        except StoreUnavailable:
+            if self._outage is None or at is not None:
+                raise
+            # Journaled: recorded as of now once the database is back.
+            self._outage.journal(executor, pb.ConnectRequest(results=pb.ResultBatch(results=results)), now)
+            return [pb.ConnectResponse(acks=pb.AckBatch(recorded=wire))]
+        self._send_retries(settled.retried)
         acks = pb.AckBatch(
             recorded=[item for item in wire if _parsed(item) in settled.applied],
             fenced=[item for item in wire if _parsed(item) not in settled.applied],

@@ -35,6 +35,9 @@ class ServerConfig:
     executor_listen: str | None = None
     # HOST:PORT of HTTP /livez and /readyz (processes/health_endpoint.py); None: not served.
     health_listen: str | None = None
+    # Where executors' reports are journaled while the database is away (server/outage_mode.py); None: they
+    # are not, and fail until it is back.
+    journal_dir: Path | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
     # The name under which this server holds its executors' sessions in the store; empty: a new one

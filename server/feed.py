@@ -20,6 +20,7 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.filters import Comparison, in_namespaces, run_matches
+from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.store import LOGS_CHANGED, FeedCursor, RunChange, Store
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import RunState
@@ -146,6 +147,7 @@ class RunFeed:
         self._listened: frozenset[RunState] | None = frozenset()  # None: some listener wants every change
         self._cursor: FeedCursor | None = None
         self._wake = asyncio.Event()
+        self._reading = OutageLog(log, "the live feed's reads of the store")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscription: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -264,9 +266,10 @@ class RunFeed:
             self._wake.clear()
             try:
                 await self._read()
+                self._reading.succeeded()
             except Exception as error:  # the feed outlives any one read: streams wait, nothing is skipped
                 if isinstance(error, JobmeshError):
-                    log.warning("the live feed could not read the store, retrying: %s", error)
+                    self._reading.failed(error)
                 else:
                     log.exception("the live feed failed reading the store, retrying")
                 self._wake.set()

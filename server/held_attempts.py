@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.records import RunState
 
@@ -21,9 +22,12 @@ _HOLDING = (RunState.RUNNING, RunState.CANCELLING)
 
 
 class HeldAttempts:
-    def __init__(self, executor: str, store: PipelineStore) -> None:
+    def __init__(self, executor: str, store: PipelineStore, *, trusted_while_away: bool = False) -> None:
+        """`trusted_while_away`: with the database away nothing is refused (the journal checks each report
+        again when it is applied, `AttemptReports.apply_journaled`)."""
         self._executor = executor
         self._store = store
+        self._trusted_while_away = trusted_while_away
         self._lock = threading.Lock()
         self._held: set[AttemptRef] = set()
 
@@ -34,7 +38,12 @@ class HeldAttempts:
             unknown = sorted(set(refs) - self._held)
         if not unknown:
             return frozenset()
-        current = self._store.attempts(unknown)
+        try:
+            current = self._store.attempts(unknown)
+        except StoreUnavailable:
+            if not self._trusted_while_away:
+                raise
+            return frozenset()
         held = {
             ref
             for ref in unknown

@@ -38,6 +38,7 @@ class MemoryHub:
         self.lock = threading.Lock()
         self.cancel_keys: dict[AttemptRef, float] = {}
         self.heartbeats: dict[AttemptRef, tuple[datetime, float]] = {}
+        self.fences: dict[AttemptRef, tuple[str, float]] = {}
         self.subscribers: set[_Mailbox] = set()
         self._next_sweep = clock()
 
@@ -48,6 +49,7 @@ class MemoryHub:
         self._next_sweep = now + SWEEP_EVERY_S
         self.cancel_keys = {key: until for key, until in self.cancel_keys.items() if until > now}
         self.heartbeats = {key: entry for key, entry in self.heartbeats.items() if entry[1] > now}
+        self.fences = {key: entry for key, entry in self.fences.items() if entry[1] > now}
 
 
 _named_hubs: dict[str, MemoryHub] = {}
@@ -110,6 +112,27 @@ class MemorySignalBus:
         with self._hub.lock:
             now = self._hub.clock()
             found = {key: self._hub.heartbeats.get(key) for key in attempts}
+        return {key: entry[0] for key, entry in found.items() if entry is not None and entry[1] > now}
+
+    def fence_attempts(self, attempts: Sequence[AttemptRef], owner: str, ttl: timedelta) -> set[AttemptRef]:
+        lifetime = wire.ttl_ms(ttl) / 1000
+        held = set()
+        with self._hub.lock:
+            now = self._hub.clock()
+            self._hub.sweep(now)
+            for key in attempts:
+                holder, until = self._hub.fences.get(key, (owner, -math.inf))
+                if until <= now:
+                    self._hub.fences[key] = (owner, now + lifetime)
+                    held.add(key)
+                elif holder == owner:
+                    held.add(key)
+        return held
+
+    def fence_owners(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, str]:
+        with self._hub.lock:
+            now = self._hub.clock()
+            found = {key: self._hub.fences.get(key) for key in attempts}
         return {key: entry[0] for key, entry in found.items() if entry is not None and entry[1] > now}
 
     def check_reachable(self) -> None:

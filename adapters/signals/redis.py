@@ -110,6 +110,30 @@ class RedisSignalBus:
                 log.warning("ignoring a malformed heartbeat for %s", key, exc_info=True)
         return found
 
+    def fence_attempts(self, attempts: Sequence[AttemptRef], owner: str, ttl: timedelta) -> set[AttemptRef]:
+        keys = wire.unique(attempts)
+        if not keys:
+            return set()
+        ttl_ms = wire.ttl_ms(ttl)
+        with _translated("fence"), self._client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.set(wire.fence_key(self._prefix, key), owner.encode(), nx=True, px=ttl_ms)
+            taken = pipe.execute()
+        held = {key for key, done in zip(keys, taken, strict=True) if done}
+        if others := [key for key in keys if key not in held]:  # taken before: by this owner, or another
+            owners = self.fence_owners(others)
+            held |= {key for key in others if owners.get(key) == owner}
+        return held
+
+    def fence_owners(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, str]:
+        keys = wire.unique(attempts)
+        values = self._get_many([wire.fence_key(self._prefix, key) for key in keys])
+        return {
+            key: value.decode() if isinstance(value, bytes) else value
+            for key, value in zip(keys, values, strict=True)
+            if value is not None
+        }
+
     def check_reachable(self) -> None:
         with _translated("ping"):
             self._client.ping()

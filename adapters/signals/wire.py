@@ -5,6 +5,8 @@ Keys and channel, under a deployment prefix:
                                     `{"v":1,"executor":…,"attempts":[[run,attempt],…],"reason":…}`
   `{prefix}:cancel:{run}:{attempt}` cancel key, value `1`, with a TTL
   `{prefix}:hb:{run}:{attempt}`     fallback heartbeat, with a TTL: `{"at":"<ISO 8601, UTC>","executor":…}`
+  `{prefix}:fence:{run}:{attempt}`  the executor whose claim of the attempt was granted while the database
+                                    was away (SET NX), with a TTL
 JSON keeps the payloads readable with `redis-cli` and decodable from any SDK language; `v` lets a later format
 be told apart (a subscriber drops, and logs, what it cannot read).
 """
@@ -37,6 +39,10 @@ def cancel_key(prefix: str, attempt: AttemptRef) -> str:
 
 def heartbeat_key(prefix: str, attempt: AttemptRef) -> str:
     return f"{prefix}:hb:{attempt.run_name}:{attempt.attempt}"
+
+
+def fence_key(prefix: str, attempt: AttemptRef) -> str:
+    return f"{prefix}:fence:{attempt.run_name}:{attempt.attempt}"
 
 
 def encode_notice(notice: CancelNotice) -> bytes:

@@ -57,6 +57,16 @@ class SignalBus(Protocol):
         """The latest fallback heartbeat of each attempt that has one."""
         ...
 
+    def fence_attempts(self, attempts: Sequence[AttemptRef], owner: str, ttl: timedelta) -> set[AttemptRef]:
+        """Takes the start of each attempt for `owner` (an executor) unless another owner holds it, for
+        `ttl`: a claim granted while the database is away is fenced here (docs/design.md, "Claims while the
+        database is away"). Returns the attempts `owner` holds now. Raises SignalsUnavailable."""
+        ...
+
+    def fence_owners(self, attempts: Sequence[AttemptRef]) -> dict[AttemptRef, str]:
+        """Who holds the fence of each of these attempts that has one. Raises SignalsUnavailable."""
+        ...
+
     def check_reachable(self) -> None:
         """Returns when the bus answers (a readiness probe); raises SignalsUnavailable when it does not."""
         ...

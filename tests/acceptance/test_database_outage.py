@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from jobmesh.v1 import run_pb2
+from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
 from jobmesh.v1.job_service_pb2_grpc import JobServiceStub
+from jobmesh.v1.search_service_pb2_grpc import SearchServiceStub
 from tests.acceptance.mesh import (
     STAMP,
     TERMINAL,
@@ -40,6 +41,7 @@ from tests.acceptance.mesh import (
     create,
     get_run,
     read_times,
+    runs_of,
     wait_for_run,
     warm_up,
 )
@@ -261,3 +263,52 @@ def test_an_attempt_that_finishes_while_the_database_is_down_succeeds_once(
     assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run
     assert run.attempt == 1, run
     assert len(read_times(starts)) == 1
+
+
+@pytest.mark.timing
+def test_runs_held_in_the_window_start_on_time_while_the_database_is_down_and_are_recorded_after(
+    mesh: Mesh, services: dict[str, str], tmp_path: Path
+) -> None:
+    """A cron job's occurrences, made into runs and held by the watcher before the outage, come due during
+    it: each claim is fenced on Redis and journaled by the server, each result journaled too, and both are
+    applied when PostgreSQL returns. Every occurrence due meanwhile started on time, once, and reads
+    SUCCEEDED with the start it really had."""
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    starts = tmp_path / "starts"
+    every_second = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *"))
+    cron = create(jobs, command_job(mesh.queue, STAMP.format(file=starts), schedule=every_second)).job
+    eventually(lambda: len(read_times(starts)) >= 2, 30, "the cron job under way")
+    with postgres_stopped(services):
+        stopped = datetime.now(UTC)
+        time.sleep(OUTAGE)
+        ended = datetime.now(UTC)
+    jobs.PauseJob(job_service_pb2.PauseJobRequest(name=cron.name))
+    runs = eventually(lambda: _all_ended(search, cron.name, before=ended), 60, "the occurrences recorded")
+    during = [
+        run for run in runs if stopped + timedelta(seconds=1) <= _due(run) < ended - timedelta(seconds=1)
+    ]
+    assert len(during) >= OUTAGE - 3, [_due(run) for run in runs]
+    for run in during:
+        assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run
+        assert run.attempt == 1, run
+        lateness = run.start_time.ToDatetime(tzinfo=UTC) - _due(run)
+        assert timedelta(0) <= lateness <= timedelta(seconds=2), (run.name, lateness)
+    stamped = read_times(starts)
+    for run in during:  # the start recorded is the start it had
+        assert any(
+            abs(moment - run.start_time.ToDatetime(tzinfo=UTC)) < timedelta(seconds=1) for moment in stamped
+        )
+
+
+def _due(run: run_pb2.Run) -> datetime:
+    return run.schedule_time.ToDatetime(tzinfo=UTC)
+
+
+def _all_ended(search: SearchServiceStub, job: str, *, before: datetime) -> list[run_pb2.Run] | None:
+    """The job's runs due before `before`, once every one of them has ended."""
+    runs = [run for run in runs_of(search, job) if _due(run) < before]
+    return runs if runs and all(run.state in TERMINAL for run in runs) else None

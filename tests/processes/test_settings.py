@@ -99,6 +99,7 @@ BAD_VALUES = {
     "JOBMESH_EXECUTOR_LISTEN": "everywhere",
     "JOBMESH_HEALTH_LISTEN": "port-8081",
     "JOBMESH_LOG_LEVEL": "loud",
+    "JOBMESH_JOURNAL_DIR": " ",
     "JOBMESH_LOG_FORMAT": "xml",
     "JOBMESH_EXECUTOR_CERTIFICATES": "executor-1",  # no queue granted
     "JOBMESH_ALLOW_INSECURE_PUBLIC": "perhaps",
@@ -289,7 +290,15 @@ def test_documented_defaults_are_the_components_defaults() -> None:
     for setting in settings.SETTINGS:
         match = re.fullmatch(r"`([^`]*)`(?: \(.*\))?", setting.default)
         documented = match.group(1) if match else setting.default
-        per_machine = ("database_url", "watcher_id", "executor_id", "handlers", "workers", "job_user")
+        per_machine = (
+            "database_url",
+            "watcher_id",
+            "executor_id",
+            "handlers",
+            "workers",
+            "job_user",
+            "journal_dir",
+        )
         if setting.name in (*per_machine, *_UNSET) or (
             setting.name.startswith("tls_") or setting.name in ("executor_listen", "allow_insecure_public")
         ):
