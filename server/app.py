@@ -261,6 +261,7 @@ def build_services(
         server_id=server_id,
         interval=config.session_renewal_interval,
         stale_after=quiet_limit_of(config.heartbeat_interval),
+        answers_while_away=outage is not None,
     )
     renewals.start()
     stream_lag = StreamLag()

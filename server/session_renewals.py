@@ -52,7 +52,13 @@ class SessionRenewals:
         server_id: str,
         interval: timedelta,
         stale_after: timedelta,
+        answers_while_away: bool = False,
     ) -> None:
+        """`answers_while_away`: with the database away, heartbeat answers go out without a renewal (the
+        server journals its executors' reports then, `server/outage_mode.py`, and the sweeper judges no
+        attempt until the database has been back for a heartbeat timeout); else they wait for one, and an
+        attempt kept alive by nothing is stopped by its own executor."""
+        self._answers_while_away = answers_while_away
         self._store = store
         self._stale_after = stale_after
         self._sessions = sessions
@@ -103,6 +109,12 @@ class SessionRenewals:
                 )
         except JobmeshError as error:
             self._renewing.failed(error)
+            if self._answers_while_away:
+                held_now = self._sessions.held_streams()
+                for item in waiting:
+                    if item.executor_id in held_now:
+                        item.queue.put(item.answer)
+                return False
             with self._lock:
                 self._waiting[:0] = waiting
             return False

@@ -272,7 +272,8 @@ def test_runs_held_in_the_window_start_on_time_while_the_database_is_down_and_ar
     """A cron job's occurrences, made into runs and held by the watcher before the outage, come due during
     it: each claim is fenced on Redis and journaled by the server, each result journaled too, and both are
     applied when PostgreSQL returns. Every occurrence due meanwhile started on time, once, and reads
-    SUCCEEDED with the start it really had."""
+    SUCCEEDED with the start it really had. A command that runs through the whole outage, longer than its
+    heartbeat timeout, is kept alive and succeeds."""
     server = mesh.server()
     mesh.watcher()
     mesh.executor(server)
@@ -282,6 +283,11 @@ def test_runs_held_in_the_window_start_on_time_while_the_database_is_down_and_ar
     every_second = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *"))
     cron = create(jobs, command_job(mesh.queue, STAMP.format(file=starts), schedule=every_second)).job
     eventually(lambda: len(read_times(starts)) >= 2, 30, "the cron job under way")
+    long_starts = tmp_path / "long"
+    long = command_job(mesh.queue, f"{STAMP.format(file=long_starts)}; sleep {OUTAGE + 2}")
+    long.heartbeat_timeout.FromSeconds(HEARTBEAT_TIMEOUT)
+    long_run = create(jobs, long).run.name
+    eventually(lambda: read_times(long_starts), 30, "the long command started")
     with postgres_stopped(services):
         stopped = datetime.now(UTC)
         time.sleep(OUTAGE)
@@ -297,6 +303,8 @@ def test_runs_held_in_the_window_start_on_time_while_the_database_is_down_and_ar
         assert run.attempt == 1, run
         lateness = run.start_time.ToDatetime(tzinfo=UTC) - _due(run)
         assert timedelta(0) <= lateness <= timedelta(seconds=2), (run.name, lateness)
+    kept = wait_for_run(search, long_run, lambda run: run.state in TERMINAL, 60, "the long command's end")
+    assert (kept.state, kept.attempt) == (run_pb2.RUN_STATE_SUCCEEDED, 1), kept
     stamped = read_times(starts)
     for run in during:  # the start recorded is the start it had
         assert any(
