@@ -120,6 +120,24 @@ def test_a_damaged_record_is_ignored_with_those_after_it(
     assert list(journal.entries()) == entries[:2]
 
 
+def test_a_journal_reopened_after_a_torn_write_counts_and_keeps_what_comes_next(path: Path) -> None:
+    """A crash mid-append leaves a record cut short at the end: the next process's records must still be
+    read, not hidden behind it."""
+    with opened_journal(path) as journal:
+        before = fill(journal, 3)
+    data = path.read_bytes()
+    path.write_bytes(data[: record_offsets(path)[2] + 10])  # the third record torn
+
+    with opened_journal(path) as journal:
+        assert len(journal) == 2
+        after = fill(journal, 2, first=10)
+        assert list(journal.entries()) == before[:2] + after
+        assert len(journal) == 4
+        journal.drop_first(2)
+        assert list(journal.entries()) == after
+        assert len(journal) == 2
+
+
 def test_drop_first_keeps_the_later_records(journal: OutageJournal) -> None:
     entries = fill(journal, 5)
 
