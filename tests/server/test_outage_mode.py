@@ -472,3 +472,24 @@ def test_the_background_thread_applies_the_journal_once_the_store_is_back(
     finally:
         server.outage.close()
     assert not server.journal.path.exists()
+
+
+def test_a_result_journaled_by_another_server_before_the_claims_journal_is_applied(
+    server: Server, store: DownStore, signals: DownSignals, folder: Path
+) -> None:
+    """The executor's stream moved to another server during the outage: its claim is in this server's
+    journal, its logs and result in the other's, and the other's is applied first."""
+    a = new_run(store, "a")
+    store.down = True
+    server.claim(E1, a)
+    with opened_journal(journal_path(folder, "server-2")) as journal:
+        other = Server(store, signals, journal, server.clock)
+        other.reports.logs(E1, [log_chunk(a, "done")])
+        other.reports.results(E1, [succeeded(a)])
+        store.down = False
+
+        other.apply()
+    server.apply()
+
+    run = store.get_run(a.job_id, a.run_id)
+    assert (run.state, log_texts(store, a)) == (RunState.SUCCEEDED, ["done"])
