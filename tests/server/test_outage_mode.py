@@ -482,6 +482,7 @@ def test_a_result_journaled_by_another_server_before_the_claims_journal_is_appli
     a = new_run(store, "a")
     store.down = True
     server.claim(E1, a)
+    server.clock.now += timedelta(seconds=2)
     with opened_journal(journal_path(folder, "server-2")) as journal:
         other = Server(store, signals, journal, server.clock)
         other.reports.logs(E1, [log_chunk(a, "done")])
@@ -493,3 +494,29 @@ def test_a_result_journaled_by_another_server_before_the_claims_journal_is_appli
 
     run = store.get_run(a.job_id, a.run_id)
     assert (run.state, log_texts(store, a)) == (RunState.SUCCEEDED, ["done"])
+    assert (run.attempt, run.executor) == (1, E1)
+    assert run.start_time == NOW + timedelta(seconds=2)  # as of its first report the other server took
+
+
+def test_a_journaled_report_claims_nothing_for_an_executor_without_the_fence(
+    server: Server, store: DownStore, signals: DownSignals, folder: Path
+) -> None:
+    a = new_run(store, "a")
+    store.down = True
+    server.claim(E1, a)
+    with opened_journal(journal_path(folder, "server-2")) as journal:
+        other = Server(store, signals, journal, server.clock)
+        other.reports.logs(E2, [log_chunk(a, "not mine")])
+        other.reports.results(E2, [succeeded(a)])
+        store.down = False
+
+        assert other.apply() == 2
+
+    run = store.get_run(a.job_id, a.run_id)
+    assert run.state in {RunState.SCHEDULED, RunState.QUEUED}
+    assert log_texts(store, a) == []
+    server.apply()
+    assert (store.get_run(a.job_id, a.run_id).state, store.get_run(a.job_id, a.run_id).executor) == (
+        RunState.RUNNING,
+        E1,
+    )
