@@ -50,6 +50,7 @@ _FINAL_STATES = {
     run_pb2.RUN_STATE_TIMED_OUT: RunState.TIMED_OUT,
     run_pb2.RUN_STATE_CANCELLED: RunState.CANCELLED,
 }
+_UNCLAIMED = (RunState.SCHEDULED, RunState.QUEUED)
 _STREAMS = {
     run_pb2.LOG_STREAM_STDOUT: "STDOUT",
     run_pb2.LOG_STREAM_STDERR: "STDERR",
@@ -159,15 +160,30 @@ class AttemptReports:
         if kind == "claims":
             self._apply_fenced_claims(executor, _refs(request.claims.attempts), at)
         elif kind == "results":
+            self._claim_fenced_elsewhere(executor, _refs(r.attempt for r in request.results.results), at)
             self.results(executor, request.results.results, at)
         elif kind == "logs":
             chunks = request.logs.chunks
+            self._claim_fenced_elsewhere(executor, _refs(c.attempt for c in chunks), at)
             refused = HeldAttempts(executor, self._store).refused(_refs(c.attempt for c in chunks), kind)
             self.logs(executor, [chunk for chunk in chunks if _parsed(chunk.attempt) not in refused], at)
         elif kind == "progress":
             updates = request.progress.updates
+            self._claim_fenced_elsewhere(executor, _refs(u.attempt for u in updates), at)
             refused = HeldAttempts(executor, self._store).refused(_refs(u.attempt for u in updates), kind)
             self.progress(executor, [u for u in updates if _parsed(u.attempt) not in refused], at)
+
+    def _claim_fenced_elsewhere(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
+        """The attempts of a journaled report whose fence `executor` holds, claimed as of the report's time
+        if they are not yet: their claim is in another server's journal, not applied yet (the executor's
+        stream moved during the outage), and the report would otherwise be refused and lost."""
+        if self._outage is None or not refs:
+            return
+        mine = self._outage.fenced_by(refs, executor)
+        current = self._store.attempts(sorted(mine)) if mine else {}
+        waiting = [ref for ref in sorted(mine) if ref in current and current[ref].run.state in _UNCLAIMED]
+        if waiting:
+            self._store.claim(waiting, executor, at)
 
     def _apply_fenced_claims(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
         refused = [

@@ -9,7 +9,8 @@ from starting twice, and the sweeper retries attempts whose results never arrive
 
 Each record is a length, a CRC-32 of the rest, the report's time (nanoseconds since the epoch), the
 executor's name and the executor's `ConnectRequest` as it came. A record cut short by a crash fails its length
-or checksum, and it and what follows are ignored.
+or checksum, and it and what follows are ignored, and removed when the journal is next opened (records
+appended after it would never be read).
 """
 
 from __future__ import annotations
@@ -61,7 +62,15 @@ class OutageJournal:
             handle.close()
             raise
         self._file = handle
-        self._count = sum(1 for _ in self.entries())
+        data = self.path.read_bytes()
+        whole = _whole_records(data)
+        self._count = len(whole)
+        end = whole[-1][1] if whole else 0
+        if end < len(data):  # a record cut short by a crash: what is appended now must not follow it
+            log.warning("journal %s: a record cut short at byte %d (a crash): removed", self.path, end)
+            handle.truncate(end)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def close(self) -> None:
         with self._lock:
@@ -88,15 +97,12 @@ class OutageJournal:
     def entries(self) -> Iterator[JournalEntry]:
         """The records in the order written, up to the first one cut short."""
         data = self.path.read_bytes() if self.path.exists() else b""
-        offset = 0
-        while offset + _HEADER.size <= len(data):
-            length, checksum = _HEADER.unpack_from(data, offset)
-            body = data[offset + _HEADER.size : offset + _HEADER.size + length]
-            if len(body) < length or zlib.crc32(body) != checksum:
-                log.warning("journal %s: a record cut short at byte %d (a crash): ignored", self.path, offset)
-                return
-            yield _entry(body)
-            offset += _HEADER.size + length
+        whole = _whole_records(data)
+        end = whole[-1][1] if whole else 0
+        if end < len(data):
+            log.warning("journal %s: a record cut short at byte %d (a crash): ignored", self.path, end)
+        for start, stop in whole:
+            yield _entry(data[start:stop])
 
     def drop_first(self, count: int) -> None:
         """The first `count` records have been applied: the file keeps those after them (appended since,
@@ -120,6 +126,19 @@ class OutageJournal:
         if self._file is None:
             raise RuntimeError("the journal is not open")
         return self._file
+
+
+def _whole_records(data: bytes) -> list[tuple[int, int]]:
+    """Where the body of each record starts and ends, up to the first record cut short."""
+    found, offset = [], 0
+    while offset + _HEADER.size <= len(data):
+        length, checksum = _HEADER.unpack_from(data, offset)
+        start, stop = offset + _HEADER.size, offset + _HEADER.size + length
+        if stop > len(data) or zlib.crc32(data[start:stop]) != checksum:
+            break
+        found.append((start, stop))
+        offset = stop
+    return found
 
 
 def _entry(body: bytes) -> JournalEntry:

@@ -75,6 +75,15 @@ class OutageMode:
         self._fence_checks.succeeded()
         return {ref for ref, owner in owners.items() if owner != executor}
 
+    def fenced_by(self, refs: Sequence[AttemptRef], executor: str) -> set[AttemptRef]:
+        """Those of `refs` whose fence `executor` holds (none when the signal bus cannot tell)."""
+        try:
+            owners = self._signals.fence_owners(refs) if refs else {}
+        except SignalsUnavailable as error:
+            self._fence_checks.failed(error)
+            return set()
+        return {ref for ref, owner in owners.items() if owner == executor}
+
     def start(self, apply: Callable[[JournalEntry], None]) -> None:
         """Applies the journal whenever it holds anything and the database takes it."""
         self._thread = threading.Thread(target=self._run, args=(apply,), name="jobmesh-journal", daemon=True)

@@ -189,3 +189,57 @@ def test_a_ttl_must_be_positive(bus: SignalBus, ttl: timedelta) -> None:
 def test_a_heartbeat_time_must_say_its_zone(bus: SignalBus) -> None:
     with pytest.raises(ValueError, match="timezone"):
         bus.put_heartbeats("executors/e1", [AttemptRef("a", "1", 1)], datetime(2030, 1, 1), LONG)
+
+
+def test_the_first_owner_of_a_fence_holds_it_across_buses(open_bus: OpenBus) -> None:
+    one_server, another_server = open_bus(), open_bus()
+    first, second, third = attempts(3)
+
+    assert one_server.fence_attempts([first, second], "executors/e1", LONG) == {first, second}
+    assert another_server.fence_attempts([second, third], "executors/e2", LONG) == {third}
+    assert another_server.fence_attempts([first], "executors/e2", LONG) == set()
+
+    assert one_server.fence_owners([first, second, third]) == {
+        first: "executors/e1",
+        second: "executors/e1",
+        third: "executors/e2",
+    }
+
+
+def test_the_owner_of_a_fence_is_granted_it_again(bus: SignalBus) -> None:
+    held, new = attempts(2)
+    bus.fence_attempts([held], "executors/e1", LONG)
+
+    # What it held already, with what it takes now: the answer is what it holds, repeats once.
+    assert bus.fence_attempts([held, new, held], "executors/e1", LONG) == {held, new}
+    assert bus.fence_attempts([held, new], "executors/e2", LONG) == set()
+    assert bus.fence_owners([held, new, held]) == {held: "executors/e1", new: "executors/e1"}
+
+
+def test_fence_owners_names_only_fenced_attempts(bus: SignalBus) -> None:
+    fenced, unfenced = attempts(2)
+    bus.fence_attempts([fenced], "executors/ünïcode:1", LONG)
+    bus.set_cancel_keys([unfenced], LONG)  # other keys of the attempt are no fence
+    bus.put_heartbeats("executors/e2", [unfenced], datetime.now(UTC), LONG)
+
+    assert bus.fence_owners([fenced, unfenced]) == {fenced: "executors/ünïcode:1"}
+    assert bus.fence_owners([]) == {}
+    assert bus.fence_attempts([], "executors/e1", LONG) == set()
+
+
+def test_a_fence_expires_after_its_ttl_and_another_owner_may_take_it(open_bus: OpenBus) -> None:
+    one_server, another_server = open_bus(), open_bus()
+    brief, lasting = attempts(2)
+    one_server.fence_attempts([brief], "executors/e1", SHORT)
+    one_server.fence_attempts([lasting], "executors/e1", LONG)
+
+    assert eventually(lambda: another_server.fence_owners([brief, lasting]) == {lasting: "executors/e1"}, 3.0)
+    assert another_server.fence_attempts([brief, lasting], "executors/e2", LONG) == {brief}
+    assert one_server.fence_owners([brief, lasting]) == {brief: "executors/e2", lasting: "executors/e1"}
+
+
+def test_a_fence_ttl_must_be_positive(bus: SignalBus) -> None:
+    key = AttemptRef("a", "1", 1)
+    with pytest.raises(ValueError, match="ttl"):
+        bus.fence_attempts([key], "executors/e1", timedelta(0))
+    assert bus.fence_owners([key]) == {}

@@ -92,6 +92,8 @@ def test_a_dead_redis_fails_every_call_fast() -> None:
             lambda: bus.cancelled([key]),
             lambda: bus.put_heartbeats("executors/e1", [key], time_now(), LONG),
             lambda: bus.heartbeats([key]),
+            lambda: bus.fence_attempts([key], "executors/e1", LONG),
+            lambda: bus.fence_owners([key]),
             bus.check_reachable,
         ):
             with pytest.raises(SignalsUnavailable):
@@ -108,6 +110,18 @@ def test_the_probe_of_a_dead_redis_raises_signals_unavailable() -> None:
     try:
         with pytest.raises(SignalsUnavailable, match="ping"):
             bus.check_reachable()
+    finally:
+        bus.close()
+
+
+def test_fences_on_a_dead_redis_raise_signals_unavailable() -> None:
+    bus = RedisSignalBus(DEAD_URL)
+    key = AttemptRef("a", "1", 1)
+    try:
+        with pytest.raises(SignalsUnavailable, match="fence"):
+            bus.fence_attempts([key], "executors/e1", LONG)
+        with pytest.raises(SignalsUnavailable):
+            bus.fence_owners([key])
     finally:
         bus.close()
 
