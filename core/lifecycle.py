@@ -59,6 +59,14 @@ class Settled:
     retried: tuple[Dispatchable, ...] = ()
     dead_lettered: tuple[Dispatchable, ...] = ()
 
+    def merged(self, other: Settled) -> Settled:
+        """What two ends did together."""
+        return Settled(
+            self.applied | other.applied,
+            self.retried + other.retried,
+            self.dead_lettered + other.dead_lettered,
+        )
+
 
 class AttemptLifecycle:
     def __init__(

@@ -9,14 +9,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff
 from jobmesh.core.errors import StoreUnavailable
-from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
+from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
 from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
@@ -173,17 +173,42 @@ class AttemptReports:
             refused = HeldAttempts(executor, self._store).refused(_refs(u.attempt for u in updates), kind)
             self.progress(executor, [u for u in updates if _parsed(u.attempt) not in refused], at)
 
-    def _claim_fenced_elsewhere(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
+    def _claim_fenced_elsewhere(
+        self, executor: str, refs: Sequence[AttemptRef], at: datetime
+    ) -> list[AttemptRef]:
         """The attempts of a journaled report whose fence `executor` holds, claimed as of the report's time
         if they are not yet: their claim is in another server's journal, not applied yet (the executor's
-        stream moved during the outage), and the report would otherwise be refused and lost."""
+        stream moved during the outage), and the report would otherwise be refused and lost. Returns them."""
         if self._outage is None or not refs:
-            return
+            return []
         mine = self._outage.fenced_by(refs, executor)
         current = self._store.attempts(sorted(mine)) if mine else {}
         waiting = [ref for ref in sorted(mine) if ref in current and current[ref].run.state in _UNCLAIMED]
         if waiting:
             self._store.claim(waiting, executor, at)
+        return waiting
+
+    def _end_fenced_elsewhere(
+        self,
+        executor: str,
+        refs: Sequence[AttemptRef],
+        reported: Mapping[AttemptRef, pb.AttemptResult],
+        now: datetime,
+    ) -> Settled:
+        """Results of attempts granted on their fences while the database was away, come before the journal
+        that holds their claim is applied (another server's, or this one's next pass): claimed as of their
+        reported start, then ended, rather than refused and lost."""
+        claimed = []
+        for ref in refs:
+            result = reported[ref]
+            start = to_datetime(result.start_time) if result.HasField("start_time") else now
+            claimed += self._claim_fenced_elsewhere(executor, [ref], min(start, now))
+        return self._lifecycle.end(
+            [
+                EndReport(ref, functools.partial(_outcome, reported[ref], now, executor), executor)
+                for ref in claimed
+            ]
+        )
 
     def _apply_fenced_claims(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
         refused = [
@@ -360,6 +385,8 @@ class AttemptReports:
             # Journaled: recorded as of now once the database is back.
             self._outage.journal(executor, pb.ConnectRequest(results=pb.ResultBatch(results=results)), now)
             return [pb.ConnectResponse(acks=pb.AckBatch(recorded=wire))]
+        if at is None and (unapplied := [ref for ref in reported if ref not in settled.applied]):
+            settled = settled.merged(self._end_fenced_elsewhere(executor, unapplied, reported, now))
         self._send_retries(settled.retried)
         acks = pb.AckBatch(
             recorded=[item for item in wire if _parsed(item) in settled.applied],

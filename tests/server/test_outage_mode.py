@@ -520,3 +520,41 @@ def test_a_journaled_report_claims_nothing_for_an_executor_without_the_fence(
         RunState.RUNNING,
         E1,
     )
+
+
+def test_a_live_result_that_comes_before_its_claims_journal_is_applied_is_recorded(
+    server: Server, store: DownStore
+) -> None:
+    """The database is back, and the result of an attempt granted on its fence arrives as the executor sends
+    it, before the journal that holds the claim is applied: the attempt is claimed as of the start it
+    reports, and ended; the journal's claim then finds it done. It is not acknowledged as fenced and lost."""
+    a = new_run(store, "a")
+    store.down = True
+    server.claim(E1, a)
+    store.down = False
+    server.clock.now += timedelta(seconds=3)
+    result = succeeded(a, end=server.clock.now)
+    set_timestamp(result.start_time, NOW + timedelta(seconds=1))
+
+    [answer] = server.reports.results(E1, [result])
+
+    assert [ref.run for ref in answer.acks.recorded] == [a.run_name]
+    assert not answer.acks.fenced
+    server.apply()  # the journal's claim comes after: a duplicate
+    run = store.get_run(a.job_id, a.run_id)
+    assert (run.state, run.attempt, run.executor) == (RunState.SUCCEEDED, 1, E1)
+    assert run.start_time == NOW + timedelta(seconds=1)
+
+
+def test_a_live_result_of_an_attempt_fenced_by_another_executor_is_still_fenced(
+    server: Server, store: DownStore
+) -> None:
+    a = new_run(store, "a")
+    store.down = True
+    server.claim(E1, a)
+    store.down = False
+
+    [answer] = server.reports.results(E2, [succeeded(a)])
+
+    assert [ref.run for ref in answer.acks.fenced] == [a.run_name]
+    assert store.get_run(a.job_id, a.run_id).state in {RunState.SCHEDULED, RunState.QUEUED}
