@@ -1,6 +1,8 @@
-"""The watcher: one leader (by a database lease) scans the window, holds due runs in memory, releases each to
-the queue at its instant, makes cron occurrences into runs, and sweeps lost attempts. Standbys wait for the
-lease and reload everything from the database when they take over: nothing lives only in memory."""
+"""The watcher: any number share the job space by leased shards (watcher/shards.py). Each scans the window of
+the shards it holds (watcher/window.py), holds their due runs in memory, releases each to the queue at its
+instant, and makes their cron occurrences into runs. One of them, by the singleton lease, also sweeps lost
+attempts, re-sends unclaimed runs and maintains partitions. A watcher that takes a shard loads it from the
+database at once: nothing lives only in memory."""
 
 from __future__ import annotations
 
@@ -24,13 +26,15 @@ from jobmesh.core.timestamps import utcnow
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.materializer import Materializer
 from jobmesh.watcher.releaser import Releaser
+from jobmesh.watcher.shards import NO_MOVES, ShardLeases, ShardMoves
 from jobmesh.watcher.sweeper import Sweeper
 from jobmesh.watcher.timer import Timer
+from jobmesh.watcher.window import WindowScans
 
 log = logging.getLogger(__name__)
 LEASE = "watcher"
-SCAN_LIMIT = 50_000
-# The readiness of a watcher: it reaches its lease (to lead or stand by), and, leading, its scans are fresh.
+# The readiness of a watcher: it reaches its lease (to lead or stand by), and, holding shards, its scans are
+# fresh.
 LEASE_HELD = "lease"
 SCANS = "scans"
 SCAN_MARGIN = 5.0  # seconds a scan may take beyond its interval before it counts as stale
@@ -58,6 +62,7 @@ class Watcher:
         self._store = store
         self._clock = clock
         self._timer = Timer()
+        self._shards = ShardLeases(store, config.watcher_id, config.shard_lease_ttl, clock)
         dispatcher = Dispatcher(store, queue, clock)
         self._releaser = Releaser(
             store,
@@ -67,6 +72,14 @@ class Watcher:
             clock,
             lead=config.lead,
             batch=config.release_batch,
+            held=lambda: self._shards.held,
+        )
+        self._window = WindowScans(
+            store,
+            self._releaser,
+            clock,
+            window=config.window,
+            reconcile_interval=config.reconcile_interval,
         )
         self._sweeper = Sweeper(
             store=store,
@@ -83,11 +96,17 @@ class Watcher:
 
     @property
     def leading(self) -> bool:
+        """Whether this watcher holds the singleton lease (sweeper, requeue, partitions)."""
         return self._leading.is_set()
+
+    @property
+    def shards(self) -> frozenset[int]:
+        return self._shards.held
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks = [
             asyncio.create_task(self._keep_lease(stop), name="lease"),
+            asyncio.create_task(self._keep_shards(stop), name="shards"),
             asyncio.create_task(self._scan(stop), name="scan"),
             asyncio.create_task(self._materialize(stop), name="cron"),
             asyncio.create_task(self._release(stop), name="release"),
@@ -107,6 +126,7 @@ class Watcher:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self._guarded("shard release", self._shards.release_all)
             if self.leading:
                 await self._guarded(
                     "lease release", lambda: self._store.release_lease(LEASE, self.config.watcher_id)
@@ -124,32 +144,52 @@ class Watcher:
                 self.readiness.report(LEASE_HELD, False, f"cannot reach the lease: {error}")
                 held = self.leading
             if held and not self.leading:
-                log.info("%s leads: reloading the window from the database", self.config.watcher_id)
-                self._last_scan = time.monotonic()  # its first scan starts now
+                log.info("%s leads: sweeping, requeueing, maintaining partitions", self.config.watcher_id)
                 self._sweeper.forget_reachability()
-                self._timer.clear()
                 self._leading.set()
-                self._wake.set()
                 if not self._queue_durable:
                     # What an earlier process queued in memory died with it: send it again now.
                     await self._guarded("requeue", lambda: self._sweeper.requeue_queued_before(self._started))
             elif not held and self.leading:
-                log.warning("%s lost the lease: standing by", self.config.watcher_id)
+                log.warning("%s lost the lease: its shards go on", self.config.watcher_id)
                 self._leading.clear()
-                self._timer.clear()
             await _sleep(stop, self.config.lease_renew.total_seconds())
+
+    async def _keep_shards(self, stop: asyncio.Event) -> None:
+        renew = self.config.shard_lease_renew.total_seconds()
+        while not stop.is_set():
+            try:
+                moves = await asyncio.to_thread(self._shards.renew)
+            except StoreUnavailable as error:
+                # Degraded, not down: the shards held go on being released while the database is away.
+                log.warning("cannot renew the shard leases, keeping %d: %s", len(self.shards), error)
+                moves = NO_MOVES
+            self._apply(moves)
+            delay = renew
+            if moves.wake_at is not None:  # another's lease may expire first: take its shard then
+                delay = min(delay, max((moves.wake_at - self._clock()).total_seconds(), 0.0) + 0.005)
+            await _sleep(stop, delay)
+
+    def _apply(self, moves: ShardMoves) -> None:
+        if moves.lost:
+            dropped = self._releaser.drop(moves.lost)
+            log.info("shards %s went to another watcher (%d held runs dropped)", sorted(moves.lost), dropped)
+        if moves.taken:
+            log.info("took shards %s: loading their window", sorted(moves.taken))
+            if not (self.shards - moves.taken):
+                self._last_scan = time.monotonic()  # its first scan starts now
+            self._window.take(moves.taken)
+            self._wake.set()
 
     async def _scan(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            if self.leading:
-                await self._guarded("scan", self._scan_once)
             self._wake.clear()
+            await self._guarded("scan", self._scan_once)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.config.scan_interval.total_seconds())
 
     def _scan_once(self) -> None:
-        until = self._clock() + self.config.window
-        added = self._releaser.hold(self._store.due_runs(until, limit=SCAN_LIMIT))
+        added = self._window.scan(self.shards)
         self._last_scan = time.monotonic()
         if added:
             log.debug("holding %d more runs (%d in all)", added, len(self._timer))
@@ -157,18 +197,17 @@ class Watcher:
     async def _materialize(self, stop: asyncio.Event) -> None:
         """Often, and cheaply (an index on due jobs): a new cron job's next occurrences are held in time."""
         while not stop.is_set():
-            if self.leading:
-                await self._guarded(
-                    "cron",
-                    lambda: self._releaser.hold(
-                        self._materializer.materialize(self._clock() + self.config.window)
-                    ),
-                )
+            if self.shards:
+                await self._guarded("cron", self._materialize_once)
             await _sleep(stop, self.config.cron_interval.total_seconds())
+
+    def _materialize_once(self) -> int:
+        until = self._clock() + self.config.window
+        return self._releaser.hold(self._materializer.materialize(until, self.shards))
 
     async def _release(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            if self.leading:
+            if self.shards:
                 released = await self._guarded(
                     "release", self._releaser.release_due, idle_proves_nothing=True
                 )
@@ -199,13 +238,13 @@ class Watcher:
             await _sleep(stop, self.config.maintenance_interval.total_seconds())
 
     async def _report_scans(self, stop: asyncio.Event) -> None:
-        """A leader whose last scan is older than two intervals (and a margin) is not ready: runs created
-        since then are not held. A standby has nothing to scan."""
+        """A watcher holding shards whose last scan is older than two intervals (and a margin) is not ready:
+        runs created since then are not held. One without shards has nothing to scan."""
         stale_after = 2 * self.config.scan_interval.total_seconds() + SCAN_MARGIN
         while not stop.is_set():
             age = time.monotonic() - self._last_scan
-            if not self.leading:
-                self.readiness.report(SCANS, True, "standing by")
+            if not self.shards:
+                self.readiness.report(SCANS, True, "holding no shard")
             elif age > stale_after:
                 self.readiness.report(SCANS, False, f"last scan {age:.0f} s ago")
             else:
