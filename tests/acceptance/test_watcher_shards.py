@@ -26,7 +26,7 @@ from tests.support import eventually
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
 
 JOBS = 16
-PROMISE = timedelta(seconds=2)  # a run starts within 2 s of its time (DESIGN.md, invariant 3)
+PROMISE = timedelta(seconds=2)  # a run starts within 2 s of its time (invariant 3, docs/design.md)
 
 
 @pytest.mark.timing
