@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -21,6 +22,7 @@ from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
+from jobmesh.core.ports.store import RUNS_CHANGED
 from jobmesh.core.readiness import Readiness
 from jobmesh.core.timestamps import utcnow
 from jobmesh.watcher.config import WatcherConfig
@@ -38,6 +40,8 @@ LEASE = "watcher"
 LEASE_HELD = "lease"
 SCANS = "scans"
 SCAN_MARGIN = 5.0  # seconds a scan may take beyond its interval before it counts as stale
+SCAN_FLOOR = 1.0  # seconds between scans that change notices ask for
+SCAN_POLL = 0.05
 
 
 class Watcher:
@@ -92,7 +96,8 @@ class Watcher:
         self._queue_durable = queue.durable
         self._started = clock()
         self._leading = asyncio.Event()
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # shards taken: scan at once
+        self._changed = threading.Event()  # runs changed (a store notice): scan soon
 
     @property
     def leading(self) -> bool:
@@ -115,6 +120,7 @@ class Watcher:
             asyncio.create_task(self._report_scans(stop), name="scan health"),
         ]
         stopped = asyncio.create_task(stop.wait())
+        notices = self._store.watch_changes(self._notice)
         try:
             done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
             for task in done - {stopped}:
@@ -123,6 +129,7 @@ class Watcher:
                     raise RuntimeError(f"the watcher's {task.get_name()} loop ended unexpectedly")
         finally:
             stopped.cancel()
+            notices.close()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -181,12 +188,29 @@ class Watcher:
             self._window.take(moves.taken)
             self._wake.set()
 
+    def _notice(self, what: str) -> None:
+        if what == RUNS_CHANGED:
+            self._changed.set()
+
     async def _scan(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             self._wake.clear()
+            self._changed.clear()
             await self._guarded("scan", self._scan_once)
+            await self._until_next_scan(stop)
+
+    async def _until_next_scan(self, stop: asyncio.Event) -> None:
+        """At once for shards taken; after a change notice (a run created, retried, rescheduled: by this
+        process, or by any on PostgreSQL), at most every SCAN_FLOOR, so that a run due soon is held in time
+        however often runs change; else after the scan interval."""
+        started = time.monotonic()
+        interval = self.config.scan_interval.total_seconds()
+        while not (stop.is_set() or self._wake.is_set()):
+            waited = time.monotonic() - started
+            if waited >= interval or (self._changed.is_set() and waited >= SCAN_FLOOR):
+                return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.config.scan_interval.total_seconds())
+                await asyncio.wait_for(self._wake.wait(), SCAN_POLL)
 
     def _scan_once(self) -> None:
         added = self._window.scan(self.shards)
