@@ -16,6 +16,7 @@ within the TTL (and a round's statement), not a renewal interval later.
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ NO_MOVES = ShardMoves(frozenset(), frozenset())
 
 
 class ShardLeases:
-    """Not thread-safe: one round at a time (the watcher's shard loop); `held` may be read anywhere."""
+    """Thread-safe; `held` may be read anywhere. Once `release_all` ran, rounds take nothing any more (a round
+    under way in a worker thread when the watcher stops must not take back what the stop let go)."""
 
     def __init__(
         self, store: SchedulerStore, holder: str, ttl: timedelta, clock: Callable[[], datetime]
@@ -58,6 +60,8 @@ class ShardLeases:
         self._clock = clock
         self._held: frozenset[int] = frozenset()
         self._offset = shard_of(holder)  # where this watcher starts looking for free shards
+        self._lock = threading.Lock()
+        self._stopped = False
 
     @property
     def held(self) -> frozenset[int]:
@@ -65,6 +69,10 @@ class ShardLeases:
 
     def renew(self) -> ShardMoves:
         """One round: renews, takes and gives back shards; returns what changed."""
+        with self._lock:
+            return NO_MOVES if self._stopped else self._round()
+
+    def _round(self) -> ShardMoves:
         now = self._clock()
         leases = self._store.leases(LEASES)
         wanted, giving = self._wanted(leases, now)
@@ -79,7 +87,9 @@ class ShardLeases:
 
     def release_all(self) -> None:
         """A clean stop: every shard (and the membership) is free for the others at once."""
-        held, self._held = self._held, frozenset()
+        with self._lock:
+            self._stopped = True
+            held, self._held = self._held, frozenset()
         for name in [*(shard_lease(shard) for shard in sorted(held)), self._member]:
             self._store.release_lease(name, self._holder)
 
