@@ -272,7 +272,7 @@ class Watcher:
             elif age > stale_after:
                 self.readiness.report(SCANS, False, f"last scan {age:.0f} s ago")
             else:
-                self.readiness.report(SCANS, True, "scanning")
+                self.readiness.report(SCANS, True, f"scanning {len(self.shards)} shards")
             await _sleep(stop, 1.0)
 
     async def _guarded(

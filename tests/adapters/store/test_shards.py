@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.exc import IntegrityError
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.records import ScheduleKind
@@ -116,3 +117,16 @@ def test_a_scan_after_a_cursor_pages(store: SqlStore) -> None:
 def test_lease_prefixes_do_not_match_other_names(store: SqlStore, prefix: str) -> None:
     store.try_leases([f"{prefix}01", "watcher", "watcher-shard", "other"], "w1", TTL, at(0))
     assert set(store.leases(prefix)) == {f"{prefix}01"}
+
+
+@pytest.mark.postgres
+def test_postgresql_refuses_a_shard_out_of_range(backend: Backend) -> None:
+    if backend.name != "postgres":
+        pytest.skip("SQLite keeps no check on the column it added (migration 0010)")
+    with pytest.raises(IntegrityError, match="ck_jobs_shard"):
+        backend.execute(
+            "INSERT INTO jobs (job_id, spec, display_name, labels, schedule_kind, priority, queue, state,"
+            " create_time, update_time, version, shard) VALUES ('far', '', 'far', '{}', 'RUN_AT', 'NORMAL',"
+            " 'default', 'ACTIVE', now(), now(), 1, :shard)",
+            {"shard": SHARDS},
+        )
