@@ -49,7 +49,6 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import DueChanges
 from jobmesh.core.ports.store import FeedCursor
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
-from jobmesh.core.shards import shard_of
 
 _JOB_ID_COLUMNS: Columns = (("job_id", Text()),)
 
@@ -136,15 +135,10 @@ _SCHEDULED = frozenset({RunState.SCHEDULED})
 def due_runs_changed(
     connection: Connection, cursor: FeedCursor, until: datetime, *, shards: Collection[int], limit: int
 ) -> DueChanges:
-    """From the change feed (`sql_feed`), which reads every shard's changes: the other shards' are left out
-    here."""
-    page = changes_after(connection, cursor, limit, _SCHEDULED)
-    wanted = frozenset(shards)
-    runs = [
-        change.run
-        for change in page.changes
-        if change.run.due_time <= until and shard_of(change.run.job_id) in wanted
-    ]
+    """From the change feed (`sql_feed`): its log holds every shard's changes, of which only the runs of
+    these shards are looked up."""
+    page = changes_after(connection, cursor, limit, _SCHEDULED, shards)
+    runs = [change.run for change in page.changes if change.run.due_time <= until]
     specs = _specs_of(connection, {run.job_id for run in runs})
     due = [Dispatchable(run, specs[run.job_id]) for run in runs]
     return DueChanges(due, page.cursor, page.complete, len(page.changes))

@@ -62,7 +62,7 @@ class DueChanges:
     runs: list[Dispatchable]
     cursor: FeedCursor  # where the next read starts
     complete: bool  # nothing more is readable now
-    read: int  # the changes read, of every state and shard
+    read: int  # the changed runs of these shards read, whatever their due time
 
 
 class PipelineStore(Protocol):

@@ -400,6 +400,26 @@ def test_a_feed_read_of_a_rare_state_looks_its_changes_up_by_key(loaded: SqlStor
         assert _probes_per_key(plan), json.dumps(plan, indent=1)
 
 
+def test_a_watchers_read_of_its_shards_changes_looks_them_up_by_key(loaded: SqlStore) -> None:
+    # An incremental window scan: the SCHEDULED runs of half the shards changed since the scan before.
+    cursor = loaded.feed_cursor()
+    with loaded.engine.begin() as connection:
+        connection.execute(
+            text(
+                "UPDATE job_runs SET update_time = now() WHERE run_id IN "
+                "(SELECT run_id FROM job_runs WHERE state = 'SCHEDULED' ORDER BY run_id LIMIT 300)"
+            )
+        )
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    [(statement, parameters), *_] = _captured(
+        loaded, lambda: loaded.due_runs_changed(cursor, until, shards=HALF, limit=5000)
+    )
+    with loaded.engine.connect() as connection:
+        plan = _plan(connection, statement, parameters)
+        _check(connection, plan, _KEY_INDEXES)
+        assert _probes_per_key(plan), json.dumps(plan, indent=1)
+
+
 STALE_RUNS = 30_000
 
 
