@@ -164,12 +164,14 @@ class Watcher:
 
     async def _keep_shards(self, stop: asyncio.Event) -> None:
         renew = self.config.shard_lease_renew.total_seconds()
+        outage = self._outages.setdefault("shard leases", OutageLog(log, "shard leases"))
         while not stop.is_set():
             try:
                 moves = await asyncio.to_thread(self._shards.renew)
+                outage.succeeded()
             except StoreUnavailable as error:
                 # Degraded, not down: the shards held go on being released while the database is away.
-                log.warning("cannot renew the shard leases, keeping %d: %s", len(self.shards), error)
+                outage.failed(error)
                 moves = NO_MOVES
             self._apply(moves)
             delay = renew
@@ -272,7 +274,7 @@ class Watcher:
             elif age > stale_after:
                 self.readiness.report(SCANS, False, f"last scan {age:.0f} s ago")
             else:
-                self.readiness.report(SCANS, True, f"scanning {len(self.shards)} shards")
+                self.readiness.report(SCANS, True, "scanning")
             await _sleep(stop, 1.0)
 
     async def _guarded(
