@@ -11,6 +11,10 @@ reads every shard and member lease and:
   joins one at a time, each uncovered for less than a renewal interval, never the whole job space at once.
 A watcher also wakes at the instant another's shard lease expires, so a dead watcher's shards are taken
 within the TTL (and a round's statement), not a renewal interval later.
+
+After the database was away (for longer than the TTL every lease expired, the live watchers' too), a watcher
+renews what it holds but takes no expired shard for a TTL: the others renew theirs meanwhile, so the first
+watcher back does not take every shard, only to hand most of them back one at a time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import Lease, SchedulerStore
 from jobmesh.core.shards import SHARDS, shard_of
 
@@ -62,6 +67,8 @@ class ShardLeases:
         self._offset = shard_of(holder)  # where this watcher starts looking for free shards
         self._lock = threading.Lock()
         self._stopped = False
+        self._away = False  # the last round failed: the database was away
+        self._patient_until: datetime | None = None
 
     @property
     def held(self) -> frozenset[int]:
@@ -70,11 +77,19 @@ class ShardLeases:
     def renew(self) -> ShardMoves:
         """One round: renews, takes and gives back shards; returns what changed."""
         with self._lock:
-            return NO_MOVES if self._stopped else self._round()
+            if self._stopped:
+                return NO_MOVES
+            try:
+                return self._round()
+            except StoreUnavailable:
+                self._away = True
+                raise
 
     def _round(self) -> ShardMoves:
         now = self._clock()
         leases = self._store.leases(LEASES)
+        if self._away:  # back: let the other live watchers renew theirs before taking expired shards
+            self._away, self._patient_until = False, now + self._ttl
         wanted, giving = self._wanted(leases, now)
         names = [self._member, *(shard_lease(shard) for shard in wanted)]
         got = self._store.try_leases(names, self._holder, self._ttl, now)
@@ -100,9 +115,11 @@ class ShardLeases:
         fair = math.ceil(SHARDS / len(members))
         counts = Counter(lease.holder for name, lease in leases.items() if _live(name, lease, now, SHARD))
         wanted = set(self._held)
+        patient = self._patient_until is not None and now < self._patient_until
         for shard in range(SHARDS):
             lease = leases.get(shard_lease(shard))
-            if lease is not None and lease.holder != self._holder and lease.expires_at <= now:
+            expired = lease is not None and lease.holder != self._holder and lease.expires_at <= now
+            if expired and not patient:
                 wanted.add(shard)  # its holder died
         free = [shard for shard in self._in_my_order(range(SHARDS)) if shard_lease(shard) not in leases]
         wanted.update(free[: max(fair - len(wanted), 0)])

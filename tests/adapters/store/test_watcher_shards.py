@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.memory import MemorySignalBus
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import DueChanges
 from jobmesh.core.shards import ALL_SHARDS, SHARDS, shard_of
 from jobmesh.watcher.releaser import Releaser
@@ -223,3 +226,35 @@ def test_a_reconcile_reads_the_whole_window_again(store: SqlStore) -> None:
     time.sleep(0.01)
     assert scans.scan(held) == 1
     assert counting.full_loads == 2
+
+
+class Away:
+    """The store, unreachable while `away`."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._store = store
+        self.away = False
+
+    def __getattr__(self, name: str) -> Any:
+        if self.away:
+            raise StoreUnavailable("the database is away")
+        return getattr(self._store, name)
+
+
+def test_after_the_database_was_away_each_watcher_keeps_its_own_shards(store: SqlStore) -> None:
+    clock, away = Clock(), Away(store)
+    typed: Any = away
+    watchers = [ShardLeases(typed, name, TTL, clock) for name in ("w1", "w2")]
+    _rounds(clock, watchers, SHARDS)
+    before = [watcher.held for watcher in watchers]
+    assert sorted(map(len, before)) == [SHARDS // 2, SHARDS // 2]
+    away.away = True
+    for watcher in watchers:
+        with pytest.raises(StoreUnavailable):
+            watcher.renew()
+    clock.advance(timedelta(seconds=30))  # every lease expired meanwhile
+    away.away = False
+    watchers[0].renew()  # back first: it must not take the other's expired shards
+    clock.advance(ROUND)
+    _rounds(clock, watchers, 4)
+    assert [watcher.held for watcher in watchers] == before
