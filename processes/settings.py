@@ -876,7 +876,7 @@ SETTINGS: tuple[Setting, ...] = (
         parse=identifier,
         commands=(WATCHER,),
         default="`watcher-HOST-PID`",
-        help="this watcher's name in the lease",
+        help="this watcher's name in the leases",
         metavar="ID",
     ),
     Setting(
@@ -885,7 +885,8 @@ SETTINGS: tuple[Setting, ...] = (
         parse=positive_duration,
         commands=_WATCH,
         default="`20s`",
-        help="how often the watcher scans the database for runs due within its window",
+        help="how often the watcher scans the database for runs of its shards due within its window (after"
+        " the first, only the runs changed since)",
         metavar="DURATION",
     ),
     Setting(
@@ -912,7 +913,38 @@ SETTINGS: tuple[Setting, ...] = (
         parse=positive_duration,
         commands=_WATCH,
         default="`5s`",
-        help="a standby takes over this long after the leading watcher stopped renewing its lease",
+        help="the sweeper, re-sends and partition upkeep (one watcher's) move to another watcher this long"
+        " after their watcher stopped renewing its lease",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="shard_lease_ttl",
+        variables=("JOBMESH_WATCHER_SHARD_LEASE_TTL",),
+        parse=positive_duration,
+        commands=_WATCH,
+        default="`1500ms`",
+        help="another watcher takes a shard this long after its watcher stopped renewing the shard's lease,"
+        " and releases its runs at once (keep it under the 2 s a run may start late)",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="shard_lease_renew",
+        variables=("JOBMESH_WATCHER_SHARD_LEASE_RENEW",),
+        parse=positive_duration,
+        commands=_WATCH,
+        default="`500ms`",
+        help="how often a watcher renews its shards' leases and rebalances shards with the other watchers"
+        " (shorter than `--shard-lease-ttl`)",
+        metavar="DURATION",
+    ),
+    Setting(
+        name="reconcile_interval",
+        variables=("JOBMESH_WATCHER_RECONCILE_INTERVAL",),
+        parse=positive_duration,
+        commands=_WATCH,
+        default="`5m`",
+        help="scans read only the runs changed since the scan before; this often they read the whole window"
+        " of the watcher's shards again",
         metavar="DURATION",
     ),
     Setting(

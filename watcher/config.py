@@ -24,8 +24,15 @@ class WatcherConfig:
     lead: timedelta = timedelta(milliseconds=500)
     # How often cron jobs are asked for occurrences due within the window (new jobs are found this fast).
     cron_interval: timedelta = timedelta(seconds=1)
+    # The singleton duties' lease (sweeper, requeue, partition maintenance): one watcher does them.
     lease_ttl: timedelta = timedelta(seconds=5)
     lease_renew: timedelta = timedelta(seconds=1)
+    # Each shard's lease (watcher/shards.py): a dead watcher's shards are taken this long after its last
+    # renewal, and their runs released at once, so a run due in the gap starts within the 2 s promise.
+    shard_lease_ttl: timedelta = timedelta(milliseconds=1500)
+    shard_lease_renew: timedelta = timedelta(milliseconds=500)
+    # Scans read only what changed; this often they read the held shards' whole window again.
+    reconcile_interval: timedelta = timedelta(minutes=5)
     sweep_interval: timedelta = timedelta(seconds=1)
     # A QUEUED run nobody claimed for this long is sent again (its message may be gone with a wiped queue).
     requeue_after: timedelta = timedelta(minutes=5)
@@ -43,6 +50,9 @@ class WatcherConfig:
             "cron_interval",
             "lease_ttl",
             "lease_renew",
+            "shard_lease_ttl",
+            "shard_lease_renew",
+            "reconcile_interval",
             "sweep_interval",
             "requeue_after",
             "maintenance_interval",
@@ -55,6 +65,12 @@ class WatcherConfig:
             raise InvalidConfig(
                 "lease_ttl",
                 f"must be longer than the lease renewal interval ({self.lease_renew.total_seconds():g}s)",
+            )
+        if self.shard_lease_ttl <= self.shard_lease_renew:
+            raise InvalidConfig(
+                "shard_lease_ttl",
+                "must be longer than the shard lease renewal interval"
+                f" ({self.shard_lease_renew.total_seconds():g}s)",
             )
         if self.lead >= self.window:
             raise InvalidConfig("lead", f"must be shorter than the window ({self.window.total_seconds():g}s)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 from jobmesh.core.attempts import Dispatchable
@@ -22,10 +22,11 @@ class Materializer:
         self._store = store
         self._clock = clock
 
-    def materialize(self, until: datetime) -> list[Dispatchable]:
-        """Runs for every occurrence of active cron jobs due up to `until`; returns the runs made."""
+    def materialize(self, until: datetime, shards: Collection[int]) -> list[Dispatchable]:
+        """Runs for every occurrence of the shards' active cron jobs due up to `until`; returns the runs
+        made."""
         made: list[Dispatchable] = []
-        for job in self._store.cron_jobs_due(until, limit=CRON_JOBS_PER_PASS):
+        for job in self._store.cron_jobs_due(until, limit=CRON_JOBS_PER_PASS, shards=shards):
             made.extend(self._materialize_job(job, until))
         return made
 

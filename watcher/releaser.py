@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
@@ -18,6 +18,7 @@ from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import RunRecord, RunTrigger
+from jobmesh.core.shards import shard_of
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.timer import Timer
 
@@ -40,7 +41,9 @@ class Releaser:
         *,
         lead: timedelta,
         batch: int,
+        held: Callable[[], frozenset[int]],
     ) -> None:
+        """`held`: the shards this watcher holds now; runs of other shards are neither held nor released."""
         self._store = store
         self._dispatcher = dispatcher
         self._cancels = cancels
@@ -48,6 +51,7 @@ class Releaser:
         self._clock = clock
         self._lead = lead
         self._batch = batch
+        self._held = held
         self._recent: set[AttemptRef] = set()
         self._recent_batches: deque[tuple[datetime, list[AttemptRef]]] = deque()
         self._lock = threading.Lock()
@@ -57,16 +61,21 @@ class Releaser:
         added = 0
         with self._lock:
             recent = set(self._recent)
+        held = self._held()
         for item in items:
             ref = AttemptRef.of(item.run)
-            if ref not in recent:
+            if ref not in recent and shard_of(item.run.job_id) in held:
                 added += self._timer.add(ref, item, item.run.due_time - self._lead)
         return added
 
     def release_due(self) -> int:
         """Hands every run whose instant has come to the queue; returns how many went out."""
         now = self._clock()
-        due = self._timer.pop_due(now, self._batch)
+        held = self._held()
+        # A shard lost since its runs were held: the watcher that took it loaded them.
+        due = [
+            (ref, item) for ref, item in self._timer.pop_due(now, self._batch) if shard_of(ref.job_id) in held
+        ]
         if not due:
             return 0
         self._remember([ref for ref, _ in due], now)
@@ -77,6 +86,11 @@ class Releaser:
                 self._timer.add(AttemptRef.of(item.run), item, retry_at)
             return 0
         return len(ready)
+
+    def drop(self, shards: Collection[int]) -> int:
+        """Lets go of the held runs of these shards (lost to another watcher); returns how many."""
+        lost = frozenset(shards)
+        return self._timer.drop(lambda item: shard_of(item.run.job_id) in lost)
 
     def _remember(self, refs: Sequence[AttemptRef], now: datetime) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,6 +55,17 @@ class Timer:
                 self._held.discard(entry.ref)
                 due.append((entry.ref, entry.item))
         return due
+
+    def drop(self, unwanted: Callable[[Dispatchable], bool]) -> int:
+        """Lets go of the runs `unwanted` picks (a shard's, when the shard is lost); returns how many."""
+        with self._lock:
+            kept = [entry for entry in self._heap if not unwanted(entry.item)]
+            dropped = len(self._heap) - len(kept)
+            if dropped:
+                heapq.heapify(kept)
+                self._heap = kept
+                self._held = {entry.ref for entry in kept}
+            return dropped
 
     def clear(self) -> None:
         with self._lock:

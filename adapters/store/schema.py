@@ -28,6 +28,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
+    SmallInteger,
     Table,
     Text,
     text,
@@ -104,12 +105,16 @@ jobs = Table(
     # The run written with the job, so a replayed create returns it (not part of JobRecord).
     Column("first_run_id", id_type(), nullable=True),
     Column("namespace", Text, nullable=False, server_default=text("'default'")),
+    # `core.shards.shard_of(job_id)`, written at insert (migration 0010): watchers lease shards.
+    Column("shard", SmallInteger, nullable=False),
 )
 Index("ux_jobs_request", jobs.c.namespace, jobs.c.request_id, unique=True)
 # A namespace-scoped ListJobs in its default order (migration 0006 has the EXPLAIN).
 Index("ix_jobs_namespace_create_time", jobs.c.namespace, jobs.c.create_time, jobs.c.job_id)
+# The cron scan of the shards a watcher holds (migration 0010 has the EXPLAIN).
 Index(
-    "ix_jobs_next_run_time",
+    "ix_jobs_shard_next_run_time",
+    jobs.c.shard,
     jobs.c.next_run_time,
     postgresql_where=text("state = 'ACTIVE'"),
     sqlite_where=text("state = 'ACTIVE'"),
@@ -156,6 +161,8 @@ job_runs = Table(
     Column("times_clamped", Boolean, nullable=False, server_default=text("false")),
     # Copied from the job (migration 0006): lists and feeds scope runs by namespace without a join.
     Column("namespace", Text, nullable=False, server_default=text("'default'")),
+    # The job's shard (migration 0010), copied to `open_runs` by its triggers.
+    Column("shard", SmallInteger, nullable=False),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )
@@ -195,9 +202,13 @@ open_runs = Table(
     Column("schedule_time", UtcDateTime, nullable=False),
     Column("state", Text, nullable=False),
     Column("wake_time", UtcDateTime, nullable=True),
+    Column("shard", SmallInteger, nullable=False),
     PrimaryKeyConstraint("job_id", "run_id", name="pk_open_runs"),
 )
+# The sweeper and the re-send of unclaimed runs (one watcher, every shard).
 Index("ix_open_runs_wake", open_runs.c.state, open_runs.c.wake_time)
+# The window scan of the shards a watcher holds: a range per shard.
+Index("ix_open_runs_shard_wake", open_runs.c.shard, open_runs.c.state, open_runs.c.wake_time)
 
 # The change feed's log (`sql_feed`): an entry for each visible change of a run, at its position (on
 # PostgreSQL the id of the transaction that wrote it, on SQLite a counter) with the run's `update_time` then.

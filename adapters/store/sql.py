@@ -9,7 +9,7 @@ and the translation of driver errors (`sql_engine.translate_errors`). Pipeline w
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,7 +41,14 @@ from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.group_commit import GroupCommit
-from jobmesh.core.ports.pipeline_store import Claim, Heartbeat, PipelineStore, ProgressReport
+from jobmesh.core.ports.pipeline_store import (
+    Claim,
+    DueChanges,
+    Heartbeat,
+    Lease,
+    PipelineStore,
+    ProgressReport,
+)
 from jobmesh.core.ports.store import (
     LOGS_CHANGED,
     RUNS_CHANGED,
@@ -57,6 +64,7 @@ from jobmesh.core.ports.store import (
 )
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
+from jobmesh.core.shards import ALL_SHARDS
 
 R = TypeVar("R")
 DEFAULT_RETENTION_DAYS = 30
@@ -223,9 +231,23 @@ class SqlStore:
     # The pipeline: the watcher ---------------------------------------------------------------------------
 
     @translate_errors
-    def due_runs(self, until: datetime, *, limit: int) -> list[Dispatchable]:
+    def due_runs(
+        self,
+        until: datetime,
+        *,
+        limit: int,
+        shards: Collection[int] = ALL_SHARDS,
+        after: datetime | None = None,
+    ) -> list[Dispatchable]:
         with read_connection(self._engine) as connection:
-            return sql_pipeline.due_runs(connection, until, limit=limit)
+            return sql_pipeline.due_runs(connection, until, limit=limit, shards=shards, after=after)
+
+    @translate_errors
+    def due_runs_changed(
+        self, cursor: FeedCursor, until: datetime, *, shards: Collection[int], limit: int
+    ) -> DueChanges:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.due_runs_changed(connection, cursor, until, shards=shards, limit=limit)
 
     @translate_errors
     def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
@@ -241,9 +263,11 @@ class SqlStore:
             return sql_pipeline.stale_queued(connection, dispatched_before, limit=limit)
 
     @translate_errors
-    def cron_jobs_due(self, until: datetime, *, limit: int) -> list[JobRecord]:
+    def cron_jobs_due(
+        self, until: datetime, *, limit: int, shards: Collection[int] = ALL_SHARDS
+    ) -> list[JobRecord]:
         with read_connection(self._engine) as connection:
-            return sql_pipeline.cron_jobs_due(connection, until, limit=limit)
+            return sql_pipeline.cron_jobs_due(connection, until, limit=limit, shards=shards)
 
     @translate_errors
     def materialize(
@@ -349,9 +373,19 @@ class SqlStore:
         )
 
     @translate_errors
+    def try_leases(self, names: Sequence[str], holder: str, ttl: timedelta, now: datetime) -> frozenset[str]:
+        with self._writing(None) as connection:
+            return sql_leases.try_leases(connection, names, holder, ttl, now)
+
+    @translate_errors
     def release_lease(self, name: str, holder: str) -> None:
         with self._writing(None) as connection:
             sql_leases.release_lease(connection, name, holder)
+
+    @translate_errors
+    def leases(self, prefix: str) -> Mapping[str, Lease]:
+        with read_connection(self._engine) as connection:
+            return sql_leases.leases_named(connection, prefix)
 
     @translate_errors
     def renew_sessions(

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import lru_cache
 from typing import Any
 
 import psycopg
 from sqlalchemy import (
     BigInteger,
+    ColumnElement,
     Connection,
     Integer,
     Select,
@@ -92,17 +93,25 @@ def feed_cursor(connection: Connection) -> FeedCursor:
 
 
 def changes_after(
-    connection: Connection, cursor: FeedCursor, limit: int, states: frozenset[RunState] | None = None
+    connection: Connection,
+    cursor: FeedCursor,
+    limit: int,
+    states: frozenset[RunState] | None = None,
+    shards: Collection[int] | None = None,
 ) -> ChangePage:
+    """With `shards`, only the changes of runs in them (a watcher's); with `states`, as `Store` says."""
     limit_position = horizon(connection)
-    statement = _changes_statement(limit_position is not None, _ordered(states))  # a horizon: PostgreSQL
-    params = {
+    # A horizon: PostgreSQL.
+    statement = _changes_statement(limit_position is not None, _ordered(states), shards is not None)
+    params: dict[str, Any] = {
         "position": cursor.position,
         "job_id": cursor.job_id,
         "run_id": cursor.run_id,
         "limit": limit,
         "horizon": limit_position,
     }
+    if shards is not None:
+        params["shards"] = sorted(shards)
     rows = execute_prepared(connection, statement, params).rows
     changes = [_change(row) for row in rows]
     if len(changes) == limit:
@@ -110,7 +119,7 @@ def changes_after(
     if limit_position is not None:
         # Everything below the horizon has been read: the next read starts there.
         return ChangePage(changes, max(FeedCursor(limit_position), cursor), complete=True)
-    if states is not None:  # every change up to the latest was looked at (one writer: none commits later)
+    if states is not None or shards is not None:  # every change up to the latest was looked at (one writer)
         latest = execute_prepared(connection, _LATEST, {}).scalar()
         return ChangePage(changes, max(FeedCursor(int(latest or 0) + 1), cursor), complete=True)
     return ChangePage(changes, changes[-1].cursor if changes else cursor, complete=True)
@@ -124,7 +133,7 @@ def _ordered(states: frozenset[RunState] | None) -> tuple[RunState, ...] | None:
 
 
 @lru_cache(maxsize=16)
-def _changes_statement(lateral: bool, states: tuple[RunState, ...] | None) -> Select[Any]:
+def _changes_statement(lateral: bool, states: tuple[RunState, ...] | None, sharded: bool) -> Select[Any]:
     """Built once per shape: the feed reads many times a second.
 
     On PostgreSQL (`lateral`), a read of some states looks each entry's run up by key (a LATERAL subquery
@@ -149,8 +158,12 @@ def _changes_statement(lateral: bool, states: tuple[RunState, ...] | None) -> Se
         & (job_runs.c.schedule_time == changes.c.schedule_time)
         & (job_runs.c.update_time == changes.c.update_time)
     )
-    wanted = true() if states is None else job_runs.c.state.in_([state.value for state in states])
-    if lateral and states is not None:
+    wanted: ColumnElement[bool] = (
+        true() if states is None else job_runs.c.state.in_([state.value for state in states])
+    )
+    if sharded:
+        wanted = wanted & job_runs.c.shard.in_(bindparam("shards", expanding=True))
+    if lateral and (states is not None or sharded):
         found: Any = select(job_runs).where(latest, wanted).offset(0).lateral("found")
         joined = changes.join(found, true())
     else:

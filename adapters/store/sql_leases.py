@@ -20,22 +20,41 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from jobmesh.adapters.store.schema import UtcDateTime, executor_sessions, leases
 from jobmesh.adapters.store.sql_batch import batch_chunks, batch_size, batch_table, batch_values, chunks
+from jobmesh.core.ports.pipeline_store import Lease
 
 RELEASED = ""  # the server id of a session whose stream ended cleanly
 
 
-def try_lease(connection: Connection, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
+def try_leases(
+    connection: Connection, names: Sequence[str], holder: str, ttl: timedelta, now: datetime
+) -> frozenset[str]:
+    """Takes or renews each lease for `holder` in one statement; returns the names it holds now."""
     if ttl <= timedelta(0):
         raise ValueError("a lease needs a positive ttl")
+    if not names:
+        return frozenset()
     dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    insert = dialect_insert(leases).values(name=name, holder=holder, expires_at=now + ttl)
+    rows = [{"name": name, "holder": holder, "expires_at": now + ttl} for name in sorted(set(names))]
+    insert = dialect_insert(leases).values(rows)
     statement = insert.on_conflict_do_update(
         index_elements=[leases.c.name],
         set_={"holder": insert.excluded.holder, "expires_at": insert.excluded.expires_at},
         where=or_(leases.c.holder == insert.excluded.holder, leases.c.expires_at <= now),
-    ).returning(leases.c.holder)
-    # No row back: the conflicting lease is another holder's and still valid, so nothing was written.
-    return connection.execute(statement).first() is not None
+    ).returning(leases.c.name)
+    # A name not returned: its lease is another holder's and still valid, so nothing was written there.
+    return frozenset(connection.execute(statement).scalars())
+
+
+def try_lease(connection: Connection, name: str, holder: str, ttl: timedelta, now: datetime) -> bool:
+    return name in try_leases(connection, [name], holder, ttl, now)
+
+
+def leases_named(connection: Connection, prefix: str) -> dict[str, Lease]:
+    """Every lease whose name starts with `prefix`, expired or not (the table holds a few rows a watcher)."""
+    statement = select(leases.c.name, leases.c.holder, leases.c.expires_at).where(
+        func.substr(leases.c.name, 1, len(prefix)) == prefix
+    )
+    return {row.name: Lease(row.holder, row.expires_at) for row in connection.execute(statement)}
 
 
 def release_lease(connection: Connection, name: str, holder: str) -> None:

@@ -8,7 +8,7 @@ their run ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -42,9 +42,12 @@ from jobmesh.adapters.store.sql_batch import (
     select_runs,
     update_by_key,
 )
+from jobmesh.adapters.store.sql_feed import changes_after
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, StoredRow, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.ports.pipeline_store import DueChanges
+from jobmesh.core.ports.store import FeedCursor
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 
 _JOB_ID_COLUMNS: Columns = (("job_id", Text()),)
@@ -101,12 +104,22 @@ def _open_runs(
     return select(run).select_from(open_runs).join(run, true()).where(*conditions)
 
 
-def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dispatchable]:
+def due_runs(
+    connection: Connection,
+    until: datetime,
+    *,
+    limit: int,
+    shards: Collection[int],
+    after: datetime | None = None,
+) -> list[Dispatchable]:
+    """A range of `ix_open_runs_shard_wake` per shard."""
     statement = (
         _open_runs(
             connection,
+            open_runs.c.shard.in_(sorted(shards)),
             open_runs.c.state == RunState.SCHEDULED.value,
             open_runs.c.wake_time <= until,
+            true() if after is None else open_runs.c.wake_time > after,
             # due_time >= schedule_time always: the second bound prunes the partitions of later days.
             open_runs.c.schedule_time <= until,
         )
@@ -114,6 +127,21 @@ def due_runs(connection: Connection, until: datetime, *, limit: int) -> list[Dis
         .limit(limit)
     )
     return _dispatchables(connection, statement)
+
+
+_SCHEDULED = frozenset({RunState.SCHEDULED})
+
+
+def due_runs_changed(
+    connection: Connection, cursor: FeedCursor, until: datetime, *, shards: Collection[int], limit: int
+) -> DueChanges:
+    """From the change feed (`sql_feed`): its log holds every shard's changes, of which only the runs of
+    these shards are looked up."""
+    page = changes_after(connection, cursor, limit, _SCHEDULED, shards)
+    runs = [change.run for change in page.changes if change.run.due_time <= until]
+    specs = _specs_of(connection, {run.job_id for run in runs})
+    due = [Dispatchable(run, specs[run.job_id]) for run in runs]
+    return DueChanges(due, page.cursor, page.complete, len(page.changes))
 
 
 def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
@@ -148,11 +176,16 @@ def stale_queued(connection: Connection, dispatched_before: datetime, *, limit: 
     return _dispatchables(connection, statement)
 
 
-def cron_jobs_due(connection: Connection, until: datetime, *, limit: int) -> list[JobRecord]:
+def cron_jobs_due(
+    connection: Connection, until: datetime, *, limit: int, shards: Collection[int]
+) -> list[JobRecord]:
+    """A range of `ix_jobs_shard_next_run_time` per shard."""
     statement = (
         select(*JOB_COLUMNS)
         .where(
-            jobs.c.state == literal_column(f"'{JobState.ACTIVE.value}'"),  # ix_jobs_next_run_time's predicate
+            jobs.c.shard.in_(sorted(shards)),
+            # ix_jobs_shard_next_run_time's predicate
+            jobs.c.state == literal_column(f"'{JobState.ACTIVE.value}'"),
             jobs.c.schedule_kind == ScheduleKind.CRON.value,
             jobs.c.next_run_time <= until,
         )

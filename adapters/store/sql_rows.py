@@ -18,11 +18,12 @@ from jobmesh.core.records import (
     RunTrigger,
     ScheduleKind,
 )
+from jobmesh.core.shards import shard_of
 
 # A row read from the store: SQLAlchemy's `RowMapping`, or the mapping a prepared statement returns.
 StoredRow = Mapping[Any, Any]
 
-_RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms")
+_RUN_CONVERTED = ("state", "trigger", "priority", "progress", "heartbeat_timeout_ms", "shard")
 _RUN_PLAIN_FIELDS = tuple(column.name for column in job_runs.c if column.name not in _RUN_CONVERTED)
 _MILLISECOND = timedelta(milliseconds=1)
 # Stored value → member, by dict: the enums' own lookup costs more, and a page of runs makes hundreds.
@@ -54,6 +55,7 @@ def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, 
         "request_hash": job.request_hash,
         "first_run_id": first_run_id,
         "namespace": job.namespace,
+        "shard": shard_of(job.job_id),
     }
 
 
@@ -100,6 +102,7 @@ def run_values(run: RunRecord) -> dict[str, Any]:
         priority=run.priority.value,
         progress=float(run.progress),
         heartbeat_timeout_ms=timeout_ms(run.heartbeat_timeout),
+        shard=shard_of(run.job_id),
     )
     return values
 

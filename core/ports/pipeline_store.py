@@ -9,14 +9,15 @@ executor declared lost, or a duplicate message, changes nothing (invariants 4 an
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
-from jobmesh.core.ports.store import Store
+from jobmesh.core.ports.store import FeedCursor, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.shards import ALL_SHARDS
 
 
 class ClaimStatus(enum.Enum):
@@ -50,11 +51,40 @@ class ProgressReport:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    holder: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DueChanges:
+    runs: list[Dispatchable]
+    cursor: FeedCursor  # where the next read starts
+    complete: bool  # nothing more is readable now
+    read: int  # the changed runs of these shards read, whatever their due time
+
+
 class PipelineStore(Protocol):
     # The watcher ------------------------------------------------------------------------------------------
 
-    def due_runs(self, until: datetime, *, limit: int) -> list[Dispatchable]:
-        """SCHEDULED runs with `due_time <= until`, earliest first."""
+    def due_runs(
+        self,
+        until: datetime,
+        *,
+        limit: int,
+        shards: Collection[int] = ALL_SHARDS,
+        after: datetime | None = None,
+    ) -> list[Dispatchable]:
+        """SCHEDULED runs of these shards with `due_time <= until` (and `> after` when given: the slice a
+        moving window gains), earliest first."""
+        ...
+
+    def due_runs_changed(
+        self, cursor: FeedCursor, until: datetime, *, shards: Collection[int], limit: int
+    ) -> DueChanges:
+        """The runs of these shards that the change feed shows SCHEDULED with `due_time <= until`, of the
+        runs changed (or created) after `cursor`, from one page of at most `limit` changes."""
         ...
 
     def mark_queued(self, refs: Sequence[AttemptRef], now: datetime) -> list[AttemptRef]:
@@ -67,8 +97,10 @@ class PipelineStore(Protocol):
         wiped), so the watcher sends them again (a duplicate is refused at claim)."""
         ...
 
-    def cron_jobs_due(self, until: datetime, *, limit: int) -> list[JobRecord]:
-        """ACTIVE cron jobs whose `next_run_time <= until`, earliest first."""
+    def cron_jobs_due(
+        self, until: datetime, *, limit: int, shards: Collection[int] = ALL_SHARDS
+    ) -> list[JobRecord]:
+        """ACTIVE cron jobs of these shards whose `next_run_time <= until`, earliest first."""
         ...
 
     def materialize(
@@ -144,7 +176,15 @@ class PipelineStore(Protocol):
         still valid. True when `holder` holds it."""
         ...
 
+    def try_leases(self, names: Sequence[str], holder: str, ttl: timedelta, now: datetime) -> frozenset[str]:
+        """`try_lease` of many names at once; returns those `holder` holds."""
+        ...
+
     def release_lease(self, name: str, holder: str) -> None: ...
+
+    def leases(self, prefix: str) -> Mapping[str, Lease]:
+        """Every lease whose name starts with `prefix`, expired or not."""
+        ...
 
     # Executor sessions ------------------------------------------------------------------------------------
 

@@ -44,6 +44,9 @@ BAD_VALUES = {
     "JOBMESH_WATCHER_WINDOW": "-5m",
     "JOBMESH_WATCHER_LEAD": "soon",
     "JOBMESH_WATCHER_LEASE_TTL": "500ms",  # parses, but a lease must outlive its 1 s renewal
+    "JOBMESH_WATCHER_SHARD_LEASE_TTL": "400ms",  # parses, but a lease must outlive its 500 ms renewal
+    "JOBMESH_WATCHER_SHARD_LEASE_RENEW": "-1s",
+    "JOBMESH_WATCHER_RECONCILE_INTERVAL": "0s",
     "JOBMESH_WATCHER_SWEEP_INTERVAL": "1 fortnight",
     "JOBMESH_WATCHER_REQUEUE_AFTER": "nan",
     "JOBMESH_SERVER": "no port here",

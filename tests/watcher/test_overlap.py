@@ -19,6 +19,7 @@ from jobmesh.core.definitions import SchedulingPolicy, build_job, new_run
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState, RunTrigger
+from jobmesh.core.shards import ALL_SHARDS
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.releaser import Releaser
 from jobmesh.watcher.timer import Timer
@@ -67,6 +68,7 @@ def _release(store: SqlStore, item: Dispatchable) -> tuple[MemoryRunQueue, Timer
         lambda: NOW,
         lead=timedelta(0),
         batch=100,
+        held=lambda: ALL_SHARDS,
     )
     releaser.hold([item])
     releaser.release_due()

@@ -1,6 +1,6 @@
-"""The watcher's readiness: its lease (reachable, to lead or to stand by) and, leading, the freshness of its
-scans. A watcher that cannot reach its lease, or a leader whose scans have failed for longer than two scan
-intervals and a margin, is not ready; a standby has nothing to scan and is ready."""
+"""The watcher's readiness: its lease (reachable, to lead or to stand by) and, holding shards, the freshness
+of its scans. A watcher that cannot reach its lease, or one whose scans have failed for longer than two scan
+intervals and a margin, is not ready; one holding no shard has nothing to scan and is ready."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.readiness import NOT_CHECKED, Readiness
+from jobmesh.core.shards import SHARDS
 from jobmesh.watcher import service
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.service import LEASE, LEASE_HELD, SCANS, Watcher
+from jobmesh.watcher.shards import shard_lease
 from tests.support import AT_ONCE, arrives
 
 # The watcher reports its scans once a second.
@@ -147,16 +149,22 @@ def test_a_leader_scanning_within_the_limit_stays_ready(
 
 
 def test_a_standby_is_ready_standing_by_and_says_so_once_it_leads(store: SqlStore) -> None:
-    assert store.try_lease(LEASE, "watcher-0", timedelta(minutes=1), datetime.now(UTC))
+    """Standing by for the singleton lease and holding no shard (another watcher holds them all)."""
+    shards = [shard_lease(shard) for shard in range(SHARDS)]
+    now = datetime.now(UTC)
+    assert store.try_lease(LEASE, "watcher-0", timedelta(minutes=1), now)
+    assert len(store.try_leases(shards, "watcher-0", timedelta(minutes=1), now)) == SHARDS
 
     async def scenario() -> None:
         async with running(store) as watcher:
             await arrives(watcher.readiness.ready, AT_ONCE, "a ready standby")
             assert not watcher.leading
             assert _state(watcher.readiness, LEASE_HELD) == (True, "standing by")
-            assert _state(watcher.readiness, SCANS) == (True, "standing by")
+            assert _state(watcher.readiness, SCANS) == (True, "holding no shard")
 
             store.release_lease(LEASE, "watcher-0")
+            for name in shards:
+                store.release_lease(name, "watcher-0")
             await arrives(lambda: watcher.leading, AT_ONCE, "the takeover")
             await arrives(
                 lambda: _state(watcher.readiness, LEASE_HELD) == (True, "leading"), AT_ONCE, "lease: leading"

@@ -29,6 +29,7 @@ from jobmesh.adapters.store.schema import (
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.records import RunState
+from jobmesh.core.shards import shard_of
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, new_job
 from tests.adapters.store.pipeline_support import add_job, add_run, ref
@@ -72,7 +73,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0009",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0010",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -149,8 +150,8 @@ def test_a_foreign_key_protects_runs(backend: Backend) -> None:
     with pytest.raises(IntegrityError, match=r"(?i)foreign key"):
         backend.execute(
             "INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger,"
-            " priority, queue, progress, progress_message, create_time, update_time) VALUES ('ghost', 'r',"
-            " :t, 1, :t, 'SCHEDULED', 'SCHEDULE', 'NORMAL', 'default', 0, '', :t, :t)",
+            " priority, queue, progress, progress_message, create_time, update_time, shard) VALUES ('ghost',"
+            " 'r', :t, 1, :t, 'SCHEDULED', 'SCHEDULE', 'NORMAL', 'default', 0, '', :t, :t, 0)",
             {"t": "2026-01-01 00:00:00+00:00"},
         )
 
@@ -254,4 +255,36 @@ def test_runs_keep_their_queues_and_positions_down_to_0007_and_up_again(empty_ur
     assert positions == before[1]
     upgrade(empty_url)
     assert _side_tables(empty_url) == before
+    assert _schema_drift(empty_url) == []
+
+
+def test_jobs_and_runs_get_their_shards_up_from_0009(empty_url: str) -> None:
+    """Migration 0010 backfills the shard of every job, run and open run, and the runs inserted after it
+    bring theirs to `open_runs`."""
+    store = SqlStore(empty_url)
+    try:
+        for job_id in ("alpha", "beta", "gamma"):
+            add_job(store, job_id)
+            add_run(store, 60, job_id=job_id)
+    finally:
+        store.close()
+    _downgrade(empty_url, "0009")
+    upgrade(empty_url)
+    expected = {(job_id, shard_of(job_id)) for job_id in ("alpha", "beta", "gamma")}
+    engine = create_engine(empty_url)
+    try:
+        with engine.connect() as connection:
+            for table in ("jobs", "job_runs", "open_runs"):
+                assert set(connection.execute(text(f"SELECT job_id, shard FROM {table}"))) == expected
+    finally:
+        engine.dispose()
+    store = SqlStore(empty_url)
+    try:
+        add_job(store, "delta")
+        add_run(store, 61, job_id="delta")
+        assert [item.run.job_id for item in store.due_runs(at(70), limit=10, shards=[shard_of("delta")])] == [
+            "delta"
+        ]
+    finally:
+        store.close()
     assert _schema_drift(empty_url) == []

@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, text
 
 from jobmesh.adapters.store.migrate import upgrade
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.shards import shard_of
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at
 from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, pipeline_round, ref
@@ -118,7 +119,7 @@ def test_one_statement_that_updates_many_runs_keeps_the_open_runs_in_linear_time
             store.maintain_partitions(datetime.now(UTC))
             add_job(store, "many")
             with store.engine.begin() as connection:
-                connection.execute(text(_MANY_RUNS), {"count": MANY_RUNS})
+                connection.execute(text(_MANY_RUNS), {"count": MANY_RUNS, "shard": shard_of("many")})
             with store.engine.begin() as connection:  # a session of the store's, with its settings
                 connection.execute(text(f"SET LOCAL statement_timeout = '{MANY_RUNS_TIMEOUT}'"))
                 ended = connection.execute(
@@ -134,8 +135,8 @@ def test_one_statement_that_updates_many_runs_keeps_the_open_runs_in_linear_time
 _MANY_RUNS = """
 INSERT INTO job_runs (job_id, run_id, schedule_time, attempt, due_time, state, trigger, priority, queue,
                       executor, start_time, last_heartbeat_time, heartbeat_deadline, progress,
-                      progress_message, create_time, update_time, namespace)
+                      progress_message, create_time, update_time, namespace, shard)
 SELECT 'many', 'run' || lpad(i::text, 7, '0'), now(), 1, now(), 'RUNNING', 'MANUAL', 'NORMAL', 'default',
-       'executor-1', now(), now(), now() + interval '1 minute', 0, '', now(), now(), 'default'
+       'executor-1', now(), now(), now() + interval '1 minute', 0, '', now(), now(), 'default', :shard
 FROM generate_series(1, :count) AS i
 """
