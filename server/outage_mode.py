@@ -54,7 +54,7 @@ class OutageMode:
         if granted:
             ordered = [ref.to_proto() for ref in refs if ref in granted]
             self.journal(executor, pb.ConnectRequest(claims=pb.ClaimBatch(attempts=ordered)), at)
-            log.info(
+            log.debug(  # a line a batch: the outage itself is logged once (core/outage_log.py)
                 "%d claims of executor %s granted on their fences, the database away", len(granted), executor
             )
         return granted
