@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -89,6 +90,9 @@ class AttemptReports:
         self._dispatcher = dispatcher
         self._threshold = immediate_threshold
         self._outage = outage
+        # By executor: when each attempt recorded as its own was first left out of its heartbeat batches.
+        self._unnamed: dict[str, dict[AttemptRef, datetime]] = {}
+        self._unnamed_lock = threading.Lock()
 
     def held_by(self, executor: str) -> HeldAttempts:
         """What one stream of `executor` holds, asked of this store."""
@@ -275,27 +279,60 @@ class AttemptReports:
                 raise
             held = []  # its orphans are ended at its next connection, or lost to the sweeper
         orphans = [item for item in held if AttemptRef.of(item.run) not in named]
+        self._unnamed.pop(executor, None)
         if orphans:
-            now = self._clock()
-            settled = self._lifecycle.end(
-                [
-                    EndReport(AttemptRef.of(item.run), functools.partial(_not_held, executor, now), executor)
-                    for item in orphans
-                ]
-            )
-            self._send_retries(settled.retried)
-            log.warning(
-                "executor %s connected without %d attempts recorded as its own: ended NotHeld",
-                executor,
-                len(settled.applied),
-                extra={"executor": executor, "attempts": sorted(map(str, settled.applied))[:20]},
-            )
+            self._end_not_held(executor, orphans, "connected again without this attempt")
         return self.heartbeats(executor, wire)
+
+    def _end_not_held(self, executor: str, orphans: Sequence[Dispatchable], why: str) -> None:
+        now = self._clock()
+        settled = self._lifecycle.end(
+            [
+                EndReport(AttemptRef.of(item.run), functools.partial(_not_held, executor, why, now), executor)
+                for item in orphans
+            ]
+        )
+        self._send_retries(settled.retried)
+        log.warning(
+            "executor %s %s: %d attempts recorded as its own ended NotHeld",
+            executor,
+            why,
+            len(settled.applied),
+            extra={"executor": executor, "attempts": sorted(map(str, settled.applied))[:20]},
+        )
+
+    def end_unnamed(self, executor: str, wire: Sequence[pb.AttemptRef]) -> None:
+        """A heartbeat batch names every attempt its executor holds. An attempt recorded as its own that its
+        batches have not named for the attempt's heartbeat timeout is held by nobody (its result was lost on
+        the way, say), and ends NotHeld, rather than kept alive by the executor's renewed session until it
+        next connects. A claim whose answer was still on its way when a batch left is named by the next."""
+        try:
+            held = self._store.attempts_held_by(executor)
+        except StoreUnavailable:
+            return  # judged once the database is back
+        now = self._clock()
+        named = set(_refs(wire))
+        unnamed = {AttemptRef.of(item.run): item for item in held if AttemptRef.of(item.run) not in named}
+        with self._unnamed_lock:
+            since = self._unnamed.setdefault(executor, {})
+            for ref in set(since) - set(unnamed):
+                del since[ref]
+            for ref in unnamed:
+                since.setdefault(ref, now)
+            orphans = [
+                item for ref, item in unnamed.items() if now - since[ref] >= item.run.heartbeat_timeout
+            ]
+            for item in orphans:
+                del since[AttemptRef.of(item.run)]
+        if orphans:
+            self._end_not_held(executor, orphans, "left this attempt out of its heartbeats for its timeout")
 
     def heartbeats(self, executor: str, wire: Sequence[pb.AttemptRef]) -> list[pb.ConnectResponse]:
         """Checks which attempts of a heartbeat batch this executor still holds: the answer names them (it is
         sent once the executor's session is renewed, `SessionRenewals`), the others are fenced, and cancels
-        still pending are sent again. Reads only: the session's renewal keeps the held ones alive."""
+        still pending are sent again. The session's renewal keeps the held ones alive; those recorded as the
+        executor's that its batches leave out for long are ended (`end_unnamed`)."""
+        self.end_unnamed(executor, wire)
         refs = _refs(wire)
         if not refs:
             return [pb.ConnectResponse(heartbeat_answer=pb.HeartbeatAnswer())] if wire else []
@@ -438,6 +475,6 @@ def clamp_times(
     return start, end, clamped
 
 
-def _not_held(executor: str, now: datetime, run: RunRecord) -> AttemptOutcome:
-    message = f"executor {executor} connected again without this attempt: nobody holds it"
+def _not_held(executor: str, why: str, now: datetime, run: RunRecord) -> AttemptOutcome:
+    message = f"executor {executor} {why}: nobody holds it"
     return AttemptOutcome(RunState.FAILED, now, run.start_time, None, NOT_HELD, message)

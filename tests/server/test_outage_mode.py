@@ -558,3 +558,58 @@ def test_a_live_result_of_an_attempt_fenced_by_another_executor_is_still_fenced(
 
     assert [ref.run for ref in answer.acks.fenced] == [a.run_name]
     assert store.get_run(a.job_id, a.run_id).state in {RunState.SCHEDULED, RunState.QUEUED}
+
+
+# An attempt recorded as an executor's own that its heartbeat batches leave out for the attempt's heartbeat
+# timeout is held by nobody: it ends NotHeld and is retried, rather than kept alive for ever by the
+# executor's renewed session (its result lost on the way, say). One left out only once, as a claim whose
+# answer was still on its way, is not.
+
+UNNAMED_TIMEOUT = timedelta(seconds=15)  # the default heartbeat timeout of the runs new_run makes
+
+
+def claimed(server: Server, job_id: str) -> AttemptRef:
+    ref = new_run(server.store, job_id)
+    [claim] = server.store.claim([ref], E1, server.clock.now)
+    assert claim.run is not None
+    return ref
+
+
+def test_an_attempt_left_out_of_the_batches_for_its_timeout_ends_not_held(server: Server) -> None:
+    lost, kept = claimed(server, "lost"), claimed(server, "kept")
+    server.reports.heartbeats(E1, [kept.to_proto()])
+    server.clock.now += UNNAMED_TIMEOUT - timedelta(seconds=1)
+    server.reports.heartbeats(E1, [kept.to_proto()])
+    assert server.store.get_run(lost.job_id, lost.run_id).state is RunState.RUNNING  # not yet
+
+    server.clock.now += timedelta(seconds=1)
+    server.reports.heartbeats(E1, [kept.to_proto()])
+
+    run = server.store.get_run(lost.job_id, lost.run_id)
+    assert run.state is not RunState.RUNNING
+    assert (
+        run.previous_attempts[-1].error_type == "NotHeld"
+        if run.previous_attempts
+        else run.error_type == "NotHeld"
+    )
+    assert server.store.get_run(kept.job_id, kept.run_id).state is RunState.RUNNING
+
+
+def test_an_attempt_left_out_once_and_named_again_is_kept(server: Server) -> None:
+    late = claimed(server, "late")
+    server.reports.heartbeats(E1, [])  # the batch left before the claim's answer came
+    server.clock.now += timedelta(seconds=3)
+    server.reports.heartbeats(E1, [late.to_proto()])
+    server.clock.now += UNNAMED_TIMEOUT
+    server.reports.heartbeats(E1, [late.to_proto()])
+    assert server.store.get_run(late.job_id, late.run_id).state is RunState.RUNNING
+
+
+def test_nothing_is_judged_while_the_database_is_away(server: Server) -> None:
+    lost = claimed(server, "lost")
+    server.reports.heartbeats(E1, [])
+    server.store.down = True
+    server.clock.now += 2 * UNNAMED_TIMEOUT
+    server.reports.heartbeats(E1, [])  # answered (the outage mode keeps them alive), nothing judged
+    server.store.down = False
+    assert server.store.get_run(lost.job_id, lost.run_id).state is RunState.RUNNING
