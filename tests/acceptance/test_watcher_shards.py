@@ -48,12 +48,13 @@ def test_a_killed_watchers_shards_are_taken_over_in_time_without_missing_or_doub
                 schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *")),
             )
             stamps[create(jobs, cron).job.name] = tmp_path / f"job-{n}"
-        holders = _holders(store)
-        victim = max(watchers, key=lambda name: sum(holders[_shard(job)] == name for job in stamps))
-        orphaned = [job for job in stamps if holders[_shard(job)] == victim]
-        assert orphaned, "the victim holds none of the jobs' shards"
         eventually(lambda: all(len(read_times(path)) >= 3 for path in stamps.values()), 30, "runs under both")
         steady_from = datetime.now(UTC)  # a new job's first occurrences may come before the executor is warm
+        # Chosen just before the kill: on a loaded machine shards may still move between the two.
+        holders = _holders(store)
+        victim = max(watchers, key=lambda name: sum(holders.get(_shard(job)) == name for job in stamps))
+        orphaned = [job for job in stamps if holders.get(_shard(job)) == victim]
+        assert orphaned, "the victim holds none of the jobs' shards"
         watchers[victim].kill(signal.SIGKILL)
         killed_at = datetime.now(UTC)
         eventually(
@@ -92,12 +93,12 @@ def test_a_killed_watchers_shards_are_taken_over_in_time_without_missing_or_doub
         return [late for job in orphaned for due, late in measured[job] if window[0] <= due <= window[1]]
 
     in_gap = gap(lateness)
+    assert in_gap, "no run was due in the gap"
     print(
         f"taken over {took_over.total_seconds():.2f} s after the kill; in the gap, {len(in_gap)} runs "
-        f"released at worst {max(gap(released)).total_seconds():.3f} s and started at worst "
-        f"{max(in_gap).total_seconds():.3f} s after their time"
+        f"released at worst {max(gap(released), default=timedelta(0)).total_seconds():.3f} s and started at "
+        f"worst {max(in_gap).total_seconds():.3f} s after their time"
     )
-    assert in_gap, "no run was due in the gap"
     assert max(in_gap) <= PROMISE
     assert all(late >= timedelta(0) for runs in lateness.values() for _, late in runs), "a run started early"
     worst = max(
