@@ -65,24 +65,22 @@ class OutageMode:
     def fenced_by_others(self, refs: Sequence[AttemptRef], executor: str) -> set[AttemptRef]:
         """Those of `refs` whose fence another executor holds. With the signal bus away it cannot be told,
         and none is (logged once an outage)."""
+        return {ref for ref, owner in self._fence_owners(refs).items() if owner != executor}
+
+    def fenced_by(self, refs: Sequence[AttemptRef], executor: str) -> set[AttemptRef]:
+        """Those of `refs` whose fence `executor` holds (none when the signal bus cannot tell)."""
+        return {ref for ref, owner in self._fence_owners(refs).items() if owner == executor}
+
+    def _fence_owners(self, refs: Sequence[AttemptRef]) -> dict[AttemptRef, str]:
         if not refs:
-            return set()
+            return {}
         try:
             owners = self._signals.fence_owners(refs)
         except SignalsUnavailable as error:
             self._fence_checks.failed(error)
-            return set()
+            return {}
         self._fence_checks.succeeded()
-        return {ref for ref, owner in owners.items() if owner != executor}
-
-    def fenced_by(self, refs: Sequence[AttemptRef], executor: str) -> set[AttemptRef]:
-        """Those of `refs` whose fence `executor` holds (none when the signal bus cannot tell)."""
-        try:
-            owners = self._signals.fence_owners(refs) if refs else {}
-        except SignalsUnavailable as error:
-            self._fence_checks.failed(error)
-            return set()
-        return {ref for ref, owner in owners.items() if owner == executor}
+        return owners
 
     def start(self, apply: Callable[[JournalEntry], None]) -> None:
         """Applies the journal whenever it holds anything and the database takes it."""
