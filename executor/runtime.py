@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -172,7 +173,12 @@ class Executor:
         claim."""
         if not await self._until(self.stream.wait_ready()):
             return
-        consumer = await self._in(thread, queue.consumer, self.config.group, self.config.queues)
+        consumer = await self._in(
+            thread,
+            functools.partial(queue.consumer, member=self.executor_id),
+            self.config.group,
+            self.config.queues,
+        )
         log.info("executor %s taking runs from %s", self.executor_id, ", ".join(self.config.queues))
         try:
             await self._claim_loop(consumer, thread)

@@ -38,7 +38,22 @@ PRODUCER_SETTINGS: dict[str, Any] = {
 }
 # How long publish() waits in one flush before checking its own deliveries (other threads may be producing).
 FLUSH_SLICE = 0.1
-PROBE_METADATA_TIMEOUT_S = 1.5  # under the readiness probe's own timeout (core/readiness.py)
+PROBE_METADATA_TIMEOUT_S = 1.5
+RECONNECT_BACKOFF_MAX_MS = 500
+
+
+class _LibrdkafkaLog(logging.LoggerAdapter[logging.Logger]):
+    """librdkafka's own log lines (it calls `log(level, "%s [%s] %s", facility, client, text)`). It logs
+    every failed connection, twenty a second per client while a broker is away: those (facility FAIL) go to
+    DEBUG, as the clients' error callbacks say once an outage that the broker is away (`OutageLog`)."""
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if args and args[0] == "FAIL":
+            level = logging.DEBUG
+        super().log(level, msg, *args, **kwargs)
+
+
+_LIBRDKAFKA_LOG = _LibrdkafkaLog(log)  # under the readiness probe's own timeout (core/readiness.py)
 
 
 class _Acks:
@@ -145,7 +160,10 @@ class KafkaRunQueue:
         self._base: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "client.id": client_id,
-            "logger": log,
+            "logger": _LIBRDKAFKA_LOG,
+            # librdkafka backs off up to 10 s between reconnections: after an outage a client would wait that
+            # long for a broker already back. A second at most, for every client.
+            "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
             **(security or {}),
         }
         self._consumer_settings = (
@@ -178,12 +196,12 @@ class KafkaRunQueue:
     ) -> None:
         self._send([(DEAD_LETTER_TOPIC, run) for run in runs], timeout)
 
-    def consumer(self, group: str, queues: Sequence[str]) -> KafkaRunConsumer:
+    def consumer(self, group: str, queues: Sequence[str], *, member: str = "") -> KafkaRunConsumer:
         if not queues:
             raise ValueError("a consumer needs at least one executor queue")
         topics = {lane: [topic_of(queue, lane) for queue in queues] for lane in LANES}
         self._topics.ensure((topic for lane in LANES for topic in topics[lane]), self._admin_timeout)
-        open_lane = lane_opener({**self._base, **self._consumer_settings}, group)
+        open_lane = lane_opener({**self._base, **self._consumer_settings}, group, member)
         consumer = KafkaRunConsumer(open_lane, topics, self._forget)
         with self._lock:
             self._consumers.append(consumer)

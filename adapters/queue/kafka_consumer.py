@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -110,6 +112,10 @@ class CoordinatorWatch:
 
     def __init__(self) -> None:
         self.lost = False
+        # Set by the lane's reader on a fatal error: the consumer will never take anything again. A static
+        # member whose session ran out while the broker was away rejoins under a new id and is then fenced by
+        # that very rejoin (librdkafka's issue 3437); opened again, it takes its partitions back at once.
+        self.failed: KafkaError | None = None
 
     def __call__(self, statistics: str) -> None:
         group = json.loads(statistics).get("cgrp") or {}
@@ -120,13 +126,31 @@ class CoordinatorWatch:
         )
 
 
+# What the broker accepts as a `group.instance.id` (Kafka's JoinGroup checks it).
+_INSTANCE_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+
+
+def instance_id(member: str, lane: str) -> str:
+    """A lane consumer's static member id: the member's name when Kafka accepts it as one, else a digest of
+    it (an executor may be named with any characters; two names must never map to one id)."""
+    name = f"{member}.{lane}"
+    if _INSTANCE_ID.fullmatch(name):
+        return name
+    return f"member-{hashlib.sha256(name.encode()).hexdigest()[:40]}"
+
+
 # Opens a lane's subscribed consumer: (lane, topics) -> (consumer, its watch).
 OpenLane = Callable[[str, Sequence[str]], tuple[Consumer, CoordinatorWatch]]
 
 
-def lane_opener(base: Mapping[str, Any], group: str) -> OpenLane:
+def lane_opener(base: Mapping[str, Any], group: str, member: str = "") -> OpenLane:
     """Opens a lane's subscribed Consumer, in a group of the lane's own (`{group}.{lane}`): the lanes'
-    members never rebalance against each other."""
+    members never rebalance against each other.
+
+    With a `member` name the consumer is a static member (`group.instance.id`). A dynamic member that loses
+    its coordinator for longer than its session (Kafka stopped 30 s) joins again under a new id, and the
+    group waits for the old id's session to run out, 6 s, before anyone takes anything; a static one takes
+    its partitions back as soon as the broker answers, as does an executor started again under its name."""
 
     def open_lane(lane: str, topics: Sequence[str]) -> tuple[Consumer, CoordinatorWatch]:
         watch = CoordinatorWatch()
@@ -136,6 +160,7 @@ def lane_opener(base: Mapping[str, Any], group: str) -> OpenLane:
                 **base,
                 "group.id": f"{group}.{lane}",
                 "client.id": f"{base['client.id']}-{lane}",
+                **({"group.instance.id": instance_id(member, lane)} if member else {}),
                 "statistics.interval.ms": STATISTICS_INTERVAL_MS,
                 "stats_cb": watch,
             }
@@ -218,13 +243,7 @@ class KafkaRunConsumer:
             return
         self._aside = True
         try:
-            for consumer in self._consumers.values():
-                consumer.unsubscribe()
-            # The leave is sent while the consumer is served: serve it until the partitions are gone.
-            deadline = time.monotonic() + STEP_ASIDE_WAIT
-            while any(c.assignment() for c in self._consumers.values()) and time.monotonic() < deadline:
-                for consumer in self._consumers.values():
-                    consumer.consume(num_messages=1, timeout=WAIT_SLICE)
+            _leave(list(self._consumers.values()))
         except KafkaException as exc:
             raise QueueUnavailable(f"cannot leave the Kafka group: {exc}") from exc
 
@@ -258,18 +277,23 @@ class KafkaRunConsumer:
         if self._aside:
             return  # out of the groups on purpose
         for lane, watch in self._watches.items():
-            if not watch.lost:
+            if watch.failed is not None:
+                log.warning(
+                    "the %s lane's Kafka consumer failed for good, opening it again: %s", lane, watch.failed
+                )
+            elif watch.lost:
+                log.warning(
+                    "the %s lane's Kafka consumer has found no group coordinator for %d s: opening it again",
+                    lane,
+                    LOST_COORDINATOR_MS // 1000,
+                )
+            else:
                 continue
-            log.warning(
-                "the %s lane's Kafka consumer has found no group coordinator for %d s: opening it again",
-                lane,
-                LOST_COORDINATOR_MS // 1000,
-            )
             try:
                 opened = self._open_lane(lane, self._topics[lane])
             except KafkaException as exc:  # the lost one stays, and is opened again at the next poll
                 raise QueueUnavailable(f"cannot open the {lane} lane's Kafka consumer again: {exc}") from exc
-            _close_lane(lane, self._consumers[lane])
+            _close_lane(lane, self._consumers[lane], leave=watch.failed is None)
             self._consumers[lane], self._watches[lane] = opened
             self._ledgers[lane] = _Ledger()  # the new member starts at the group's committed offsets
 
@@ -297,8 +321,10 @@ class KafkaRunConsumer:
     def _delivery(self, lane: str, message: Message) -> Delivery | None:
         error = message.error()
         if error is not None:
-            if error.fatal():
-                raise QueueUnavailable(f"Kafka consumer failed: {error}")
+            # librdkafka reports a consumer's fatal error as an event of code _FATAL, not flagged fatal.
+            if error.fatal() or error.code() == KafkaError._FATAL:
+                self._watches[lane].failed = error  # opened again at the next poll
+                return None
             if error.code() != KafkaError._PARTITION_EOF:
                 self._lane_outages[lane].failed(str(error))
             return None
@@ -377,9 +403,28 @@ def _commit_through_rebalance(consumer: Consumer, offsets: list[TopicPartition])
         time.sleep(0.1)  # librdkafka rejoins in the background; the retry carries the new generation
 
 
-def _close_lane(lane: str, consumer: Consumer) -> None:
+def _leave(consumers: Sequence[Consumer]) -> None:
+    """Leaves the consumers' groups, so that their partitions move to the other members at once rather than
+    after a session timeout. Through unsubscribe(): a static member's close() does not leave."""
+    for consumer in consumers:
+        consumer.unsubscribe()
+    # The leave is sent while the consumer is served: serve it until the partitions are gone. Whatever comes
+    # meanwhile is not committed, so it goes to the partitions' next owner.
+    deadline = time.monotonic() + STEP_ASIDE_WAIT
+    while any(c.assignment() for c in consumers) and time.monotonic() < deadline:
+        for consumer in consumers:
+            consumer.consume(num_messages=1, timeout=WAIT_SLICE)
+
+
+def _close_lane(lane: str, consumer: Consumer, *, leave: bool = True) -> None:
+    """`leave`: False for a consumer that failed for good, which can no longer send anything."""
     try:
-        consumer.close()  # leaves the group at once, so its partitions move without a session timeout
+        if leave:
+            _leave([consumer])
+    except (KafkaException, RuntimeError) as exc:
+        log.warning("leaving the %s lane's group: %s", lane, exc)
+    try:
+        consumer.close()
     except (KafkaException, RuntimeError) as exc:
         log.warning("closing the %s lane consumer: %s", lane, exc)
 

@@ -220,7 +220,8 @@ class MemoryRunQueue:
         """Appends any bytes to a topic, as another producer could (for tests of malformed messages)."""
         self._broker.append(topic, [_Record(value, dict(headers or {}))])
 
-    def consumer(self, group: str, queues: Sequence[str]) -> MemoryRunConsumer:
+    def consumer(self, group: str, queues: Sequence[str], *, member: str = "") -> MemoryRunConsumer:
+        del member  # one process: no member outlives its consumer
         if not queues:
             raise ValueError("a consumer needs at least one executor queue")
         return MemoryRunConsumer(self._broker, group, queues)

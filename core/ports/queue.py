@@ -75,8 +75,11 @@ class RunQueue(Protocol):
         """Copies runs whose retries are spent to the dead-letter topic; raises QueueUnavailable."""
         ...
 
-    def consumer(self, group: str, queues: Sequence[str]) -> RunConsumer:
-        """A consumer in `group` of every lane of the given executor queues."""
+    def consumer(self, group: str, queues: Sequence[str], *, member: str = "") -> RunConsumer:
+        """A consumer in `group` of every lane of the given executor queues. `member`: a name only this
+        consumer uses in the group (the executor's own); a member that comes back under the same name (after
+        the broker or the executor restarted) takes its share again at once, without waiting for the group to
+        time the old one out."""
         ...
 
     def check_reachable(self) -> None:

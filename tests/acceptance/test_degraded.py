@@ -11,12 +11,15 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from jobmesh.adapters.queue.kafka import KafkaRunQueue
+from jobmesh.core.ports.queue import Delivery, RunConsumer
 from jobmesh.v1 import job_service_pb2, run_pb2
 from tests.acceptance.mesh import (
     STAMP,
@@ -32,6 +35,7 @@ from tests.acceptance.mesh import (
     warm_up,
 )
 from tests.acceptance.processes import REPO
+from tests.adapters.queue.support import make_run
 from tests.support import AT_ONCE, eventually, silence_when_stopped
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
@@ -59,13 +63,14 @@ def _services(mesh: Mesh) -> Path:
 
 
 @contextlib.contextmanager
-def kafka_stopped(mesh: Mesh) -> Iterator[None]:
+def kafka_stopped(folder: Path) -> Iterator[None]:
+    """The Kafka of the services in `folder` stopped, and started again (answering) on leaving."""
     script = str(REPO / "tools/services/services.sh")
-    subprocess.run(["bash", script, "kafka", "stop", str(_services(mesh))], check=True, timeout=60)
+    subprocess.run(["bash", script, "kafka", "stop", str(folder)], check=True, timeout=60)
     try:
         yield
     finally:
-        subprocess.run(["bash", script, "kafka", "start", str(_services(mesh))], check=True, timeout=120)
+        subprocess.run(["bash", script, "kafka", "start", str(folder)], check=True, timeout=120)
 
 
 def _service_pid(mesh: Mesh, name: str) -> int:
@@ -97,7 +102,7 @@ def test_creates_succeed_while_kafka_is_stopped_and_run_when_it_returns(mesh: Me
     warm_up(mesh, jobs, search)
     starts = tmp_path / "starts"
     names = []
-    with kafka_stopped(mesh):
+    with kafka_stopped(_services(mesh)):
         for _ in range(5):
             began = time.monotonic()
             names.append(create(jobs, command_job(mesh.queue, STAMP.format(file=starts))).run.name)
@@ -200,3 +205,40 @@ def test_an_executor_cut_off_from_server_and_bus_kills_its_attempt_before_it_may
     eventually(lambda: get_run(search, run_name).attempt == 2, 30, "the retry in the run")
     [first] = get_run(search, run_name).previous_attempts
     assert first.error.type in {"ContactLost", "HeartbeatLost"}
+
+
+@pytest.mark.timing
+def test_an_executors_consumers_take_runs_again_at_once_when_kafka_returns(services: dict[str, str]) -> None:
+    """Kafka stopped for longer than the consumers' session (6 s): a consumer that joined again as a new
+    member made its group wait for the old member's session to run out, 6 s after the broker was back,
+    before any run was taken; one named as its executor takes its partitions back at once."""
+    queue = KafkaRunQueue(services["JOBMESH_KAFKA_BOOTSTRAP"], client_id="restart-test")
+    name = f"restart-{uuid.uuid4().hex[:8]}"
+    consumers = [queue.consumer(f"{name}-g", [name], member=f"{name}-executor-{i}") for i in range(2)]
+    try:
+        queue.publish([make_run(name, f"job{i}", "before") for i in range(6)])
+        assert len(_drain_all(consumers, 6, 60)) == 6  # both joined, and hold their share
+        with kafka_stopped(Path(services["JOBMESH_SERVICES_DIR"])):
+            time.sleep(8)
+        back = time.monotonic()
+        queue.publish([make_run(name, f"job{i}", "after") for i in range(6)], timeout=10)
+        got = _drain_all(consumers, 6, 30)
+        took = time.monotonic() - back
+        assert len(got) == 6
+        assert took < AT_ONCE
+    finally:
+        for consumer in consumers:
+            consumer.close()
+        queue.close()
+
+
+def _drain_all(consumers: list[RunConsumer], count: int, timeout: float) -> list[Delivery]:
+    """Polls every consumer in turn (each serves its own group membership) until `count` runs came."""
+    got: list[Delivery] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        for consumer in consumers:
+            taken = consumer.poll(count, 0.05)
+            consumer.commit(taken)
+            got += taken
+    return got

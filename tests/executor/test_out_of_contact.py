@@ -29,9 +29,9 @@ class RecordingQueue:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
 
-    def consumer(self, group: str, queues: Sequence[str]) -> RunConsumer:
+    def consumer(self, group: str, queues: Sequence[str], *, member: str = "") -> RunConsumer:
         self.calls.append("joined")
-        return _RecordingConsumer(self._queue.consumer(group, queues), self.calls)
+        return _RecordingConsumer(self._queue.consumer(group, queues, member=member), self.calls)
 
 
 class _RecordingConsumer:

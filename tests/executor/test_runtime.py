@@ -160,8 +160,8 @@ class _CommitsRecorded:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
 
-    def consumer(self, group: str, queues: Sequence[str]) -> RunConsumer:
-        consumer = self._queue.consumer(group, queues)
+    def consumer(self, group: str, queues: Sequence[str], *, member: str = "") -> RunConsumer:
+        consumer = self._queue.consumer(group, queues, member=member)
         commit = consumer.commit
 
         def recorded(deliveries: Sequence[Delivery]) -> None:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -16,7 +25,7 @@ from jobmesh.adapters.queue import kafka_consumer
 from jobmesh.adapters.queue.codec import LANES, topic_of
 from jobmesh.adapters.queue.kafka import KafkaRunQueue
 from jobmesh.adapters.queue.kafka_consumer import KafkaPosition
-from jobmesh.core.ports.queue import QueueUnavailable
+from jobmesh.core.ports.queue import QueueUnavailable, RunConsumer
 from jobmesh.core.readiness import PROBE_TIMEOUT
 from tests.adapters.queue.support import drain, make_run, unique_name
 from tests.support import AT_ONCE
@@ -254,3 +263,66 @@ def test_a_lane_whose_group_is_lost_is_opened_again_unless_it_stepped_aside() ->
     assert all(len(opened[lane]) == 1 and not opened[lane][0][0].closed for lane in ("high", "low"))
     assert runs.poll(1, 0.05) == []
     assert len(opened["normal"]) == 2  # the new one is not lost
+
+
+def test_a_members_id_is_its_name_when_kafka_takes_it_else_a_digest_that_keeps_names_apart() -> None:
+    assert kafka_consumer.instance_id("host-12-ab", "normal") == "host-12-ab.normal"
+    odd = [kafka_consumer.instance_id(name, "normal") for name in ("a:b", "a/b", "a b", "é", "x" * 300)]
+    assert len(set(odd)) == len(odd)
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]{1,249}", member) for member in odd)  # what a JoinGroup accepts
+    assert kafka_consumer.instance_id("a:b", "normal") != kafka_consumer.instance_id("a:b", "high")
+
+
+def _normal_lane(consumer: RunConsumer) -> Consumer:
+    assert isinstance(consumer, kafka_consumer.KafkaRunConsumer)
+    lane: Consumer = consumer._consumers["normal"]
+    return lane
+
+
+def _serve_until(consumers: Sequence[RunConsumer], done: Callable[[], bool], timeout: float) -> float:
+    """Polls the consumers until `done`; returns how long it took (the caller asserts on it)."""
+    began = time.monotonic()
+    while not done() and time.monotonic() - began < timeout:
+        for consumer in consumers:
+            consumer.poll(1, 0.05)
+    return time.monotonic() - began
+
+
+@pytest.mark.kafka
+@pytest.mark.timing
+@pytest.mark.parametrize("leave", ["step_aside", "close"])
+def test_a_named_member_that_leaves_hands_its_partitions_over_at_once(
+    kafka_queue: KafkaRunQueue, leave: str
+) -> None:
+    """A named (static) member's close() alone does not leave its group: its partitions would wait for the
+    group's session timeout, 6 s, before the other member took them."""
+    name = unique_name()
+    leaving = kafka_queue.consumer(f"{name}-g", [name], member=f"{name}-a")
+    staying = kafka_queue.consumer(f"{name}-g", [name], member=f"{name}-b")
+    try:
+        both = [leaving, staying]
+        split = _serve_until(both, lambda: all(_normal_lane(c).assignment() for c in both), 60)
+        assert all(_normal_lane(c).assignment() for c in both), f"no split in {split:.1f} s"
+        partitions = len(_normal_lane(leaving).assignment()) + len(_normal_lane(staying).assignment())
+        getattr(leaving, leave)()
+        took = _serve_until([staying], lambda: len(_normal_lane(staying).assignment()) == partitions, 10)
+        assert len(_normal_lane(staying).assignment()) == partitions
+        assert took < AT_ONCE
+    finally:
+        leaving.close()
+        staying.close()
+
+
+def test_librdkafkas_failed_connections_go_to_debug(
+    unreachable: KafkaRunQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="jobmesh.adapters.queue.kafka")
+    for _ in range(2):
+        with pytest.raises(QueueUnavailable):
+            unreachable.publish([make_run("q", "a", "1")], timeout=1.0)
+
+    failed_connections = [record for record in caplog.records if record.getMessage().startswith("FAIL ")]
+    assert len(failed_connections) > 2  # librdkafka reported each try
+    assert {record.levelno for record in failed_connections} == {logging.DEBUG}
+    said = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(said) <= 1, said  # the error callback's, once an outage, when it came in time
