@@ -54,12 +54,17 @@ def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta
     return timedelta(microseconds=int(jitter / timedelta(microseconds=1) * fraction))
 
 
+def catchup_window_of(cron: job_pb2.Schedule.Cron) -> timedelta:
+    """How late an occurrence may still start (missed while paused or down); older ones are skipped."""
+    return to_timedelta(cron.catchup_window) if cron.HasField("catchup_window") else DEFAULT_CATCHUP_WINDOW
+
+
 def plan_occurrences(
     job_id: str, cron: job_pb2.Schedule.Cron, next_run_time: datetime, until: datetime, now: datetime
 ) -> Plan:
     spec = parse_cron(cron.expression, cron.time_zone)
     end = to_datetime(cron.end_time) if cron.HasField("end_time") else None
-    catchup = to_timedelta(cron.catchup_window) if cron.HasField("catchup_window") else DEFAULT_CATCHUP_WINDOW
+    catchup = catchup_window_of(cron)
     jitter = to_timedelta(cron.jitter)
     times: list[datetime] = []
     skipped_since = None

@@ -1,7 +1,8 @@
 """Releasing runs from the timer to the queue at their instant (minus the lead), in batches.
 
-Cron runs honour their job's overlap policy here, when they are about to start: skip, buffer one, buffer all,
-cancel the other, or allow all.
+Cron runs honour their job's catch-up window and overlap policy here, when they are about to start: one later
+than the window is skipped; one due while an earlier run is going is skipped, buffered (one or all), started
+after cancelling the other, or started beside it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.occurrences import catchup_window_of
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.core.records import RunRecord, RunTrigger
+from jobmesh.core.records import PENDING_RUN_STATES, RunRecord, RunTrigger
 from jobmesh.core.shards import shard_of
 from jobmesh.v1 import job_pb2
 from jobmesh.watcher.timer import Timer
@@ -79,7 +81,9 @@ class Releaser:
         if not due:
             return 0
         self._remember([ref for ref, _ in due], now)
-        ready = self._apply_overlap([item for _, item in due])
+        items = [item for _, item in due]
+        crons = {id(item): _cron(item) for item in items if item.run.trigger is RunTrigger.SCHEDULE}
+        ready = self._apply_overlap(self._within_catchup(items, crons, now), crons)
         if not self._dispatcher.dispatch(ready):
             retry_at = self._clock() + RETRY_DELAY
             for item in ready:
@@ -99,13 +103,34 @@ class Releaser:
             self._recent_batches.append((now, list(refs)))
             self._recent.update(refs)
 
-    def _apply_overlap(self, items: list[Dispatchable]) -> list[Dispatchable]:
-        policies = {id(item): _overlap(item) for item in items if item.run.trigger is RunTrigger.SCHEDULE}
-        cron = [item for item in items if policies.get(id(item), _ALLOW) != _ALLOW]
-        if not cron:
+    def _within_catchup(self, items: list[Dispatchable], crons: _Crons, now: datetime) -> list[Dispatchable]:
+        """Skips the cron occurrences later than their job's catch-up window (kept from going out while the
+        queue was away, say), as the materializer skips those it makes too late."""
+        kept = []
+        for item in items:
+            cron = crons.get(id(item))
+            window = catchup_window_of(cron) if cron is not None else None
+            if window is None or item.run.due_time >= now - window:
+                kept.append(item)
+                continue
+            due = item.run.due_time.isoformat(timespec="seconds")
+            try:
+                self._skip(item, f"missed: due at {due}, later than the job's catch-up window ({window})")
+            except StoreUnavailable:
+                kept.append(item)  # degraded: start it rather than hold it (AP), as below
+        return kept
+
+    def _apply_overlap(self, items: list[Dispatchable], crons: _Crons) -> list[Dispatchable]:
+        policies = {
+            id(item): schedule.overlap_policy
+            for item in items
+            if (schedule := crons.get(id(item))) is not None
+        }
+        bound = [item for item in items if policies.get(id(item), _ALLOW) != _ALLOW]
+        if not bound:
             return items
         try:
-            active = self._store.active_runs(sorted({item.run.job_id for item in cron}))
+            active = self._store.active_runs(sorted({item.run.job_id for item in bound}))
         except StoreUnavailable:
             return items  # degraded: start them rather than hold them (AP)
         held_jobs: set[str] = set()
@@ -125,8 +150,13 @@ class Releaser:
                 else:
                     held_jobs.add(item.run.job_id)
                     self._hold_back(item)
+            elif all(run.state in PENDING_RUN_STATES for run in others):
+                # Earlier occurrences that have not started (a backlog, after the queue was away) are not
+                # going yet: this one waits until they have started (then it is skipped) or ended.
+                self._hold_back(item)
             else:
-                self._skip(item, f"{len(others)} earlier run(s) still going")
+                going = sum(run.state not in PENDING_RUN_STATES for run in others)
+                self._skip(item, f"{going} earlier run(s) still going")
         return ready
 
     def _hold_back(self, item: Dispatchable) -> None:
@@ -146,8 +176,10 @@ class Releaser:
 
 
 _ALLOW = job_pb2.OVERLAP_POLICY_ALLOW_ALL
+# The cron schedule of each scheduled run of a batch, by the item's id: its spec is decoded once.
+_Crons = dict[int, job_pb2.Schedule.Cron | None]
 
 
-def _overlap(item: Dispatchable) -> int:
+def _cron(item: Dispatchable) -> job_pb2.Schedule.Cron | None:
     job = job_pb2.Job.FromString(item.spec)
-    return job.schedule.cron.overlap_policy if job.schedule.HasField("cron") else _ALLOW
+    return job.schedule.cron if job.schedule.HasField("cron") else None

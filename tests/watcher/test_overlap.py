@@ -34,18 +34,27 @@ def store(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> Iterator[Sq
     store.close()
 
 
-def _job(store: SqlStore, policy: job_pb2.OverlapPolicy.ValueType) -> tuple[Dispatchable, Dispatchable]:
-    """A cron job with one run RUNNING on an executor and the next occurrence due now."""
+def _job(
+    store: SqlStore,
+    policy: job_pb2.OverlapPolicy.ValueType,
+    *,
+    earlier: RunState = RunState.RUNNING,
+    due_at: datetime = NOW,
+    catchup_window: timedelta | None = None,
+) -> tuple[Dispatchable, Dispatchable]:
+    """A cron job with an earlier run (RUNNING on an executor, or only QUEUED) and the next occurrence due
+    at `due_at`."""
+    cron = job_pb2.Schedule.Cron(expression="* * * * * *", overlap_policy=policy)
+    if catchup_window is not None:
+        cron.catchup_window.FromTimedelta(catchup_window)
     spec = job_pb2.Job(
-        schedule=job_pb2.Schedule(
-            cron=job_pb2.Schedule.Cron(expression="* * * * * *", overlap_policy=policy)
-        ),
+        schedule=job_pb2.Schedule(cron=cron),
         target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])),
     )
     record, _ = build_job(f"job-{policy}", spec, NOW, SchedulingPolicy(immediate_threshold=timedelta(0)))
     store.create_jobs([NewJob(record)])
-    running = new_run(record, NOW - timedelta(seconds=5), NOW, RunTrigger.SCHEDULE)
-    due = new_run(record, NOW, NOW, RunTrigger.SCHEDULE)
+    running = new_run(record, due_at - timedelta(seconds=5), NOW, RunTrigger.SCHEDULE)
+    due = new_run(record, due_at, NOW, RunTrigger.SCHEDULE)
     store.materialize(
         record.job_id,
         expected_next_run_time=record.next_run_time or NOW,
@@ -53,7 +62,13 @@ def _job(store: SqlStore, policy: job_pb2.OverlapPolicy.ValueType) -> tuple[Disp
         next_run_time=NOW + timedelta(seconds=1),
         completed=False,
     )
-    [claim] = store.claim([AttemptRef(record.job_id, running.run_id, 1)], "executor-1", NOW)
+    first = AttemptRef(record.job_id, running.run_id, 1)
+    if earlier is RunState.QUEUED:
+        store.mark_queued([first], NOW)
+        return Dispatchable(store.get_run(record.job_id, running.run_id), record.spec), Dispatchable(
+            due, record.spec
+        )
+    [claim] = store.claim([first], "executor-1", NOW)
     assert claim.run is not None
     return Dispatchable(claim.run, record.spec), Dispatchable(due, record.spec)
 
@@ -122,3 +137,44 @@ def test_allow_all_starts_side_by_side(store: SqlStore) -> None:
     queue, _ = _release(store, due)
     assert _published(queue) == [f"jobs/{due.run.job_id}/runs/{due.run.run_id}"]
     assert _state(store, running) is RunState.RUNNING
+
+
+def test_skip_waits_while_the_earlier_occurrence_has_not_started(store: SqlStore) -> None:
+    """After the queue was away, earlier occurrences are QUEUED, not going: the next one is not skipped as if
+    they were, but waits for them to start (then it is skipped, truly) or end."""
+    earlier, due = _job(store, job_pb2.OVERLAP_POLICY_SKIP, earlier=RunState.QUEUED)
+    queue, timer = _release(store, due)
+    assert _published(queue) == []
+    assert _state(store, due) is RunState.SCHEDULED
+    assert len(timer) == 1  # held back, asked again shortly
+
+    store.claim([AttemptRef.of(earlier.run)], "executor-1", NOW)
+    _release(store, due)
+    assert _state(store, due) is RunState.CANCELLED
+    assert "1 earlier run(s) still going" in (
+        store.get_run(due.run.job_id, due.run.run_id).error_message or ""
+    )
+
+
+@pytest.mark.parametrize("policy", [job_pb2.OVERLAP_POLICY_ALLOW_ALL, job_pb2.OVERLAP_POLICY_SKIP])
+def test_an_occurrence_later_than_its_catchup_window_is_skipped_saying_so(
+    store: SqlStore, policy: job_pb2.OverlapPolicy.ValueType
+) -> None:
+    _, due = _job(store, policy, due_at=NOW - timedelta(seconds=61), catchup_window=timedelta(minutes=1))
+    queue, timer = _release(store, due)
+    assert _published(queue) == []
+    assert len(timer) == 0
+    assert _state(store, due) is RunState.CANCELLED
+    reason = store.get_run(due.run.job_id, due.run.run_id).error_message or ""
+    assert "catch-up window (0:01:00)" in reason, reason
+
+
+def test_an_occurrence_within_its_catchup_window_goes_out(store: SqlStore) -> None:
+    _, due = _job(
+        store,
+        job_pb2.OVERLAP_POLICY_ALLOW_ALL,
+        due_at=NOW - timedelta(seconds=59),
+        catchup_window=timedelta(minutes=1),
+    )
+    queue, _ = _release(store, due)
+    assert _published(queue) == [f"jobs/{due.run.job_id}/runs/{due.run.run_id}"]

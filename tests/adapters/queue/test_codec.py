@@ -86,3 +86,30 @@ def test_a_skipped_message_waits_for_the_deliveries_before_it() -> None:
     assert ledger.position(TP, 0) == 2  # run 0 done: the skipped 1 goes with it, not 2 (not committed)
     assert ledger.position(TP, 2) == 4  # run 2 done: the skipped 3 goes with it
     assert ledger.position(TP, 5) == 6
+
+
+@pytest.mark.parametrize(
+    ("lane", "late_by_ms", "expected"),
+    [
+        ("high", 0, "high"),
+        ("normal", 1000, "normal"),  # not more than a second late: its own lane
+        ("high", 1001, "normal"),
+        ("normal", 30_000, "low"),
+        ("low", 30_000, "low"),
+        ("normal", -5000, "normal"),  # released ahead of its time, as the watcher does
+    ],
+)
+def test_a_run_dispatched_late_goes_one_lane_below_its_priority(
+    lane: str, late_by_ms: int, expected: str
+) -> None:
+    run = make_run("q", "a", "1", lane=lane)
+    run.due_time.FromMilliseconds(1_800_000_000_000)
+    run.dispatch_time.FromMilliseconds(1_800_000_000_000 + late_by_ms)
+    assert codec.lane_of(run) == expected
+
+
+def test_a_run_without_a_due_time_keeps_its_lane() -> None:
+    run = make_run("q", "a", "1", lane="high")
+    run.ClearField("due_time")
+    run.dispatch_time.FromMilliseconds(1_800_000_000_000)
+    assert codec.lane_of(run) == "high"
