@@ -7,6 +7,9 @@ Secret holding that key; and Envoy's config, made from deploy/envoy/dashboard.ya
 
 from __future__ import annotations
 
+import itertools
+import re
+import shlex
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,11 +57,11 @@ LOCAL = {
 FILES = {settings.readable_file, settings.existing_file}
 
 
-def helm(*args: str) -> subprocess.CompletedProcess[str]:
+def helm(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     if not HELM.is_file():
         missing(f"{HELM} is missing: `make install` builds it (tools/install_helm.sh)")
     return subprocess.run(
-        [str(HELM), *args], capture_output=True, text=True, timeout=120, check=False, cwd=REPO
+        [str(HELM), *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd
     )
 
 
@@ -349,3 +352,32 @@ def _manager(config: dict[str, Any]) -> dict[str, Any]:
 def _routes(config: dict[str, Any]) -> list[dict[str, Any]]:
     routes: list[dict[str, Any]] = _manager(config)["route_config"]["virtual_hosts"][0]["routes"]
     return routes
+
+
+def test_the_readmes_install_command_renders_and_names_only_real_values(tmp_path: Path) -> None:
+    """The README's `helm install`, run as `helm template` (files of its `--set-file`s made here); every
+    value the README names is one of values.yaml's."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n### With Helm\n", 1)[1].split("\n### ", 1)[0]
+    command = re.search(r"^helm install .*?[^\\]$", section, re.M | re.S)
+    assert command is not None
+    words = shlex.split(command.group(0).replace("\\\n", " "))
+    assert words[:4] == ["helm", "install", "jobmesh", "deploy/helm/jobmesh"]
+    for option, value in itertools.pairwise(words):
+        if option == "--set-file":
+            (tmp_path / value.split("=", 1)[1]).write_text("content\n")
+    done = helm("template", words[2], str(CHART), *words[4:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    objects = [item for item in yaml.safe_load_all(done.stdout) if item]
+    server = find(objects, "Deployment", "jobmesh-server")["spec"]["template"]["spec"]["containers"][0]
+    assert {"JOBMESH_TLS_CERT", "JOBMESH_AUTHENTICATION"} <= set(env_of(server))
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    named = set(re.findall(rf"`((?:{'|'.join(values)})\.[\w.]+)`", section))
+    named |= {word.split("=", 1)[0] for word in words if re.match(r"^[a-z]\w*\.[\w.]+=", word)}
+    assert len(named) > 10
+    for name in sorted(named):
+        node: Any = values
+        for part in name.split("."):
+            assert isinstance(node, dict), name
+            assert part in node, f"the README names {name}, not in values.yaml"
+            node = node[part]
