@@ -137,6 +137,9 @@ def test_the_defaults_render_the_whole_mesh(default: list[dict[str, Any]]) -> No
         ("ConfigMap", f"{FULLNAME}-envoy"),
         ("Secret", f"{FULLNAME}-connections"),
         ("Job", f"{FULLNAME}-migrate"),
+        ("PodDisruptionBudget", f"{FULLNAME}-server"),
+        ("PodDisruptionBudget", f"{FULLNAME}-watcher"),
+        ("PodDisruptionBudget", f"{FULLNAME}-executor"),
     }
     commands = {c["args"][0] for _, c in containers(default)}
     assert commands == {"server", "watcher", "executor", "migrate"}
@@ -150,13 +153,19 @@ def test_the_defaults_render_the_whole_mesh(default: list[dict[str, Any]]) -> No
 
 
 def test_options_reach_the_processes() -> None:
-    objects = render({"server.workers": "3", "watcher.replicas": "4", "image.tag": "1.2.3"})
+    objects = render(
+        {"server.workers": "3", "watcher.replicas": "4", "server.replicas": "1", "image.tag": "1.2.3"}
+    )
     server = find(objects, "Deployment", f"{FULLNAME}-server")
     args = server["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--workers") + 1] == "3"
     assert find(objects, "Deployment", f"{FULLNAME}-watcher")["spec"]["replicas"] == 4
     images = {c["image"] for _, t in pods(objects) for c in t["spec"]["containers"]}
     assert images == {"jobmesh:1.2.3"}
+    budgets = {o["metadata"]["name"] for o in objects if o["kind"] == "PodDisruptionBudget"}
+    assert budgets == {f"{FULLNAME}-watcher", f"{FULLNAME}-executor"}, "one server: nothing to keep up"
+    without = render({"metrics.annotations": "false"})
+    assert not [t for _, t in pods(without) if "prometheus.io/scrape" in t["metadata"].get("annotations", {})]
 
 
 def test_every_image_is_the_charts_version(default: list[dict[str, Any]]) -> None:
