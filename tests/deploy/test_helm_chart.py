@@ -21,6 +21,7 @@ import yaml
 from jobmesh.processes import settings
 from tests.acceptance.processes import BIN, REPO
 from tests.support import missing
+from tests.support_certificates import CertificateAuthority
 
 pytestmark = pytest.mark.processes
 
@@ -323,7 +324,11 @@ def test_envoys_config_is_the_checked_in_one_pointed_at_the_server_and_validates
     }
     [host, _refused] = _manager(config)["route_config"]["virtual_hosts"]
     assert host["domains"] == ["jobs.example.com:8080", "jobs.example.com"]
-    path = tmp_path / "dashboard.yaml"
+    validate_envoy(config, tmp_path)
+
+
+def validate_envoy(config: dict[str, Any], folder: Path) -> None:
+    path = folder / "dashboard.yaml"
     path.write_text(yaml.safe_dump(config))
     done = subprocess.run(
         [str(BIN / "envoy"), "--mode", "validate", "-c", str(path)],
@@ -335,7 +340,8 @@ def test_envoys_config_is_the_checked_in_one_pointed_at_the_server_and_validates
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def test_with_tls_envoy_verifies_the_server_by_its_service_name(everything: list[dict[str, Any]]) -> None:
+def test_with_tls_envoy_verifies_the_server_by_its_service_name(tmp_path: Path) -> None:
+    everything = render({**EVERYTHING, "envoy.webRoot": str(REPO)})
     config = yaml.safe_load(find(everything, "ConfigMap", f"{FULLNAME}-envoy")["data"]["dashboard.yaml"])
     [cluster] = config["static_resources"]["clusters"]
     context = cluster["transport_socket"]["typed_config"]
@@ -350,6 +356,9 @@ def test_with_tls_envoy_verifies_the_server_by_its_service_name(everything: list
     [volume] = [v for v in envoy["volumes"] if v["name"] == mount["name"]]
     assert volume["secret"]["secretName"] == EVERYTHING["tls.serverSecret"]
     assert [item["path"] for item in volume["secret"]["items"]] == [ca.name]
+    # Valid for Envoy, with a CA where the pod has its Secret.
+    validation["trusted_ca"]["filename"] = str(CertificateAuthority().write(tmp_path / ca.name))
+    validate_envoy(config, tmp_path)
 
 
 def _manager(config: dict[str, Any]) -> dict[str, Any]:
