@@ -399,3 +399,18 @@ def test_the_readmes_install_command_renders_and_names_only_real_values(tmp_path
             assert isinstance(node, dict), name
             assert part in node, f"the README names {name}, not in values.yaml"
             node = node[part]
+
+
+def test_the_notes_say_where_the_health_endpoints_and_the_dashboard_are() -> None:
+    done = helm(
+        "install", RELEASE, str(CHART), "--dry-run=client", "--namespace", "jobs", "--set", "healthPort=9100"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    notes = done.stdout.split("\nNOTES:\n", 1)[1]
+    assert f"port-forward deploy/{FULLNAME}-server 9100" in notes
+    assert f"port-forward svc/{FULLNAME}-envoy 8080" in notes
+    assert "WARNING: the server serves plaintext" in notes
+    secure = helm(
+        "install", RELEASE, str(CHART), "--dry-run=client", *[f"--set={k}={v}" for k, v in EVERYTHING.items()]
+    )
+    assert "WARNING" not in secure.stdout.split("\nNOTES:\n", 1)[1]
