@@ -26,6 +26,7 @@ from datetime import datetime
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import send_dead_letters
 from jobmesh.core.errors import StoreFailure
+from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED, seconds_between
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.records import RunRecord, RunState
@@ -34,6 +35,8 @@ from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 
+
+RETRY_TRIGGER = "RETRY"  # the lateness histogram's trigger of an attempt after the first
 
 # How an attempt ended, given its run as the store holds it under the end's lock; None leaves it running.
 Outcome = Callable[[RunRecord], AttemptOutcome | None]
@@ -99,6 +102,8 @@ class AttemptLifecycle:
     def _end(self, unique: Sequence[EndReport]) -> Settled:
         reports = {report.ref: report for report in unique}
         written = self._store.finish_attempts(list(reports), lambda current: self._decide(reports, current))
+        for current, end in written:
+            _measure(current.run, end)
         spent = tuple(current for current, end in written if end.run_state is RunState.DEAD_LETTERED)
         send_dead_letters(self._queue, spent, self._clock())
         retried = tuple(
@@ -118,6 +123,20 @@ class AttemptLifecycle:
         outcome = settle_cancelling(current.run, reported)
         policy = job_pb2.Job.FromString(current.spec).retry_policy
         return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+
+
+def _measure(run: RunRecord, end: AttemptEnd) -> None:
+    """The metrics of an attempt whose end was written: here, once per attempt, whoever ended it."""
+    if end.start_time is not None:
+        trigger = run.trigger.value if run.attempt == 1 else RETRY_TRIGGER
+        RUN_LATENESS(run.queue, run.priority.value, trigger).observe(
+            max(seconds_between(run.due_time, end.start_time), 0.0)
+        )
+    ATTEMPTS_ENDED(end.attempt_state.value).inc()
+    if end.run_state.is_terminal:
+        RUNS_ENDED(end.run_state.value).inc()
+    elif end.retry_due_time is not None:
+        RUNS_RETRIED.inc()
 
 
 def _not_stored(report: EndReport) -> EndReport:

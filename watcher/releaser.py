@@ -16,6 +16,7 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import RunRecord, RunTrigger
 from jobmesh.core.shards import shard_of
@@ -135,6 +136,7 @@ class Releaser:
 
     def _skip(self, item: Dispatchable, why: str) -> None:
         self._store.cancel_run(item.run.job_id, item.run.run_id, reason=f"skipped: {why}", now=self._clock())
+        CRON_SKIPPED("overlap").inc()
 
     def _cancel_others(self, item: Dispatchable, others: Sequence[RunRecord]) -> None:
         now = self._clock()
