@@ -10,12 +10,12 @@ counts stay (a counter never goes back). Every other process serves its own regi
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
-MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+from jobmesh.processes.settings import share_metrics_folder, shared_metrics_folder
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -27,7 +27,7 @@ def metrics_text() -> bytes:
     from jobmesh.core.metrics import record_build_info
 
     record_build_info()
-    if os.environ.get(MULTIPROCESS_VARIABLE):
+    if shared_metrics_folder() is not None:
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)
@@ -40,7 +40,7 @@ class SharedMetrics:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="jobmesh-metrics-"))
-        os.environ[MULTIPROCESS_VARIABLE] = str(self.folder)
+        share_metrics_folder(str(self.folder))
 
     def worker_died(self, pid: int) -> None:
         """Its live gauges (executors connected, lags) no longer count."""
@@ -49,6 +49,6 @@ class SharedMetrics:
         multiprocess.mark_process_dead(pid, str(self.folder))  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
-        if os.environ.get(MULTIPROCESS_VARIABLE) == str(self.folder):
-            del os.environ[MULTIPROCESS_VARIABLE]
+        if shared_metrics_folder() == str(self.folder):
+            share_metrics_folder(None)
         shutil.rmtree(self.folder, ignore_errors=True)

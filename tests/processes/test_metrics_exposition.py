@@ -16,7 +16,8 @@ import pytest
 from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.readiness import Readiness
 from jobmesh.processes.health_endpoint import HealthEndpoint
-from jobmesh.processes.metrics_exposition import MULTIPROCESS_VARIABLE, SharedMetrics
+from jobmesh.processes.metrics_exposition import SharedMetrics
+from jobmesh.processes.settings import METRICS_FOLDER_VARIABLE
 
 # What a worker does: a create counted, an executor connected.
 WORKER = """
@@ -51,13 +52,13 @@ def sample(text: str, name: str) -> float | None:
 
 @pytest.fixture
 def shared() -> Iterator[SharedMetrics]:
-    assert MULTIPROCESS_VARIABLE not in os.environ
+    assert METRICS_FOLDER_VARIABLE not in os.environ
     metrics = SharedMetrics()
     try:
         yield metrics
     finally:
         metrics.close()
-    assert MULTIPROCESS_VARIABLE not in os.environ
+    assert METRICS_FOLDER_VARIABLE not in os.environ
 
 
 def test_the_health_endpoint_serves_this_process_metrics() -> None:
