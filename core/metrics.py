@@ -14,7 +14,7 @@ values combine (`multiprocess_mode`), counters and histograms are summed.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from importlib import metadata
 from typing import Generic, TypeVar
 
@@ -246,10 +246,7 @@ def record_build_info() -> None:
 
 
 def seconds_between(earlier: datetime, later: datetime) -> float:
-    return (later - earlier) / _SECOND
-
-
-_SECOND = timedelta(seconds=1)
+    return (later - earlier).total_seconds()
 
 
 def set_backlog(waiting: dict[str, tuple[int, datetime]], now: datetime, seen: set[str]) -> None:

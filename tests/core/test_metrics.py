@@ -19,7 +19,7 @@ from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.occurrences import plan_occurrences
 from jobmesh.core.records import RunState
 from jobmesh.v1 import job_pb2
-from tests.core.test_lifecycle import NOW, claimed, end_one, running
+from tests.core.test_lifecycle import NOW, claimed, end_one, report, running
 
 LATENESS = "jobmesh_run_lateness_seconds"
 FIRST = {"queue": "default", "lane": "NORMAL", "trigger": "SCHEDULE"}
@@ -118,3 +118,19 @@ def test_occurrences_missed_past_the_catch_up_window_are_counted() -> None:
     assert plan.skipped_since == last
     assert 54 <= plan.skipped <= 56  # the hour's minutes, less the 5 the window still catches up
     assert plan_occurrences("job", cron, NOW.replace(second=0), NOW + timedelta(minutes=1), NOW).skipped == 0
+
+
+def test_a_batch_of_ends_counts_each_outcome(store: SqlStore, life: AttemptLifecycle) -> None:
+    counts = Counts(
+        (f"{LATENESS}_count", FIRST),
+        ("jobmesh_attempts_ended_total", {"outcome": "SUCCEEDED"}),
+        ("jobmesh_attempts_ended_total", {"outcome": "FAILED"}),
+        ("jobmesh_runs_ended_total", {"outcome": "SUCCEEDED"}),
+        ("jobmesh_runs_retried_total", {}),
+    )
+    done = [running(store, job_id=f"done-{index}") for index in range(3)]
+    failing = running(store, max_attempts=2, job_id="failing")
+    ends = [report(current, started(timedelta(0), RunState.SUCCEEDED)) for current in done]
+    ends.append(report(failing, started(timedelta(0), RunState.FAILED, "ExitCode")))
+    assert len(life.end(ends).applied) == 4
+    assert counts.changes() == [4, 3, 1, 3, 1]
