@@ -102,6 +102,15 @@ DISPATCH_TO_CLAIM = Children(
         buckets=LATENCY_BUCKETS,
     )
 )
+KAFKA_CONSUMER_LAG = Children(
+    Gauge(
+        "jobmesh_kafka_consumer_lag",
+        "Messages of each topic not yet consumed, over the partitions an executor is assigned (librdkafka's "
+        "statistics, every 5 s); summed over executors, the group's lag.",
+        ["topic"],
+        multiprocess_mode="livesum",
+    )
+)
 RUNS_REQUEUED = Counter(
     "jobmesh_runs_requeued", "QUEUED runs nobody claimed in time, published again by the leading watcher."
 )
@@ -213,6 +222,7 @@ ALL_METRICS: dict[str, MetricWrapperBase] = {
         JOBS_CREATED,
         RUNS_DISPATCHED,
         DISPATCH_TO_CLAIM.metric,
+        KAFKA_CONSUMER_LAG.metric,
         RUNS_REQUEUED,
         HEARTBEATS_LOST,
         CRON_SKIPPED.metric,

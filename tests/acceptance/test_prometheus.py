@@ -225,6 +225,11 @@ def test_prometheus_scrapes_a_mesh_and_counts_creates_once(mesh: Mesh, tmp_path:
         assert scalar(base, "sum(jobmesh_executor_slots)") is not None
         eventually(lambda: scalar(base, "max(jobmesh_watcher_leading)") == 1, 30, "the watcher's lease")
         assert scalar(base, 'count(jobmesh_build_info{version!=""})') == 3
+        eventually(
+            lambda: scalar(base, 'count(jobmesh_kafka_consumer_lag{job="jobmesh-executor"})'),
+            30,
+            "the executor's Kafka consumer lag",
+        )
         assert scalar(base, 'sum(jobmesh_rpc_duration_seconds_count{method=~".*/CreateJob"})') == CREATES + 1
 
     for name, address in health.items():
