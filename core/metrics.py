@@ -51,6 +51,11 @@ class Children(Generic[M]):
             child = self._children[values] = self.metric.labels(*values)
         return child
 
+    def clear(self) -> None:
+        """Every child gone from the exposition (and from here: one kept would be written to unseen)."""
+        self.metric.clear()
+        self._children.clear()
+
 
 # Process --------------------------------------------------------------------------------------------------
 BUILD_INFO = Gauge(
@@ -269,3 +274,11 @@ def set_backlog(waiting: dict[str, tuple[int, datetime]], now: datetime, seen: s
         RUNS_WAITING(queue).set(count)
         OLDEST_WAITING(queue).set(max(seconds_between(oldest, now), 0.0))
     seen.update(waiting)
+
+
+def clear_backlog(seen: set[str]) -> None:
+    """A watcher that no longer leads serves no backlog: another measures it now, and a stale value here
+    would count beside its fresh one."""
+    RUNS_WAITING.clear()
+    OLDEST_WAITING.clear()
+    seen.clear()

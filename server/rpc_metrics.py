@@ -8,6 +8,7 @@ measured from its start to its end.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,17 +21,18 @@ from jobmesh.core.metrics import RPC_DURATION
 Context = grpc.aio.ServicerContext[Any, Any]
 _UNKNOWN = grpc.StatusCode.UNKNOWN.name
 _OK = grpc.StatusCode.OK.name
+_CANCELLED = grpc.StatusCode.CANCELLED.name
 
 
-def _code(context: Context, failed: bool) -> str:
-    """The status the call ended with: the one set (an abort sets it), else UNKNOWN for an exception and OK
-    for a return."""
+def _code(context: Context, ended: str) -> str:
+    """The status the call ended with: the one set (an abort sets it), else how the handler `ended` (OK for a
+    return, CANCELLED when its caller went away, UNKNOWN for an exception)."""
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return code.name
     if isinstance(code, int) and code != 0:
         return next((status.name for status in grpc.StatusCode if status.value[0] == code), _UNKNOWN)
-    return _UNKNOWN if failed else _OK
+    return ended
 
 
 def _timed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,25 +41,31 @@ def _timed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
 
         async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
             started = time.perf_counter()
-            failed = True
+            ended = _UNKNOWN
             try:
                 async for item in behaviour(request, context):
                     yield item
-                failed = False
+                ended = _OK
+            except (asyncio.CancelledError, GeneratorExit):
+                ended = _CANCELLED  # the caller went away
+                raise
             finally:
-                RPC_DURATION(method, _code(context, failed)).observe(time.perf_counter() - started)
+                RPC_DURATION(method, _code(context, ended)).observe(time.perf_counter() - started)
 
         return stream
 
     async def call(request: Any, context: Context) -> Any:
         started = time.perf_counter()
-        failed = True
+        ended = _UNKNOWN
         try:
             result = await behaviour(request, context)
-            failed = False
+            ended = _OK
             return result
+        except asyncio.CancelledError:
+            ended = _CANCELLED  # the caller went away
+            raise
         finally:
-            RPC_DURATION(method, _code(context, failed)).observe(time.perf_counter() - started)
+            RPC_DURATION(method, _code(context, ended)).observe(time.perf_counter() - started)
 
     return call
 

@@ -23,6 +23,7 @@ from jobmesh.core.metrics import (
     WATCHER_LEADING,
     WATCHER_SCAN_AGE,
     WATCHER_SHARDS,
+    clear_backlog,
     set_backlog,
 )
 from jobmesh.core.outage_log import OutageLog
@@ -304,6 +305,8 @@ class Watcher:
                 else:
                     set_backlog(waiting, now, seen)
                     measured = time.monotonic()
+            elif seen:
+                clear_backlog(seen)
             if measured is not None:
                 BACKLOG_AGE.set(time.monotonic() - measured)
             await _sleep(stop, BACKLOG_INTERVAL if measured is not None else 1.0)

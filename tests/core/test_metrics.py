@@ -16,6 +16,7 @@ from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef
 from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.metrics import clear_backlog, set_backlog
 from jobmesh.core.occurrences import plan_occurrences
 from jobmesh.core.records import RunState
 from jobmesh.v1 import job_pb2
@@ -134,3 +135,24 @@ def test_a_batch_of_ends_counts_each_outcome(store: SqlStore, life: AttemptLifec
     ends.append(report(failing, started(timedelta(0), RunState.FAILED, "ExitCode")))
     assert len(life.end(ends).applied) == 4
     assert counts.changes() == [4, 3, 1, 3, 1]
+
+
+def test_the_backlog_gauges_follow_each_measure_and_go_when_the_watcher_stops_leading() -> None:
+    seen: set[str] = set()
+    busy, idle = f"busy-{NOW.timestamp()}", f"idle-{NOW.timestamp()}"
+    set_backlog({busy: (4, NOW - timedelta(seconds=90)), idle: (1, NOW)}, NOW, seen)
+    assert (
+        value("jobmesh_runs_waiting", queue=busy),
+        value("jobmesh_runs_waiting_oldest_seconds", queue=busy),
+    ) == (
+        4,
+        90,
+    )
+    set_backlog({busy: (2, NOW - timedelta(seconds=30))}, NOW + timedelta(seconds=10), seen)
+    assert value("jobmesh_runs_waiting_oldest_seconds", queue=busy) == 40
+    assert value("jobmesh_runs_waiting", queue=idle) == 0  # emptied since: 0, not its old count
+    clear_backlog(seen)
+    assert REGISTRY.get_sample_value("jobmesh_runs_waiting", {"queue": busy}) is None
+    assert seen == set()
+    set_backlog({busy: (1, NOW)}, NOW, seen)  # leading again: measured afresh
+    assert value("jobmesh_runs_waiting", queue=busy) == 1
