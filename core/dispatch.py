@@ -14,6 +14,7 @@ from typing import Protocol
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.metrics import RUNS_DISPATCHED
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
@@ -66,6 +67,7 @@ class Dispatcher:
             self._publishing.failed(f"{len(items)} runs left for the watcher: {error}")
             return False
         self._publishing.succeeded()
+        RUNS_DISPATCHED.inc(len(items))
         self._store.mark_queued([AttemptRef.of(item.run) for item in items], now)
         return True
 

@@ -26,14 +26,17 @@ from datetime import datetime
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import send_dead_letters
 from jobmesh.core.errors import StoreFailure
+from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.records import RunRecord, RunState
+from jobmesh.core.records import TERMINAL_RUN_STATES, RunRecord, RunState
 from jobmesh.core.retries import decide
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 
+
+RETRY_TRIGGER = "RETRY"  # the lateness histogram's trigger of an attempt after the first
 
 # How an attempt ended, given its run as the store holds it under the end's lock; None leaves it running.
 Outcome = Callable[[RunRecord], AttemptOutcome | None]
@@ -99,6 +102,7 @@ class AttemptLifecycle:
     def _end(self, unique: Sequence[EndReport]) -> Settled:
         reports = {report.ref: report for report in unique}
         written = self._store.finish_attempts(list(reports), lambda current: self._decide(reports, current))
+        _measure(written)
         spent = tuple(current for current, end in written if end.run_state is RunState.DEAD_LETTERED)
         send_dead_letters(self._queue, spent, self._clock())
         retried = tuple(
@@ -118,6 +122,32 @@ class AttemptLifecycle:
         outcome = settle_cancelling(current.run, reported)
         policy = job_pb2.Job.FromString(current.spec).retry_policy
         return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+
+
+def _measure(written: Sequence[tuple[Dispatchable, AttemptEnd]]) -> None:
+    """The metrics of the attempts whose end was written: here, once per attempt, whoever ended it. A
+    histogram observe per started attempt; the counters once per outcome of the batch."""
+    attempts: dict[RunState, int] = {}
+    runs: dict[RunState, int] = {}
+    retried = 0
+    for current, end in written:
+        run = current.run
+        if end.start_time is not None:
+            trigger = run.trigger if run.attempt == 1 else RETRY_TRIGGER
+            RUN_LATENESS(run.queue, run.priority, trigger).observe(
+                max((end.start_time - run.due_time).total_seconds(), 0.0)
+            )
+        attempts[end.attempt_state] = attempts.get(end.attempt_state, 0) + 1
+        if end.run_state in TERMINAL_RUN_STATES:
+            runs[end.run_state] = runs.get(end.run_state, 0) + 1
+        elif end.retry_due_time is not None:
+            retried += 1
+    for state, count in attempts.items():
+        ATTEMPTS_ENDED(state).inc(count)
+    for state, count in runs.items():
+        RUNS_ENDED(state).inc(count)
+    if retried:
+        RUNS_RETRIED.inc(retried)
 
 
 def _not_stored(report: EndReport) -> EndReport:

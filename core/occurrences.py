@@ -18,16 +18,19 @@ from jobmesh.v1 import job_pb2
 
 DEFAULT_CATCHUP_WINDOW = timedelta(minutes=5)
 MAX_PER_PASS = 2000
+MAX_SKIPPED_COUNTED = 10_000  # a schedule missed for longer is counted as this many skipped, not walked on
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Schedule times of the runs to make, the next occurrence left (None: the schedule has ended), and the
-    first occurrence skipped as too old to catch up (None when nothing was skipped)."""
+    first occurrence skipped as too old to catch up (None when nothing was skipped) and how many were skipped
+    (counted up to MAX_SKIPPED_COUNTED)."""
 
     schedule_times: list[datetime] = field(default_factory=list)
     next_run_time: datetime | None = None
     skipped_since: datetime | None = None
+    skipped: int = 0
 
 
 def first_cron_occurrence(cron: job_pb2.Schedule.Cron, now: datetime) -> datetime | None:
@@ -68,9 +71,14 @@ def plan_occurrences(
     jitter = to_timedelta(cron.jitter)
     times: list[datetime] = []
     skipped_since = None
+    skipped = 0
     occurrence: datetime | None = next_run_time
     if next_run_time < now - catchup:
         skipped_since = next_run_time
+        missed: datetime | None = next_run_time
+        while missed is not None and missed < now - catchup and skipped < MAX_SKIPPED_COUNTED:
+            skipped += 1
+            missed = next_occurrence(spec, missed)
         occurrence = next_occurrence(spec, now - catchup - timedelta(microseconds=1))
     while occurrence is not None and occurrence <= until and len(times) < MAX_PER_PASS:
         if end is not None and occurrence > end:
@@ -79,4 +87,4 @@ def plan_occurrences(
         occurrence = next_occurrence(spec, occurrence)
     if occurrence is not None and end is not None and occurrence > end:
         occurrence = None
-    return Plan(times, occurrence, skipped_since)
+    return Plan(times, occurrence, skipped_since, skipped)

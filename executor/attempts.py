@@ -20,6 +20,7 @@ from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
+from jobmesh.core.metrics import EXECUTOR_SLOTS_IN_USE
 from jobmesh.core.text import storable
 from jobmesh.executor.clock import now_ns, seconds_of, sleep_until, timestamp_of_ns, within
 from jobmesh.executor.outbox import Outbox
@@ -120,6 +121,7 @@ class Attempts:
             self._report_unstarted(attempt)
             return False
         self._held[key] = attempt
+        EXECUTOR_SLOTS_IN_USE.inc()
         attempt.task = asyncio.create_task(self._run(attempt), name=f"jobmesh-attempt:{key}")
         return True
 
@@ -215,6 +217,7 @@ class Attempts:
             self._report(attempt, outcome)
         finally:
             del self._held[attempt.key]
+            EXECUTOR_SLOTS_IN_USE.dec()
             self._freed.set()
 
     async def _wait_start(self, attempt: Attempt) -> bool:

@@ -26,6 +26,7 @@ from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.metrics import DISPATCH_TO_CLAIM, EXECUTOR_SLOTS
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
@@ -136,6 +137,7 @@ class Executor:
         # One thread for the consumer: adapters are not thread-safe, and a poll blocks.
         consumer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobmesh-consumer")
         tasks: list[asyncio.Task[None]] = []
+        EXECUTOR_SLOTS.inc(self.config.concurrency)
         try:
             claims = asyncio.create_task(self._take_runs(queue, consumer_thread), name="jobmesh-claims")
             tasks = [
@@ -160,6 +162,7 @@ class Executor:
             await self._finish_attempts()
             await self._deliver_results()
         finally:
+            EXECUTOR_SLOTS.dec(self.config.concurrency)
             await self._shutdown(tasks, consumer_thread)
             if self._signals is None:
                 signals.close()
@@ -347,6 +350,7 @@ class Executor:
                     return False  # not committed: the group gets them again
         if len(results) != len(refs):
             log.warning("%d answers to %d claims: the unanswered ones are skipped", len(results), len(refs))
+        granted_ns = time.time_ns()
         granted = {
             AttemptRef.from_proto_or_none(r.attempt): r
             for r in results
@@ -360,6 +364,10 @@ class Executor:
                 continue
             # Never before the server's start time, nor before the run's own due time.
             start_ns = max(ns_of_timestamp(answer.start_time), ns_of_timestamp(delivery.run.due_time))
+            if delivery.run.HasField("dispatch_time"):
+                DISPATCH_TO_CLAIM(delivery.run.queue).observe(
+                    max(granted_ns - ns_of_timestamp(delivery.run.dispatch_time), 0) / 1e9
+                )
             self.attempts.start(delivery.run, start_ns, claimed_at)
         return True
 

@@ -1,5 +1,6 @@
 """HTTP `/livez` and `/readyz` of a process, on a port of its own (`--health-listen`), for a supervisor or a
-load balancer that speaks HTTP rather than gRPC health.
+load balancer that speaks HTTP rather than gRPC health; and `/metrics`, its Prometheus metrics
+(`processes.metrics_exposition`), for a scraper.
 
 `/livez` answers 200 while the process's event loop beats, 503 when it is stuck. `/readyz` answers 200 when
 every dependency the process expects is reachable, else 503, with a JSON body naming each dependency, up or
@@ -17,9 +18,11 @@ from collections.abc import AsyncIterator, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from jobmesh.core.readiness import Probes, Readiness
+from jobmesh.processes.metrics_exposition import CONTENT_TYPE, metrics_text
 
 LIVEZ = "/livez"
 READYZ = "/readyz"
+METRICS = "/metrics"
 
 
 class HealthEndpoint:
@@ -70,8 +73,19 @@ def _handler_for(readiness: Readiness) -> type[BaseHTTPRequestHandler]:
             elif path == READYZ:
                 ready = readiness.ready()
                 self._answer(ready, {"ready": ready, "dependencies": _dependencies(readiness)})
+            elif path == METRICS:
+                self._metrics()
             else:
-                self.send_error(404, f"only {LIVEZ} and {READYZ} are served here")
+                self.send_error(404, f"only {LIVEZ}, {READYZ} and {METRICS} are served here")
+
+        def _metrics(self) -> None:
+            data = metrics_text()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(data)
 
         def _answer(self, ok: bool, body: dict[str, object]) -> None:
             data = json.dumps({"process": readiness.process, **body}).encode()
@@ -112,7 +126,9 @@ async def health_served(
         if listen is not None:
             endpoint = HealthEndpoint(readiness, listen, share_port=share_port)
             host = listen.rsplit(":", 1)[0]
-            print(f"  health: http://{host}:{endpoint.port}{READYZ} and {LIVEZ}", flush=True)
+            print(
+                f"  health: http://{host}:{endpoint.port}{READYZ} and {LIVEZ}, metrics {METRICS}", flush=True
+            )
         await probes.first_answers()
         yield probes
     finally:

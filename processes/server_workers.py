@@ -4,7 +4,8 @@ Each worker is a whole server (its own connections, executor sessions and live f
 incoming connections over them (gRPC binds its ports with SO_REUSEPORT). Each serves TLS itself when it is on,
 following the certificate files on its own. Executor streams, cancels and
 heartbeats already cross servers through the signal bus and the database, so the workers share nothing
-else. The parent only supervises: it passes SIGTERM and SIGINT on, starts a worker again when one dies, and
+else (their metrics are gathered in a folder the parent gives them: `processes.metrics_exposition`). The
+parent only supervises: it passes SIGTERM and SIGINT on, starts a worker again when one dies, and
 its workers die with it (PR_SET_PDEATHSIG), whatever signal kills it.
 
 The parent names each worker (its server id), so that when one dies it releases the executor names the
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from jobmesh.core.errors import JobmeshError
 from jobmesh.processes.logs import LogSettings, configure_logging, current_log_settings
+from jobmesh.processes.metrics_exposition import SharedMetrics
 from jobmesh.processes.ports import ensure_addresses_free
 from jobmesh.processes.settings import Connections
 from jobmesh.server.config import ServerConfig, new_server_id
@@ -64,7 +66,8 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
         reserved_executors, executor_address = _reserve(config.executor_listen)
         held.append(reserved_executors)
         shared = dataclasses.replace(shared, executor_listen=executor_address)
-    workers = _Workers(connections, shared)
+    metrics = SharedMetrics()  # before the first worker starts: each imports the metrics in multiprocess mode
+    workers = _Workers(connections, shared, metrics)
     try:
         if not workers.start(count, stopping):
             return 1
@@ -83,6 +86,7 @@ def run_server_workers(connections: Connections, config: ServerConfig, count: in
         for socket_ in held:
             socket_.close()
         workers.stop()
+        metrics.close()
 
 
 def _reserve(listen: str) -> tuple[socket.socket, str]:
@@ -106,8 +110,9 @@ class _ServerWorker:
 
 
 class _Workers:
-    def __init__(self, connections: Connections, config: ServerConfig) -> None:
+    def __init__(self, connections: Connections, config: ServerConfig, metrics: SharedMetrics) -> None:
         self._connections = connections
+        self._metrics = metrics
         self._config = config
         self._running: list[_ServerWorker] = []
         self._sessions: SqlStore | None = None
@@ -170,6 +175,8 @@ class _Workers:
 
     def _restart(self, index: int, stopping: list[int]) -> bool:
         dead = self._running[index].process
+        if dead.pid is not None:
+            self._metrics.worker_died(dead.pid)
         log.warning("server worker %s exited (%s): starting it again", dead.pid, dead.exitcode)
         time.sleep(RESTART_DELAY)
         if stopping:

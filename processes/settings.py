@@ -57,6 +57,25 @@ def default_journal_folder() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "jobmesh" / "journal"
 
 
+# prometheus-client's own variable, not a setting of jobmesh's: the folder in which the workers of `jobmesh
+# server --workers N` share their metrics (`processes.metrics_exposition`). Read and set here, as every
+# variable is.
+METRICS_FOLDER_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def shared_metrics_folder() -> str | None:
+    """The folder this process's metrics are shared in (None: its own alone)."""
+    return os.environ.get(METRICS_FOLDER_VARIABLE) or None
+
+
+def share_metrics_folder(folder: str | None) -> None:
+    """Sets the folder for the processes started from now on (None: none)."""
+    if folder is None:
+        os.environ.pop(METRICS_FOLDER_VARIABLE, None)
+    else:
+        os.environ[METRICS_FOLDER_VARIABLE] = folder
+
+
 # The embedded default: the in-process queue and signals that every component of one process shares.
 EMBEDDED = "memory://dev"
 
@@ -529,8 +548,8 @@ SETTINGS: tuple[Setting, ...] = (
         default="none",
         help="where the process serves HTTP `/livez` (its event loop beats) and `/readyz` (every dependency"
         " it needs is reachable: the store, the queue, the signal bus; a watcher's scans; an executor's"
-        " stream), 200 or 503 with a JSON body; port 0 picks a free one; the workers of `--workers N` share"
-        " it",
+        " stream), 200 or 503 with a JSON body, and `/metrics` (Prometheus's text format); port 0 picks a"
+        " free one; the workers of `--workers N` share it (and each answers with all their metrics)",
         metavar="HOST:PORT",
     ),
     Setting(

@@ -33,6 +33,7 @@ from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.client_certificates import ClientCertificates
 from jobmesh.server.config import ServerConfig, new_server_id
 from jobmesh.server.feed import RunFeed
+from jobmesh.server.gauges import ServerGauges
 from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.job_queries import JobQueries
 from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
@@ -45,6 +46,7 @@ from jobmesh.server.principals import CredentialSource
 from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits
 from jobmesh.server.reflection import enable_reflection
 from jobmesh.server.refusals import RefusalTrail
+from jobmesh.server.rpc_metrics import RpcDurations
 from jobmesh.server.session_renewals import SessionRenewals
 from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
@@ -84,7 +86,7 @@ def new_grpc_server(
     request did not parse. `certified_executors`: ExecutorControl only for calls with a verified client
     certificate."""
     options = [*SERVER_OPTIONS, ("grpc.so_reuseport", int(share_port))]
-    interceptors: list[grpc.aio.ServerInterceptor] = []
+    interceptors: list[grpc.aio.ServerInterceptor] = [RpcDurations()]  # first: refused calls are timed too
     if authentication is not None:
         interceptors.append(authentication)
     if certified_executors:
@@ -176,6 +178,7 @@ class Services:
     stream_lag: StreamLag
     loop_lag: LoopLag
     outage: OutageMode | None = None
+    gauges: ServerGauges | None = None
 
     def add_to(self, server: grpc.aio.Server) -> None:
         """Every service on `server`, with health and reflection (which serves the protos' comments)."""
@@ -192,6 +195,8 @@ class Services:
         while a dependency is away."""
         await self.feed.start()
         self.loop_lag.start()
+        if self.gauges is not None:
+            self.gauges.start()
         ready = readiness.ready if readiness is not None else lambda: True
         if readiness is not None:
             loop = asyncio.get_running_loop()
@@ -304,6 +309,12 @@ def build_services(
         stream_lag,
         loop_lag,
         outage,
+        ServerGauges(
+            executors=lambda: len(sessions.executor_ids()),
+            loop_lag=loop_lag,
+            stream_lag=stream_lag,
+            pending_creates=lambda: workers.pending_creates,
+        ),
     )
 
 
@@ -328,6 +339,8 @@ class RunningServer:
         await self.services.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         await self.services.loop_lag.stop()
+        if self.services.gauges is not None:
+            await self.services.gauges.stop()
         await asyncio.to_thread(self.close)
 
     def close(self) -> None:

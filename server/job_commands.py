@@ -37,6 +37,7 @@ from jobmesh.core.errors import (
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ids import new_job_id
+from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
@@ -143,8 +144,12 @@ class JobCommands:
             except JobmeshError as error:
                 results.append(Created(error=error))
         outcomes = self._creates.submit([item for _, item in pending])
+        created = 0
         for (index, item), outcome in zip(pending, outcomes, strict=True):
             results[index] = _created(item, outcome.status, outcome.job, outcome.first_run)
+            created += outcome.status is CreateStatus.CREATED
+        if created:
+            JOBS_CREATED.inc(created)
         self._hand_off(
             [
                 (outcome.first_run, item.job.spec)

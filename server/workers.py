@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from jobmesh.core.errors import ResourceExhausted
+from jobmesh.core.metrics import REFUSALS
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.stream_lag import StreamLag
 
@@ -69,23 +70,29 @@ class Workers:
         when the executors' messages wait too long."""
         if self._pending_creates and self._pending_creates + jobs > self._max_pending_creates:
             self._refuse(
+                "pending_creates",
                 f"the server has {self._pending_creates} jobs in creation, its limit is "
-                f"{self._max_pending_creates}"
+                f"{self._max_pending_creates}",
             )
         if (lag := self._stream_lag.current()) > self._max_stream_lag:
             self._refuse(
+                "claim_lag",
                 f"executors' messages wait {_ms(lag)} in the server for their answer, its limit is "
-                f"{_ms(self._max_stream_lag)}"
+                f"{_ms(self._max_stream_lag)}",
             )
         if (lag := self._loop_lag.current()) > self._max_loop_lag:
-            self._refuse(f"the server runs {_ms(lag)} behind, its limit is {_ms(self._max_loop_lag)}")
+            self._refuse(
+                "loop_lag", f"the server runs {_ms(lag)} behind, its limit is {_ms(self._max_loop_lag)}"
+            )
         self._pending_creates += jobs
         try:
             yield
         finally:
             self._pending_creates -= jobs
 
-    def _refuse(self, why: str) -> None:
+    def _refuse(self, reason: str, why: str) -> None:
+        """`reason`: the refusals metric's label (`core.metrics.REFUSALS`)."""
+        REFUSALS(reason).inc()
         raise ResourceExhausted(
             f"{why}: retry after the delay given",
             reason=SERVER_OVERLOADED,

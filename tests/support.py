@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import os
 import re
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import pytest
@@ -121,3 +123,19 @@ class BrokerQueue:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
+
+
+def prometheus_tools() -> Path:
+    """The folder of Debian's `prometheus` and `promtool` (pinned; unpacked once into the cache by
+    `tools/services/services.sh prometheus`): a failure under CI when they cannot be had, a skip elsewhere."""
+    script = Path(__file__).resolve().parents[1] / "tools" / "services" / "services.sh"
+    try:
+        found = subprocess.run(
+            ["bash", str(script), "prometheus"], capture_output=True, text=True, check=True, timeout=300
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        missing(f"Debian's Prometheus could not be had (services.sh prometheus): {error}")
+    folder = Path(found.stdout.strip().splitlines()[-1])
+    if not (folder / "prometheus").exists() or not (folder / "promtool").exists():
+        missing(f"services.sh prometheus printed {folder}, which holds no prometheus and promtool")
+    return folder

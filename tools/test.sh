@@ -19,6 +19,7 @@ bash tools/lint.sh
 echo "test: vitest (clients/web)"
 npm run --silent test --workspace clients/web
 bash tools/services/services.sh browser  # Debian's Chromium, for tests/web
+bash tools/services/services.sh prometheus  # Debian's Prometheus and promtool, for the metrics tests
 
 if ! wait "$starting"; then
 	cat "$services_log" >&2

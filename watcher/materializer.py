@@ -8,6 +8,7 @@ from datetime import datetime
 
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.definitions import heartbeat_timeout_of, new_run
+from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.occurrences import plan_occurrences
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import JobRecord, RunTrigger
@@ -37,6 +38,7 @@ class Materializer:
         now = self._clock()
         plan = plan_occurrences(job.job_id, spec.schedule.cron, job.next_run_time, until, now)
         if plan.skipped_since is not None:
+            CRON_SKIPPED("catchup").inc(plan.skipped)
             log.warning(
                 "jobs/%s: occurrences since %s missed the catch-up window", job.job_id, plan.skipped_since
             )

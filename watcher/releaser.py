@@ -17,6 +17,7 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.occurrences import catchup_window_of
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import PENDING_RUN_STATES, RunRecord, RunTrigger
@@ -115,7 +116,11 @@ class Releaser:
                 continue
             due = item.run.due_time.isoformat(timespec="seconds")
             try:
-                self._skip(item, f"missed: due at {due}, later than the job's catch-up window ({window})")
+                self._skip(
+                    item,
+                    f"missed: due at {due}, later than the job's catch-up window ({window})",
+                    cause="catchup",
+                )
             except StoreUnavailable:
                 kept.append(item)  # degraded: start it rather than hold it (AP), as below
         return kept
@@ -163,8 +168,10 @@ class Releaser:
         ref = AttemptRef.of(item.run)
         self._timer.add(ref, item, self._clock() + HOLD_DELAY)
 
-    def _skip(self, item: Dispatchable, why: str) -> None:
+    def _skip(self, item: Dispatchable, why: str, *, cause: str = "overlap") -> None:
+        """`cause`: the label it is counted under (`jobmesh_cron_occurrences_skipped_total`)."""
         self._store.cancel_run(item.run.job_id, item.run.run_id, reason=f"skipped: {why}", now=self._clock())
+        CRON_SKIPPED(cause).inc()
 
     def _cancel_others(self, item: Dispatchable, others: Sequence[RunRecord]) -> None:
         now = self._clock()

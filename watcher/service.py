@@ -18,6 +18,14 @@ from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import JobmeshError, StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle
+from jobmesh.core.metrics import (
+    BACKLOG_AGE,
+    WATCHER_LEADING,
+    WATCHER_SCAN_AGE,
+    WATCHER_SHARDS,
+    clear_backlog,
+    set_backlog,
+)
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.ports.queue import RunQueue
@@ -42,6 +50,7 @@ SCANS = "scans"
 SCAN_MARGIN = 5.0  # seconds a scan may take beyond its interval before it counts as stale
 SCAN_FLOOR = 1.0  # seconds between scans that change notices ask for
 SCAN_POLL = 0.05
+BACKLOG_INTERVAL = 10.0  # seconds between the leading watcher's reads of the backlog (the metrics)
 
 
 class Watcher:
@@ -118,6 +127,7 @@ class Watcher:
             asyncio.create_task(self._sweep(stop), name="sweep"),
             asyncio.create_task(self._maintain(stop), name="maintenance"),
             asyncio.create_task(self._report_scans(stop), name="scan health"),
+            asyncio.create_task(self._measure_backlog(stop), name="backlog"),
         ]
         stopped = asyncio.create_task(stop.wait())
         notices = self._store.watch_changes(self._notice)
@@ -269,6 +279,9 @@ class Watcher:
         stale_after = 2 * self.config.scan_interval.total_seconds() + SCAN_MARGIN
         while not stop.is_set():
             age = time.monotonic() - self._last_scan
+            WATCHER_SCAN_AGE.set(age)
+            WATCHER_SHARDS.set(len(self.shards))
+            WATCHER_LEADING.set(1 if self.leading else 0)
             if not self.shards:
                 self.readiness.report(SCANS, True, "holding no shard")
             elif age > stale_after:
@@ -276,6 +289,27 @@ class Watcher:
             else:
                 self.readiness.report(SCANS, True, "scanning")
             await _sleep(stop, 1.0)
+
+    async def _measure_backlog(self, stop: asyncio.Event) -> None:
+        """The waiting runs per queue and the oldest one's age, read by the leading watcher alone, every
+        BACKLOG_INTERVAL (one grouped read; nothing per run)."""
+        seen: set[str] = set()
+        measured: float | None = None
+        while not stop.is_set():
+            if self.leading:
+                now = self._clock()
+                try:
+                    waiting = await asyncio.to_thread(self._store.backlog, now)
+                except JobmeshError as error:
+                    log.debug("backlog not measured: %s", error)
+                else:
+                    set_backlog(waiting, now, seen)
+                    measured = time.monotonic()
+            elif seen:
+                clear_backlog(seen)
+            if measured is not None:
+                BACKLOG_AGE.set(time.monotonic() - measured)
+            await _sleep(stop, BACKLOG_INTERVAL if measured is not None else 1.0)
 
     async def _guarded(
         self, what: str, work: Callable[[], int | object], *, idle_proves_nothing: bool = False

@@ -17,6 +17,7 @@ from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
+from jobmesh.core.metrics import HEARTBEATS_LOST, RUNS_REQUEUED
 from jobmesh.core.ports.pipeline_store import Heartbeat, SchedulerStore
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
 from jobmesh.core.records import RunRecord, RunState
@@ -59,6 +60,7 @@ class Sweeper:
             raise
         for item in lost:
             if (ref := AttemptRef.of(item.run)) in settled.applied:
+                HEARTBEATS_LOST.inc()
                 log.warning("%s lost: %s", ref, _silence(item.run))
         return list(settled.retried)
 
@@ -110,6 +112,7 @@ class Sweeper:
         """Sends again (up to a batch of) the QUEUED runs dispatched before `moment` that nobody claimed."""
         stale = self._store.stale_queued(moment, limit=SWEEP_BATCH)
         if stale and self._dispatcher.dispatch(stale):
+            RUNS_REQUEUED.inc(len(stale))
             log.warning("sent %d unclaimed runs again", len(stale))
             return len(stale)
         return 0

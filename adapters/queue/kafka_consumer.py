@@ -15,6 +15,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from jobmesh.adapters.queue import codec
+from jobmesh.core.metrics import KAFKA_CONSUMER_LAG
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable
 
@@ -118,7 +119,9 @@ class CoordinatorWatch:
         self.failed: KafkaError | None = None
 
     def __call__(self, statistics: str) -> None:
-        group = json.loads(statistics).get("cgrp") or {}
+        parsed = json.loads(statistics)
+        _measure_lag(parsed)
+        group = parsed.get("cgrp") or {}
         self.lost = (
             group.get("state") in _SEEKING_COORDINATOR
             and group.get("stateage", 0) >= LOST_COORDINATOR_MS
@@ -137,6 +140,18 @@ def instance_id(member: str, lane: str) -> str:
     if _INSTANCE_ID.fullmatch(name):
         return name
     return f"member-{hashlib.sha256(name.encode()).hexdigest()[:40]}"
+
+
+def _measure_lag(statistics: Mapping[str, Any]) -> None:
+    """The consumer lag of each topic, over the partitions assigned here (librdkafka's statistics, read
+    every STATISTICS_INTERVAL_MS: no call to the broker of its own)."""
+    for topic, found in (statistics.get("topics") or {}).items():
+        lags = [
+            partition.get("consumer_lag", -1)
+            for key, partition in (found.get("partitions") or {}).items()
+            if key != "-1"
+        ]
+        KAFKA_CONSUMER_LAG(topic).set(sum(lag for lag in lags if lag >= 0))
 
 
 # Opens a lane's subscribed consumer: (lane, topics) -> (consumer, its watch).

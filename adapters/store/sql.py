@@ -258,6 +258,11 @@ class SqlStore:
         )
 
     @translate_errors
+    def backlog(self, now: datetime) -> dict[str, tuple[int, datetime]]:
+        with read_connection(self._engine) as connection:
+            return sql_pipeline.backlog(connection, now)
+
+    @translate_errors
     def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
         with read_connection(self._engine) as connection:
             return sql_pipeline.stale_queued(connection, dispatched_before, limit=limit)

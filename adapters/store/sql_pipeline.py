@@ -19,7 +19,9 @@ from sqlalchemy import (
     Select,
     Text,
     and_,
+    func,
     literal_column,
+    or_,
     select,
     true,
     update,
@@ -163,6 +165,20 @@ def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetim
             update_time=now,
         )
     return list(changed)
+
+
+def backlog(connection: Connection, now: datetime) -> dict[str, tuple[int, datetime]]:
+    """The waiting runs by queue: two ranges of `ix_open_runs_wake` (SCHEDULED due by now, every QUEUED),
+    each run looked up by key for its queue and due time."""
+    waiting = _open_runs(
+        connection,
+        or_(
+            and_(open_runs.c.state == RunState.SCHEDULED.value, open_runs.c.wake_time <= now),
+            open_runs.c.state == RunState.QUEUED.value,
+        ),
+    ).subquery("waiting")
+    statement = select(waiting.c.queue, func.count(), func.min(waiting.c.due_time)).group_by(waiting.c.queue)
+    return {queue: (count, oldest) for queue, count, oldest in connection.execute(statement)}
 
 
 def stale_queued(connection: Connection, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:

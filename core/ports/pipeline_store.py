@@ -92,6 +92,11 @@ class PipelineStore(Protocol):
         Returns the ones changed."""
         ...
 
+    def backlog(self, now: datetime) -> dict[str, tuple[int, datetime]]:
+        """By queue, the runs due and not started (SCHEDULED due by `now`, or QUEUED) and the oldest one's due
+        time: one grouped read, for the backlog metrics."""
+        ...
+
     def stale_queued(self, dispatched_before: datetime, *, limit: int) -> list[Dispatchable]:
         """QUEUED runs dispatched before the given time and never claimed: their message may be lost (Kafka
         wiped), so the watcher sends them again (a duplicate is refused at claim)."""

@@ -99,8 +99,8 @@ class Mesh:
             raise AssertionError(f"{name} did not start:\n{process.log.read_text()}") from None
         return process
 
-    def watcher(self, name: str = "watcher") -> Process:
-        return self._spawn(name, ["watcher"], {"JOBMESH_WATCHER_ID": name})
+    def watcher(self, name: str = "watcher", args: Sequence[str] = ()) -> Process:
+        return self._spawn(name, ["watcher", *args], {"JOBMESH_WATCHER_ID": name})
 
     def executor(
         self,

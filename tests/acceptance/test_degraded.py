@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -232,7 +232,7 @@ def test_an_executors_consumers_take_runs_again_at_once_when_kafka_returns(servi
         queue.close()
 
 
-def _drain_all(consumers: list[RunConsumer], count: int, timeout: float) -> list[Delivery]:
+def _drain_all(consumers: Sequence[RunConsumer], count: int, timeout: float) -> list[Delivery]:
     """Polls every consumer in turn (each serves its own group membership) until `count` runs came."""
     got: list[Delivery] = []
     deadline = time.monotonic() + timeout

@@ -9,6 +9,8 @@
 #                                             crash), or start it again on its data and port
 #   tools/services/services.sh redis stop|start STATE_DIR      stop Redis, or start it again on its port
 #   tools/services/services.sh browser      install Debian's Chromium for the browser tests, once
+#   tools/services/services.sh prometheus   Debian's Prometheus and promtool (pinned), unpacked once into the
+#                                             cache (nothing installed or started); prints their folder
 #
 # A service whose variable (JOBMESH_DATABASE_URL, JOBMESH_REDIS_URL, JOBMESH_KAFKA_BOOTSTRAP) is already
 # set and non-empty is not started: the given value is written to STATE_DIR/env as it is.
@@ -44,7 +46,7 @@ die() {
 	exit 1
 }
 usage() {
-	echo "usage: $0 up|down STATE_DIR, $0 kafka|postgres|redis stop|start STATE_DIR, $0 browser, or $0 sandbox" >&2
+	echo "usage: $0 up|down STATE_DIR, $0 kafka|postgres|redis stop|start STATE_DIR, $0 browser, $0 prometheus, or $0 sandbox" >&2
 	exit 2
 }
 
@@ -80,6 +82,26 @@ ensure_java_installed() { command -v java >/dev/null || apt_install openjdk-17-j
 ensure_maven_installed() { command -v mvn >/dev/null || apt_install maven; }
 # the dashboard's browser tests drive it headless (tests/web)
 ensure_chromium_installed() { [[ -x /usr/bin/chromium ]] || apt_install chromium; }
+# the metrics tests (tests/processes/test_prometheus*.py, tests/deploy): Debian's package, pinned, unpacked
+# rather than installed, so that no service of the package's own starts
+PROMETHEUS_DEB_VERSION=${JOBMESH_PROMETHEUS_DEB_VERSION:-2.42.0+ds-5+deb12u1}
+ensure_prometheus_unpacked() {
+	local dir=${XDG_CACHE_HOME:-$HOME/.cache}/jobmesh/prometheus-${PROMETHEUS_DEB_VERSION//[^A-Za-z0-9.-]/_}
+	if [[ ! -x $dir/usr/bin/prometheus || ! -x $dir/usr/bin/promtool ]]; then
+		local work
+		work=$(mktemp -d)
+		if ! (cd "$work" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" >/dev/null 2>&1); then
+			((EUID == 0)) || die "cannot download prometheus=$PROMETHEUS_DEB_VERSION (apt-get update as root first)"
+			apt-get update -qq >/dev/null
+			(cd "$work" && apt-get download -qq "prometheus=$PROMETHEUS_DEB_VERSION" >/dev/null) ||
+				die "apt-get download prometheus=$PROMETHEUS_DEB_VERSION failed"
+		fi
+		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+		dpkg-deb -x "$work"/prometheus_*.deb "$dir.tmp"
+		rm -rf "$work" "$dir" && mv "$dir.tmp" "$dir"
+	fi
+	echo "$dir/usr/bin"
+}
 # executors run commands in a bubblewrap sandbox (executor/sandbox.py); without it, with a warning
 ensure_bubblewrap_installed() {
 	command -v bwrap >/dev/null && return
@@ -679,6 +701,7 @@ kafka) cmd_kafka "${2:-}" "${3:-}" ;;
 postgres) cmd_postgres "${2:-}" "${3:-}" ;;
 redis) cmd_redis "${2:-}" "${3:-}" ;;
 browser) ensure_chromium_installed ;;
+prometheus) ensure_prometheus_unpacked ;;
 sandbox) # never stops `make run`: without bubblewrap, executors say so loudly and run commands unsandboxed
 	ensure_bubblewrap_installed || warn "bubblewrap could not be installed: executors will run commands without namespaces" ;;
 *) usage ;;

@@ -20,6 +20,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from prometheus_client import REGISTRY
 
 from jobmesh.adapters.queue import kafka_consumer
 from jobmesh.adapters.queue.codec import LANES, topic_of
@@ -216,6 +217,20 @@ def test_a_group_that_found_its_coordinator_is_not_lost() -> None:
         assert watch.lost is lost, (state, age, assigned)
     watch(json.dumps({"name": "a producer has no group"}))
     assert not watch.lost
+
+
+def test_the_statistics_give_each_topics_consumer_lag_over_the_assigned_partitions() -> None:
+    watch = kafka_consumer.CoordinatorWatch()
+    partitions = {
+        "0": {"consumer_lag": 7},
+        "1": {"consumer_lag": -1},  # not assigned here
+        "2": {"consumer_lag": 5},
+        "-1": {"consumer_lag": 100},  # librdkafka's internal unassigned partition
+    }
+    watch(json.dumps({"topics": {"jobmesh.lag-test": {"partitions": partitions}}}))
+    assert REGISTRY.get_sample_value("jobmesh_kafka_consumer_lag", {"topic": "jobmesh.lag-test"}) == 12
+    watch(json.dumps({"topics": {"jobmesh.lag-test": {"partitions": {"0": {"consumer_lag": 0}}}}}))
+    assert REGISTRY.get_sample_value("jobmesh_kafka_consumer_lag", {"topic": "jobmesh.lag-test"}) == 0
 
 
 class _LaneStandIn:

@@ -232,3 +232,17 @@ def test_lost_attempts_are_those_past_their_deadline(store: SqlStore) -> None:
     assert lost[0].spec == b"\x0a\x00spec-alpha"
     assert lost[0].run.heartbeat_deadline == at(10) + timedelta(seconds=42)
     assert len(store.lost_attempts(at(60), limit=1)) == 1
+
+
+def test_backlog_is_the_due_and_queued_runs_per_queue_with_the_oldest_due_time(store: SqlStore) -> None:
+    oldest = add_run(store, 10, due_time=at(5))  # a retry, due before its next neighbour
+    add_run(store, 20)
+    queued = add_run(store, 30)
+    store.mark_queued([ref(queued)], at(31))
+    add_run(store, 40, queue="other")
+    add_run(store, 100)  # not due yet
+    started = add_run(store, 1)
+    store.claim([ref(started)], "ex1", at(2))  # running: not waiting
+    assert oldest.due_time == at(5)
+    assert store.backlog(at(60)) == {"default": (3, at(5)), "other": (1, at(40))}
+    assert store.backlog(at(0)) == {"default": (1, at(30))}  # only the QUEUED one: the rest not due yet
