@@ -27,12 +27,14 @@ LOW_FIRST_EVERY = 4
 
 
 # A run handed to the queue this long after it was due (a backlog: the queue or the server was away) goes one
-# lane below its priority's.
-LATE_AFTER_NS = 1_000_000_000
+# lane below its priority's. Not less: a run sent again a second or two after a failed publish (the watcher's
+# retry, Kafka still loading when it answers again) would wait behind the whole backlog, when it can still
+# start nearly on time in its own lane.
+LATE_AFTER_NS = 5_000_000_000
 
 
 def lane_of(run: dispatch_pb2.DispatchedRun) -> str:
-    """The run's priority lane, or the one below it when the run was already late when dispatched. A backlog
+    """The run's priority lane, or the one below it when the run was long late when dispatched. A backlog
     that comes out at once (Kafka back after 30 s: 12,000 runs at 400 a second) would otherwise sit in front
     of every run due after it, on the same partitions, and make those late too while it drains; below them,
     it drains with what the executors have to spare, and with a share of the polls (`LaneOrder`)."""
