@@ -33,7 +33,7 @@ HOLD_DELAY = timedelta(milliseconds=500)
 # A run released this long after it was due is backlog (the queue, the store or this watcher was away): it
 # goes out after the runs that can still start on time, BACKLOG_BATCH at a release, oldest first. The same
 # bound sends it one lane down (`jobmesh.adapters.queue.codec.LATE_AFTER_NS`).
-BACKLOG_AFTER = timedelta(seconds=5)
+BACKLOG_AFTER = timedelta(seconds=2)
 BACKLOG_BATCH = 1000
 # A scan that read a run just before its release marked it QUEUED must not hold it again.
 RECENT = timedelta(minutes=1)

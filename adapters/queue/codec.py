@@ -27,10 +27,9 @@ LOW_FIRST_EVERY = 4
 
 
 # A run handed to the queue this long after it was due (a backlog: the queue or the server was away) goes one
-# lane below its priority's. Not less: a run sent again a second or two after a failed publish (the watcher's
-# retry, Kafka still loading when it answers again) would wait behind the whole backlog, when it can still
-# start nearly on time in its own lane.
-LATE_AFTER_NS = 5_000_000_000
+# lane below its priority's: it has missed the 2 s start promise already, and yields to the runs that can
+# still keep it. A run sent again a second after a failed publish still can, and keeps its lane.
+LATE_AFTER_NS = 2_000_000_000
 
 
 def lane_of(run: dispatch_pb2.DispatchedRun) -> str:
