@@ -7,7 +7,6 @@ after cancelling the other, or started beside it.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections import deque
@@ -30,11 +29,6 @@ log = logging.getLogger(__name__)
 
 RETRY_DELAY = timedelta(seconds=1)
 HOLD_DELAY = timedelta(milliseconds=500)
-# A run released this long after it was due is backlog (the queue, the store or this watcher was away): it
-# goes out after the runs that can still start on time, BACKLOG_BATCH at a release, oldest first. The same
-# bound sends it one lane down (`jobmesh.adapters.queue.codec.LATE_AFTER_NS`).
-BACKLOG_AFTER = timedelta(seconds=2)
-BACKLOG_BATCH = 1000
 # A scan that read a run just before its release marked it QUEUED must not hold it again.
 RECENT = timedelta(minutes=1)
 
@@ -63,8 +57,6 @@ class Releaser:
         self._held = held
         self._recent: set[AttemptRef] = set()
         self._recent_batches: deque[tuple[datetime, list[AttemptRef]]] = deque()
-        # Runs found long past their time, oldest first, each once (a dict keeps the order it was given).
-        self._backlog: dict[AttemptRef, Dispatchable] = {}
         self._lock = threading.Lock()
 
     def hold(self, items: Sequence[Dispatchable]) -> int:
@@ -80,12 +72,17 @@ class Releaser:
         return added
 
     def release_due(self) -> int:
-        """Hands the runs whose instant has come to the queue: up to a batch of those due lately, and a share
-        of the backlog. Returns how many went out."""
+        """Hands every run whose instant has come to the queue; returns how many went out."""
         now = self._clock()
-        items = self._take_due(now) + self._take_backlog()
-        if not items:
+        held = self._held()
+        # A shard lost since its runs were held: the watcher that took it loaded them.
+        due = [
+            (ref, item) for ref, item in self._timer.pop_due(now, self._batch) if shard_of(ref.job_id) in held
+        ]
+        if not due:
             return 0
+        self._remember([ref for ref, _ in due], now)
+        items = [item for _, item in due]
         crons = {id(item): _cron(item) for item in items if item.run.trigger is RunTrigger.SCHEDULE}
         ready = self._apply_overlap(self._within_catchup(items, crons, now), crons)
         if not self._dispatcher.dispatch(ready):
@@ -98,39 +95,7 @@ class Releaser:
     def drop(self, shards: Collection[int]) -> int:
         """Lets go of the held runs of these shards (lost to another watcher); returns how many."""
         lost = frozenset(shards)
-        with self._lock:
-            gone = [ref for ref in self._backlog if shard_of(ref.job_id) in lost]
-            for ref in gone:
-                del self._backlog[ref]
-        return len(gone) + self._timer.drop(lambda item: shard_of(item.run.job_id) in lost)
-
-    def _take_due(self, now: datetime) -> list[Dispatchable]:
-        """Up to a batch of the runs due lately. Those due before BACKLOG_AFTER, which the timer gives first,
-        go to the backlog on the way: a backlog of 12,000 runs released a batch at a time, oldest first, would
-        hold every run due after it for as long as its publishing takes."""
-        held = self._held()
-        fresh: list[tuple[AttemptRef, Dispatchable]] = []
-        while len(fresh) < self._batch:
-            # A shard lost since its runs were held: the watcher that took it loaded them.
-            due = [
-                (ref, item)
-                for ref, item in self._timer.pop_due(now, self._batch - len(fresh))
-                if shard_of(ref.job_id) in held
-            ]
-            if not due:
-                break
-            self._remember([ref for ref, _ in due], now)
-            late = [(ref, item) for ref, item in due if item.run.due_time < now - BACKLOG_AFTER]
-            if late:
-                with self._lock:
-                    self._backlog.update(late)
-            fresh += [(ref, item) for ref, item in due if item.run.due_time >= now - BACKLOG_AFTER]
-        return [item for _, item in fresh]
-
-    def _take_backlog(self) -> list[Dispatchable]:
-        with self._lock:
-            refs = list(itertools.islice(self._backlog, BACKLOG_BATCH))
-            return [self._backlog.pop(ref) for ref in refs]
+        return self._timer.drop(lambda item: shard_of(item.run.job_id) in lost)
 
     def _remember(self, refs: Sequence[AttemptRef], now: datetime) -> None:
         with self._lock:
