@@ -38,7 +38,7 @@ PRODUCER_SETTINGS: dict[str, Any] = {
 }
 # How long publish() waits in one flush before checking its own deliveries (other threads may be producing).
 FLUSH_SLICE = 0.1
-PROBE_METADATA_TIMEOUT_S = 1.5
+PROBE_METADATA_TIMEOUT_S = 1.5  # under the readiness probe's own timeout (core/readiness.py)
 RECONNECT_BACKOFF_MAX_MS = 500
 
 
@@ -53,7 +53,7 @@ class _LibrdkafkaLog(logging.LoggerAdapter[logging.Logger]):
         super().log(level, msg, *args, **kwargs)
 
 
-_LIBRDKAFKA_LOG = _LibrdkafkaLog(log)  # under the readiness probe's own timeout (core/readiness.py)
+_LIBRDKAFKA_LOG = _LibrdkafkaLog(log)
 
 
 class _Acks:
@@ -162,7 +162,7 @@ class KafkaRunQueue:
             "client.id": client_id,
             "logger": _LIBRDKAFKA_LOG,
             # librdkafka backs off up to 10 s between reconnections: after an outage a client would wait that
-            # long for a broker already back. A second at most, for every client.
+            # long for a broker already back. Half a second at most, for every client.
             "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
             **(security or {}),
         }
