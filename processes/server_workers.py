@@ -174,6 +174,10 @@ class _Workers:
                 ).start()
 
     def _restart(self, index: int, stopping: list[int]) -> bool:
+        # Released here too, before the record of the dead worker is replaced: the supervision's own release
+        # may have seen it still alive (its sentinel fires when its files close, a moment before the kernel
+        # lets it be reaped), and then its executors waited out the quiet limit.
+        self._release_dead()
         dead = self._running[index].process
         if dead.pid is not None:
             self._metrics.worker_died(dead.pid)

@@ -2,7 +2,7 @@
 (`jobmesh_rpc_duration_seconds`): the outermost interceptor, so refused calls count too.
 
 Each method's handler is wrapped once (gRPC hands the interceptor the same handler for every call of a
-method, as `api.malformed` notes); a call then costs two clock reads and one histogram observe. A stream is
+method: `handler_wrapping`); a call then costs two clock reads and one histogram observe. A stream is
 measured from its start to its end.
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 
 from jobmesh.core.metrics import RPC_DURATION
+from jobmesh.server.handler_wrapping import Handler, WrappingInterceptor
 
 Context = grpc.aio.ServicerContext[Any, Any]
 _UNKNOWN = grpc.StatusCode.UNKNOWN.name
@@ -70,26 +71,10 @@ def _timed(method: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-class RpcDurations(grpc.aio.ServerInterceptor):
-    def __init__(self) -> None:
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
+class RpcDurations(WrappingInterceptor):
+    def wrap(self, method: str, handler: Handler) -> Handler:
         # Only a method served has a handler: the labels are bounded by the services.
-        wrapped = _timed_handler(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return _timed_handler(method, handler)
 
 
 def _timed_handler(method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:

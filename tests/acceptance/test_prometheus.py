@@ -20,6 +20,7 @@ import pytest
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2
 from jobmesh.v1 import search_service_pb2_grpc as search_grpc
 from tests.acceptance.mesh import TERMINAL, Mesh, Process, command_job, get_run
+from tests.acceptance.proc import sockets_of, tcp_ports, workers_of
 from tests.acceptance.processes import free_port
 from tests.support import eventually, prometheus_tools
 
@@ -100,36 +101,10 @@ def scalar(base: str, promql: str) -> float | None:
     return float(value[1])
 
 
-# Which worker holds which connection, from /proc (as tests/acceptance/test_server_workers.py finds it).
-def workers_of(server: Process) -> list[int]:
-    children = Path(f"/proc/{server.popen.pid}/task/{server.popen.pid}/children")
-    pids = [int(pid) for pid in children.read_text().split()] if children.exists() else []
-    return [pid for pid in pids if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-
-
-def tcp_ends() -> dict[int, tuple[int, int]]:
-    found: dict[int, tuple[int, int]] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, remote = (int(end.rsplit(":", 1)[1], 16) for end in fields[1:3])
-            found[int(fields[9])] = (local, remote)
-    return found
-
-
-def sockets_of(pid: int) -> set[int]:
-    inodes = set()
-    for descriptor in Path(f"/proc/{pid}/fd").iterdir():
-        with contextlib.suppress(OSError):
-            if (target := os.readlink(descriptor)).startswith("socket:["):
-                inodes.add(int(target.removeprefix("socket:[").removesuffix("]")))
-    return inodes
-
-
 def holders(server: Process) -> dict[int, int]:
     """By local port of this test's connections to the server: the worker that holds the other end."""
     port = int(server.address.rsplit(":", 1)[1])
-    ends = tcp_ends()
+    ends = tcp_ports()
     mine = {ends[i][0] for i in sockets_of(os.getpid()) if ends.get(i, (0, 0))[1] == port}
     found = {}
     for worker in workers_of(server):

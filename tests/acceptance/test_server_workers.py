@@ -10,31 +10,17 @@ import re
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy
 
 from jobmesh.v1 import run_pb2
 from tests.acceptance.mesh import Mesh, Process, command_job, create, get_run, pid_gone
+from tests.acceptance.proc import sockets_of, tcp_ports, workers_of
 from tests.acceptance.processes import wait_serving
 from tests.support import eventually, require_service_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest.mark.processes]
-
-
-def workers_of(server: Process) -> list[int]:
-    """The parent's worker processes, from /proc (not the resource tracker that multiprocessing starts)."""
-    children = Path(f"/proc/{server.popen.pid}/task/{server.popen.pid}/children")
-    pids = [int(pid) for pid in children.read_text().split()] if children.exists() else []
-    return [pid for pid in pids if b"spawn_main" in _cmdline(pid)]
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return b""
 
 
 def two_workers(server: Process) -> list[int] | None:
@@ -64,36 +50,16 @@ def welcomes(executor: Process) -> list[str]:
     return WELCOMED.findall(executor.log.read_text())
 
 
-def _tcp_ports() -> dict[int, tuple[int, int]]:
-    """Every TCP socket's local and remote port, by inode."""
-    found: dict[int, tuple[int, int]] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, remote = (int(end.rsplit(":", 1)[1], 16) for end in fields[1:3])
-            found[int(fields[9])] = (local, remote)
-    return found
-
-
-def _sockets_of(pid: int) -> set[int]:
-    inodes = set()
-    for descriptor in Path(f"/proc/{pid}/fd").iterdir():
-        with contextlib.suppress(OSError):
-            if (target := os.readlink(descriptor)).startswith("socket:["):
-                inodes.add(int(target.removeprefix("socket:[").removesuffix("]")))
-    return inodes
-
-
 def stream_holder(server: Process, executor: Process) -> int | None:
     """The worker at the other end of the executor's connection to the server (from /proc: the parent
     cannot be asked, and each worker logs under no name of its own)."""
     port = int(server.address.rsplit(":", 1)[1])
-    ports = _tcp_ports()
-    ends = {ports[i][0] for i in _sockets_of(executor.popen.pid) if ports.get(i, (0, 0))[1] == port}
+    ports = tcp_ports()
+    ends = {ports[i][0] for i in sockets_of(executor.popen.pid) if ports.get(i, (0, 0))[1] == port}
     holders = [
         pid
         for pid in workers_of(server)
-        if any(ports.get(i, (0, 0)) in {(port, end) for end in ends} for i in _sockets_of(pid))
+        if any(ports.get(i, (0, 0)) in {(port, end) for end in ends} for i in sockets_of(pid))
     ]
     return holders[0] if len(holders) == 1 else None
 

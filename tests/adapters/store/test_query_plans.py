@@ -356,6 +356,13 @@ def test_claims_heartbeats_and_ends_touch_one_partition_by_primary_key(loaded: S
             assert _probes_per_key(plan), json.dumps(plan, indent=1)
 
 
+def _small_run_partitions(connection: Connection, rows: float = BIG) -> frozenset[str]:
+    """The run partitions that held fewer than `rows` when last analysed: the planner may read one whole,
+    as `_check` allows of any small relation."""
+    statement = text("SELECT relname FROM pg_class WHERE relname LIKE 'job_runs_%' AND reltuples < :rows")
+    return frozenset(connection.execute(statement, {"rows": rows}).scalars())
+
+
 def _probes_per_key(plan: dict[str, Any], empty: frozenset[str] = frozenset({"job_runs_default"})) -> bool:
     """Every read of a run partition finds one key of the batch: an index scan whose conditions hold the
     key's job, run and schedule time (not a range of the partition read into a hash), or a fetch by the
@@ -397,7 +404,8 @@ def test_a_feed_read_of_a_rare_state_looks_its_changes_up_by_key(loaded: SqlStor
     with loaded.engine.connect() as connection:
         plan = _plan(connection, statement, parameters)
         _check(connection, plan, _KEY_INDEXES)
-        assert _probes_per_key(plan), json.dumps(plan, indent=1)
+        # The oldest day's partition holds a few runs only when the suite runs late in the (UTC) day.
+        assert _probes_per_key(plan, _small_run_partitions(connection)), json.dumps(plan, indent=1)
 
 
 def test_a_watchers_read_of_its_shards_changes_looks_them_up_by_key(loaded: SqlStore) -> None:
@@ -417,7 +425,8 @@ def test_a_watchers_read_of_its_shards_changes_looks_them_up_by_key(loaded: SqlS
     with loaded.engine.connect() as connection:
         plan = _plan(connection, statement, parameters)
         _check(connection, plan, _KEY_INDEXES)
-        assert _probes_per_key(plan), json.dumps(plan, indent=1)
+        # The oldest day's partition holds a few runs only when the suite runs late in the (UTC) day.
+        assert _probes_per_key(plan, _small_run_partitions(connection)), json.dumps(plan, indent=1)
 
 
 STALE_RUNS = 30_000
@@ -446,11 +455,7 @@ def test_a_sweep_looks_runs_up_by_key_when_the_open_runs_statistics_are_stale(
                 plan = _plan(connection, statement, parameters)
                 # `open_runs` may be read whole (its statistics say it is all due): autovacuum keeps it to
                 # a few thousand rows, live and dead. The day's runs are read one key at a time.
-                empty = frozenset(
-                    connection.execute(
-                        text("SELECT relname FROM pg_class WHERE relname LIKE 'job_runs_%' AND reltuples < 1")
-                    ).scalars()
-                )
+                empty = _small_run_partitions(connection, rows=1)
             assert _probes_per_key(plan, empty), json.dumps(plan, indent=1)
         finally:
             store.close()
