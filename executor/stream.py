@@ -75,7 +75,9 @@ class ControlStream:
         self._failed_in_a_row = 0  # sessions that were not established since the last that was
         self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
         # Claims in flight, oldest first, by their first attempt: the server answers them in any order.
-        self._claims: deque[tuple[AttemptRef | None, asyncio.Future[list[pb.ClaimResult]]]] = deque()
+        # The claim batches awaiting their answers, each with its attempts: the answers come in any order, and
+        # a batch is known by all of its attempts (a run delivered again may head two batches in flight).
+        self._claims: deque[tuple[_BatchKey, asyncio.Future[list[pb.ClaimResult]]]] = deque()
         self._wrote = asyncio.Event()  # set by the writer after each request it writes
         self._no_claims = asyncio.Event()
         self._no_claims.set()
@@ -118,7 +120,7 @@ class ControlStream:
             raise StreamDown("not ready for claims")
         future: asyncio.Future[list[pb.ClaimResult]] = asyncio.get_running_loop().create_future()
         self.send(pb.ConnectRequest(claims=pb.ClaimBatch(attempts=refs)))
-        self._claims.append((AttemptRef.from_proto_or_none(refs[0]) if refs else None, future))
+        self._claims.append((_batch_key(refs), future))
         self._no_claims.clear()
         return await future
 
@@ -271,8 +273,10 @@ class ControlStream:
         if not self._claims:
             log.warning("claim results for no claim: ignored")
             return
-        first = AttemptRef.from_proto_or_none(results[0].attempt) if results else None
-        index = next((i for i, (key, _) in enumerate(self._claims) if key == first), 0)
+        answered = _batch_key([result.attempt for result in results])
+        index = next((i for i, (key, _) in enumerate(self._claims) if key == answered), None)
+        if index is None:  # not one answer a claim: the batch it begins as, else the oldest
+            index = next((i for i, (key, _) in enumerate(self._claims) if key[:1] == answered[:1]), 0)
         _, future = self._claims[index]
         del self._claims[index]
         if not self._claims:
@@ -329,3 +333,10 @@ class ControlStream:
                 ("grpc.http2.max_pings_without_data", 0),
             ]
         return options
+
+
+_BatchKey = tuple[AttemptRef | None, ...]
+
+
+def _batch_key(refs: Sequence[pb.AttemptRef]) -> _BatchKey:
+    return tuple(AttemptRef.from_proto_or_none(ref) for ref in refs)

@@ -150,6 +150,28 @@ def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
     scenario(test)
 
 
+def test_claim_answers_go_to_their_own_batch_when_two_batches_begin_with_one_attempt() -> None:
+    """A redelivered run can head two batches in flight; answered newest first, each answer still goes to the
+    batch it answers (matched by every attempt, not by the first), and every run of both starts once."""
+
+    async def test(fake: FakeControl) -> None:
+        fake.hold_claims = 2
+        async with running_executor(fake) as rig:
+            again = dispatched(command("echo", "again"))
+            others = [dispatched(command("echo", f"a{n}")) for n in range(2)]
+            rig.publish(again, *others)
+            await fake.wait_until(lambda: len(fake.held_claims) == 1)
+            rig.publish(again)  # delivered again: the second batch, answered first (a duplicate)
+            await fake.wait_until(lambda: all(fake.results_for(key(run)) for run in [again, *others]))
+            for run in others:
+                assert fake.claims.count(key(run)) == 1
+                assert fake.log_texts(key(run)) == [run.target.command.argv[1]]
+            assert fake.log_texts(key(again)) == ["again"]
+            assert len(fake.results_for(key(again))) == 1
+
+    scenario(test)
+
+
 class _CommitsRecorded:
     """A queue whose consumers record each `commit` call's attempts, in order."""
 
