@@ -87,6 +87,39 @@ def test_immediate_at_time_and_cron_runs_start_on_time(mesh: Mesh, tmp_path: Pat
     assert len(starts) == len([run for run in runs if run.state == run_pb2.RUN_STATE_SUCCEEDED])
 
 
+def test_a_paused_cron_job_stops_at_once_and_resumes_at_the_next_fire_time(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    """Issue 20: cron runs are made minutes ahead; a pause withdraws them, so nothing starts after it."""
+    server = mesh.server()
+    mesh.watcher()
+    mesh.executor(server)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    stamps = tmp_path / "cron"
+    every_second = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *"))
+    job = create(jobs, command_job(mesh.queue, STAMP.format(file=stamps), schedule=every_second)).job
+    eventually(lambda: len(read_times(stamps)) >= 3, 20, "three occurrences to start")
+
+    jobs.PauseJob(job_service_pb2.PauseJobRequest(name=job.name))
+    acknowledged = datetime.now(UTC)
+    time.sleep(5)
+    late = [started - acknowledged for started in read_times(stamps) if started > acknowledged]
+    assert all(delay <= timedelta(seconds=1) for delay in late), late
+    waiting = (run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED)
+    pending = [run.name for run in runs_of(search, job.name) if run.state in waiting]
+    assert not pending, pending
+
+    resumed = datetime.now(UTC)
+    jobs.ResumeJob(job_service_pb2.ResumeJobRequest(name=job.name))
+    again = eventually(
+        lambda: [started for started in read_times(stamps) if started > resumed],
+        20,
+        "a start after the resume",
+    )
+    assert again[0] - resumed < timedelta(seconds=3), again[0] - resumed  # next fire time, within 2 s
+
+
 def test_failing_command_retries_then_dead_letters_and_replays(mesh: Mesh, tmp_path: Path) -> None:
     server = mesh.server()
     mesh.watcher()
