@@ -563,8 +563,7 @@ private static final long serialVersionUID = 0L;
 
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -573,8 +572,7 @@ private static final long serialVersionUID = 0L;
     boolean hasCatchupWindow();
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -583,8 +581,7 @@ private static final long serialVersionUID = 0L;
     com.google.protobuf.Duration getCatchupWindow();
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -879,8 +876,7 @@ private static final long serialVersionUID = 0L;
     private com.google.protobuf.Duration catchupWindow_;
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -892,8 +888,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -905,8 +900,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-     * Those due while the job was paused are not: resume plans from its next fire time.
+     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2147,8 +2141,7 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> catchupWindowBuilder_;
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2159,8 +2152,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2175,8 +2167,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2194,8 +2185,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2213,8 +2203,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2239,8 +2228,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2257,8 +2245,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2270,8 +2257,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2286,8 +2272,7 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
-       * Those due while the job was paused are not: resume plans from its next fire time.
+       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
