@@ -56,6 +56,11 @@ BACKLOG_LIMIT = 64  # requests waiting for the stream's writer; the outbox waits
 LOG_BACKLOG_LIMIT = 2  # ... and its log batches (a MiB each) beyond this
 QUEUE_RETRY = 1.0  # after the queue failed a poll
 CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
+# At most this many runs to a claim batch. A run polled now waits for the batches in flight before its own: a
+# backlog taken a couple of thousand at a time (Kafka back after an outage, with many free slots) keeps the
+# runs due after it waiting seconds at the server's claims; batches of this size keep that wait short, and
+# cost a claim round trip per this many runs.
+CLAIM_BATCH_LIMIT = 256
 STEP_ASIDE_AFTER = 0.5  # seconds with every slot busy before the executor steps aside from its queue
 # ... and seconds without a stream to the server (longer: a reconnection should not move the partitions)
 STEP_ASIDE_OUT_OF_CONTACT = 5.0
@@ -258,7 +263,7 @@ class Executor:
                     self._wait_contact(consumer, thread, claims)
                 ):
                     break
-                room = self.attempts.free() - claims.deliveries()
+                room = min(self.attempts.free() - claims.deliveries(), CLAIM_BATCH_LIMIT)
                 if room <= 0:  # the free slots are promised to the claims in flight
                     await self._commit_claimed(consumer, thread, claims, wait=True)
                     continue

@@ -38,6 +38,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.hellos: list[pb.ExecutorHello] = []
         self.heartbeats: list[tuple[float, list[AttemptRef]]] = []  # (monotonic time, attempts)
         self.claims: list[AttemptRef] = []
+        self.claim_batch_sizes: list[int] = []
         self.logs: dict[AttemptRef, list[run_pb2.LogLine]] = {}
         self.progress: list[pb.ProgressUpdate] = []
         self.results: list[pb.AttemptResult] = []
@@ -153,6 +154,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         async for request in requests:
             kind = request.WhichOneof("message")
             if kind == "claims":
+                self.claim_batch_sizes.append(len(request.claims.attempts))
                 results = [self._claim(ref) for ref in request.claims.attempts]
                 response = pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))
                 self._answer_claims(response, stream)

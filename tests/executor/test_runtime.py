@@ -19,6 +19,7 @@ from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ports.queue import Delivery, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
+from jobmesh.executor import runtime
 from jobmesh.executor.handlers import HandlerContext
 from jobmesh.v1 import run_pb2
 from tests.executor.fake_control import FakeControl
@@ -148,6 +149,28 @@ def test_claims_in_flight_at_once_answered_out_of_order_all_start() -> None:
                 assert fake.claims.count(key(run)) == 1
 
     scenario(test)
+
+
+def test_a_backlog_is_claimed_in_batches_of_at_most_the_limit_however_many_slots_are_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many free slots and a queue full of runs (a backlog, Kafka back after an outage): each claim batch
+    holds at most CLAIM_BATCH_LIMIT runs, so a run polled next waits for small batches, and all of them run."""
+    monkeypatch.setattr(runtime, "CLAIM_BATCH_LIMIT", 3)
+
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake, {"noop": _noop}, concurrency=40) as rig:
+            runs = [dispatched(handler("noop")) for _ in range(20)]
+            rig.publish(*runs)
+            await fake.wait_until(lambda: all(fake.results_for(key(run)) for run in runs))
+            assert sum(fake.claim_batch_sizes) == 20
+            assert max(fake.claim_batch_sizes) == 3, fake.claim_batch_sizes
+
+    scenario(test)
+
+
+async def _noop(context: HandlerContext) -> None:
+    return None
 
 
 def test_claim_answers_go_to_their_own_batch_when_two_batches_begin_with_one_attempt() -> None:
