@@ -6,6 +6,7 @@ wrappers (`jobmesh.v1`) did, with the full names, for code written against those
 from __future__ import annotations
 
 import enum
+from typing import Self
 
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import EnumDescriptor
@@ -39,9 +40,9 @@ class _ApiEnum(enum.IntEnum):
         return str(proto_enum(cls).values_by_number[cls(number)].name)
 
     @classmethod
-    def Value(cls, name: str) -> int:
-        """The number of the full protobuf name `name`."""
-        return int(cls(proto_enum(cls).values_by_name[name].number))
+    def Value(cls, name: str) -> Self:
+        """The member of the full protobuf name `name` (`RUN_STATE_SUCCEEDED`)."""
+        return cls(proto_enum(cls).values_by_name[name].number)
 
 
 class JobState(_ApiEnum):
