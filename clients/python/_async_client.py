@@ -31,8 +31,8 @@ from jobmesh.client._requests import (
     preview_schedule_request,
     remaining,
     schedule_preview,
+    stream_timed_out,
     update_job_request,
-    watch_timed_out,
 )
 from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
 from jobmesh.client._retry import retry_wait
@@ -286,7 +286,8 @@ class AsyncClient:
         after_sequence: int = 0,
         timeout: timedelta | None = None,
     ) -> AsyncIterator[LogLine]:
-        """As `Client.tail_run_logs`: resumed after the last line when the server cuts the stream."""
+        """As `Client.tail_run_logs`: resumed after the last line when the server cuts the stream, and ended
+        (not raised) when `timeout` passes."""
         limit, after, retry_number = deadline(timeout), after_sequence, 0
         while True:
             request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
@@ -304,6 +305,8 @@ class AsyncClient:
                 error = error_from_rpc(failed)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = await self._pause_or_raise(error, retry_number)
 
     async def watch_runs(
@@ -336,7 +339,7 @@ class AsyncClient:
                 token = error.metadata.get("resume_token", token)
             finally:
                 call.cancel()
-            if watch_timed_out(error, limit):
+            if stream_timed_out(error, limit):
                 return
             retry_number = await self._pause_or_raise(error, retry_number)
 

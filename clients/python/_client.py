@@ -30,8 +30,8 @@ from jobmesh.client._requests import (
     preview_schedule_request,
     remaining,
     schedule_preview,
+    stream_timed_out,
     update_job_request,
-    watch_timed_out,
 )
 from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
 from jobmesh.client._retry import retry_wait
@@ -293,7 +293,7 @@ class Client:
     ) -> Iterator[LogLine]:
         """The run's log lines; with `follow`, new ones as they come until the run ends. A stream the
         server cuts (`UNAVAILABLE`, `RESOURCE_EXHAUSTED`) is opened again after the last line received, as
-        the retry policy allows. `timeout` bounds the whole tail (DeadlineExceeded)."""
+        the retry policy allows. `timeout` bounds the whole tail: when it passes, the iteration ends."""
         limit, after, retry_number = deadline(timeout), after_sequence, 0
         while True:
             request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
@@ -311,6 +311,8 @@ class Client:
                 error = error_from_rpc(failed)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = self._pause_or_raise(error, retry_number)
 
     def watch_runs(
@@ -346,7 +348,7 @@ class Client:
                 token = error.metadata.get("resume_token", token)
             finally:
                 call.cancel()
-            if watch_timed_out(error, limit):
+            if stream_timed_out(error, limit):
                 return
             retry_number = self._pause_or_raise(error, retry_number)
 

@@ -38,8 +38,8 @@ __all__ = [
     "preview_schedule_request",
     "remaining",
     "schedule_preview",
+    "stream_timed_out",
     "update_job_request",
-    "watch_timed_out",
 ]
 
 TERMINAL_STATES = frozenset(
@@ -105,8 +105,8 @@ def remaining(limit: float | None) -> float | None:
     return None if limit is None else max(limit - time.monotonic(), 0.0)
 
 
-def watch_timed_out(error: JobmeshError, limit: float | None) -> bool:
-    """A watch cut by its own `timeout`: the end the caller asked for, not a failure."""
+def stream_timed_out(error: JobmeshError, limit: float | None) -> bool:
+    """A watch or a log tail cut by its own `timeout`: the end the caller asked for, not a failure."""
     return limit is not None and isinstance(error, DeadlineExceeded)
 
 

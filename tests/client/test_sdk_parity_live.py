@@ -20,6 +20,7 @@ from jobmesh.client import (
     Client,
     InvalidArgument,
     JobState,
+    NotFound,
     OverlapPolicy,
     Priority,
     RunState,
@@ -225,6 +226,24 @@ def test_a_watch_ends_cleanly_when_its_timeout_passes(client: Client) -> None:
     assert {run.name for message in messages for run in message.runs} == {created.run.name}
 
 
+def test_a_followed_log_ends_cleanly_when_its_timeout_passes(client: Client) -> None:
+    created = client.create_job(immediately(), command(["sh", "-c", "echo started; sleep 60"]))
+    assert created.run is not None
+    started = time.monotonic()
+    texts = [
+        line.text
+        for line in client.tail_run_logs(created.run.name, follow=True, timeout=timedelta(seconds=3))
+    ]
+    assert 2.9 < time.monotonic() - started < 20
+    assert texts == ["started"]
+    assert client.cancel_run(created.run.name).state in (RunState.CANCELLING, RunState.CANCELLED)
+
+
+def test_a_log_tail_with_a_timeout_still_raises_other_errors(client: Client) -> None:
+    with pytest.raises(NotFound):
+        list(client.tail_run_logs("jobs/no-such-job/runs/none", follow=True, timeout=timedelta(seconds=5)))
+
+
 def test_a_watch_with_a_timeout_still_raises_other_errors(client: Client) -> None:
     with pytest.raises(InvalidArgument):
         list(client.watch_runs(filter="colour = blue", timeout=timedelta(seconds=5)))
@@ -258,5 +277,10 @@ def test_the_asyncio_client_has_the_same_calls(server: str) -> None:
             assert [run.state for run in watched[0].runs] == [RunState.SUCCEEDED]
             with pytest.raises(InvalidArgument):
                 _ = [m async for m in client.watch_runs(filter="colour = blue", timeout=timedelta(seconds=5))]
+            slow = await client.create_job(immediately(), command(["sh", "-c", "echo slow; sleep 60"]))
+            assert slow.run is not None
+            tail = client.tail_run_logs(slow.run.name, follow=True, timeout=timedelta(seconds=3))
+            assert [line.text async for line in tail] == ["slow"]
+            await client.cancel_run(slow.run.name)
 
     asyncio.run(scenario())
