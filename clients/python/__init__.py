@@ -7,7 +7,9 @@ typed errors, and the embeddable `Executor` that serves a program's own Python h
 
     with Client("127.0.0.1:50051") as client:
         created = client.create_job(immediately(), command(["echo", "hello"]))
+        assert created.run is not None  # an immediate job's run is made with it
         run = client.wait_for_run(created.run.name, timedelta(seconds=30))
+        print(run.state, run.trigger)  # SUCCEEDED SCHEDULE: enums print their names
 
 The executor's names (`Executor`, `ExecutorConfig`, `HandlerRegistry`, `HandlerContext`, `ExecutionPolicy`,
 `QueueUnreachable`) are the mesh's own executor (`jobmesh.executor`), loaded on first use: a program that only
@@ -22,6 +24,16 @@ from typing import TYPE_CHECKING, Any
 from jobmesh.client._async_client import AsyncClient
 from jobmesh.client._client import Client
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
+from jobmesh.client._enums import (
+    AuditAction,
+    BatchCreateJobsView,
+    JobState,
+    LogStream,
+    OverlapPolicy,
+    Priority,
+    RunState,
+    RunTrigger,
+)
 from jobmesh.client._errors import (
     AlreadyExists,
     Cancelled,
@@ -37,11 +49,26 @@ from jobmesh.client._errors import (
     Unauthenticated,
     Unavailable,
 )
-from jobmesh.client._requests import TERMINAL_STATES, CreatedJob, JobFields, UpdateFields, is_terminal
+from jobmesh.client._requests import (
+    TERMINAL_STATES,
+    CreatedJob,
+    JobFields,
+    UpdateFields,
+    create_job_request,
+    is_terminal,
+)
+from jobmesh.client._resources import (
+    AuditEvent,
+    BatchCreated,
+    Job,
+    LogLine,
+    Run,
+    RunAttempt,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
 from jobmesh.transport.tls import ChannelTls
-from jobmesh.v1.job_pb2 import JobState
-from jobmesh.v1.run_pb2 import RunState
 
 if TYPE_CHECKING:
     from jobmesh.executor import (
@@ -58,6 +85,10 @@ __all__ = [
     "TERMINAL_STATES",
     "AlreadyExists",
     "AsyncClient",
+    "AuditAction",
+    "AuditEvent",
+    "BatchCreateJobsView",
+    "BatchCreated",
     "Cancelled",
     "ChannelTls",
     "Client",
@@ -73,20 +104,31 @@ __all__ = [
     "HandlerContext",
     "HandlerRegistry",
     "InvalidArgument",
+    "Job",
     "JobFields",
     "JobState",
     "JobmeshError",
+    "LogLine",
+    "LogStream",
     "NotFound",
+    "OverlapPolicy",
     "PermissionDenied",
+    "Priority",
     "QueueUnreachable",
     "ResourceExhausted",
     "RetryConfig",
+    "Run",
+    "RunAttempt",
+    "RunChanges",
     "RunState",
+    "RunTrigger",
+    "SchedulePreview",
     "Unauthenticated",
     "Unavailable",
     "UpdateFields",
     "at",
     "command",
+    "create_job_request",
     "cron",
     "handler",
     "http",

@@ -4,31 +4,40 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
+from jobmesh.client._enums import BatchCreateJobsView
 from jobmesh.client._errors import JobmeshError, Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    batch_create_jobs_request,
+    batch_created,
     create_job_request,
+    created_job,
     deadline,
     is_terminal,
     job_name,
+    list_audit_events_request,
     new_request_id,
     parent_of_run,
+    preview_schedule_request,
     remaining,
+    schedule_preview,
+    stream_timed_out,
     update_job_request,
 )
+from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, aio_channel
-from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as search
 
 __all__ = ["AsyncClient"]
@@ -101,16 +110,25 @@ class AsyncClient:
         request = create_job_request(
             schedule, target, job_id=job_id, namespace=namespace, request_id=request_id, **fields
         )
-        answer = await self._call(self._jobs.CreateJob, request)
-        return CreatedJob(answer.job, answer.run if answer.HasField("run") else None)
+        return created_job(await self._call(self._jobs.CreateJob, request))
 
-    async def get_job(self, name: str) -> job_pb2.Job:
+    async def batch_create_jobs(
+        self,
+        requests: Iterable[job_service_pb2.CreateJobRequest],
+        *,
+        view: BatchCreateJobsView | int = BatchCreateJobsView.BASIC,
+    ) -> list[BatchCreated]:
+        """As `Client.batch_create_jobs`: each item's job and run, or its typed error, in order."""
+        request = batch_create_jobs_request(requests, view)
+        return batch_created(await self._call(self._jobs.BatchCreateJobs, request))
+
+    async def get_job(self, name: str) -> Job:
         request = job_service_pb2.GetJobRequest(name=job_name(name))
-        return (await self._call(self._jobs.GetJob, request)).job
+        return Job.of((await self._call(self._jobs.GetJob, request)).job)
 
     async def list_jobs(
         self, *, filter: str = "", order_by: str = "", page_size: int = 0, show_deleted: bool = False
-    ) -> AsyncIterator[job_pb2.Job]:
+    ) -> AsyncIterator[Job]:
         token = ""
         while True:
             request = search.ListJobsRequest(
@@ -122,41 +140,63 @@ class AsyncClient:
             )
             answer = await self._call(self._search.ListJobs, request)
             for job in answer.jobs:
-                yield job
+                yield Job.of(job)
             token = answer.next_page_token
             if not token:
                 return
 
-    async def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> job_pb2.Job:
+    async def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> Job:
         request = update_job_request(name, etag=etag, **fields)
-        return (await self._call(self._jobs.UpdateJob, request)).job
+        return Job.of((await self._call(self._jobs.UpdateJob, request)).job)
 
-    async def pause_job(self, name: str) -> job_pb2.Job:
+    async def pause_job(self, name: str) -> Job:
         request = job_service_pb2.PauseJobRequest(name=job_name(name))
-        return (await self._call(self._jobs.PauseJob, request)).job
+        return Job.of((await self._call(self._jobs.PauseJob, request)).job)
 
-    async def resume_job(self, name: str) -> job_pb2.Job:
+    async def resume_job(self, name: str) -> Job:
         request = job_service_pb2.ResumeJobRequest(name=job_name(name))
-        return (await self._call(self._jobs.ResumeJob, request)).job
+        return Job.of((await self._call(self._jobs.ResumeJob, request)).job)
 
-    async def delete_job(self, name: str, *, etag: str = "") -> job_pb2.Job:
+    async def delete_job(self, name: str, *, etag: str = "") -> Job:
         request = job_service_pb2.DeleteJobRequest(name=job_name(name), etag=etag)
-        return (await self._call(self._jobs.DeleteJob, request, idempotent=False)).job
+        return Job.of((await self._call(self._jobs.DeleteJob, request, idempotent=False)).job)
 
-    async def run_job_now(self, name: str, *, request_id: str | None = None) -> run_pb2.Run:
+    async def run_job_now(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.RunJobNowRequest(
             name=job_name(name), request_id=request_id or new_request_id()
         )
-        return (await self._call(self._jobs.RunJobNow, request)).run
+        return Run.of((await self._call(self._jobs.RunJobNow, request)).run)
+
+    async def preview_schedule(
+        self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None
+    ) -> SchedulePreview:
+        """As `Client.preview_schedule`: the next fire times, or `InvalidArgument` for a bad schedule."""
+        request = preview_schedule_request(schedule, count, after)
+        return schedule_preview(await self._call(self._search.PreviewSchedule, request))
+
+    async def list_audit_events(
+        self, *, filter: str = "", order_by: str = "", page_size: int = 0
+    ) -> AsyncIterator[AuditEvent]:
+        token = ""
+        while True:
+            request = list_audit_events_request(
+                filter=filter, order_by=order_by, page_size=page_size, page_token=token
+            )
+            answer = await self._call(self._search.ListAuditEvents, request)
+            for event in answer.audit_events:
+                yield AuditEvent.of(event)
+            token = answer.next_page_token
+            if not token:
+                return
 
     # Runs ----------------------------------------------------------------------------------------------
 
-    async def get_run(self, name: str) -> run_pb2.Run:
-        return (await self._call(self._search.GetRun, search.GetRunRequest(name=name))).run
+    async def get_run(self, name: str) -> Run:
+        return Run.of((await self._call(self._search.GetRun, search.GetRunRequest(name=name))).run)
 
     async def list_runs(
         self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
-    ) -> AsyncIterator[run_pb2.Run]:
+    ) -> AsyncIterator[Run]:
         token = ""
         while True:
             request = search.ListRunsRequest(
@@ -168,26 +208,26 @@ class AsyncClient:
             )
             answer = await self._call(self._search.ListRuns, request)
             for run in answer.runs:
-                yield run
+                yield Run.of(run)
             token = answer.next_page_token
             if not token:
                 return
 
-    async def cancel_run(self, name: str, *, reason: str = "") -> run_pb2.Run:
+    async def cancel_run(self, name: str, *, reason: str = "") -> Run:
         request = job_service_pb2.CancelRunRequest(name=name, reason=reason)
-        return (await self._call(self._jobs.CancelRun, request)).run
+        return Run.of((await self._call(self._jobs.CancelRun, request)).run)
 
-    async def replay_run(self, name: str, *, request_id: str | None = None) -> run_pb2.Run:
+    async def replay_run(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.ReplayRunRequest(name=name, request_id=request_id or new_request_id())
-        return (await self._call(self._jobs.ReplayRun, request)).run
+        return Run.of((await self._call(self._jobs.ReplayRun, request)).run)
 
     async def wait_for_run(
         self,
         name: str,
         timeout: timedelta | None = None,
         *,
-        on_update: Callable[[run_pb2.Run], None] | None = None,
-    ) -> run_pb2.Run:
+        on_update: Callable[[Run], None] | None = None,
+    ) -> Run:
         """The run once it is terminal, followed over `WatchRuns`; `on_update` sees each state it passes
         through. TimeoutError when `timeout` passes."""
         try:
@@ -196,7 +236,7 @@ class AsyncClient:
         except TimeoutError:
             raise TimeoutError(f"{name} did not end within {timeout}") from None
 
-    async def _follow(self, name: str, on_update: Callable[[run_pb2.Run], None] | None) -> run_pb2.Run:
+    async def _follow(self, name: str, on_update: Callable[[Run], None] | None) -> Run:
         retry_number = 0
         while True:
             try:
@@ -211,7 +251,7 @@ class AsyncClient:
             await asyncio.sleep(wait)
             retry_number += 1
 
-    async def _watch_until_terminal(self, name: str, on_update: Callable[[run_pb2.Run], None]) -> run_pb2.Run:
+    async def _watch_until_terminal(self, name: str, on_update: Callable[[Run], None]) -> Run:
         request = search.WatchRunsRequest(parent=parent_of_run(name), initial_page_size=1)
         stream = self._search.WatchRuns(request, metadata=self.config.metadata())
         try:
@@ -221,14 +261,16 @@ class AsyncClient:
                 timeout=self.config.deadline.total_seconds(),
                 metadata=self.config.metadata(),
             )
-            on_update(answer.run)
-            if is_terminal(answer.run):
-                return answer.run
+            first = Run.of(answer.run)
+            on_update(first)
+            if is_terminal(first):
+                return first
             # read(), not `async for`: the first message was read so, and the two may not be mixed
             while isinstance(changes := await stream.read(), search.WatchRunsResponse):
-                for run in changes.runs:
-                    if run.name != name:
+                for changed in changes.runs:
+                    if changed.name != name:
                         continue
+                    run = Run.of(changed)
                     on_update(run)
                     if is_terminal(run):
                         return run
@@ -243,8 +285,9 @@ class AsyncClient:
         follow: bool = False,
         after_sequence: int = 0,
         timeout: timedelta | None = None,
-    ) -> AsyncIterator[run_pb2.LogLine]:
-        """As `Client.tail_run_logs`: resumed after the last line when the server cuts the stream."""
+    ) -> AsyncIterator[LogLine]:
+        """As `Client.tail_run_logs`: resumed after the last line when the server cuts the stream, and ended
+        (not raised) when `timeout` passes."""
         limit, after, retry_number = deadline(timeout), after_sequence, 0
         while True:
             request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
@@ -256,12 +299,14 @@ class AsyncClient:
                     retry_number = 0
                     for line in batch.lines:
                         after = line.sequence
-                        yield line
+                        yield LogLine.of(line)
                 return
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = await self._pause_or_raise(error, retry_number)
 
     async def watch_runs(
@@ -272,8 +317,9 @@ class AsyncClient:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
-    ) -> AsyncIterator[search.WatchRunsResponse]:
-        """As `Client.watch_runs`: resumed from the last `resume_token` when the server cuts the stream."""
+    ) -> AsyncIterator[RunChanges]:
+        """As `Client.watch_runs`: resumed from the last `resume_token` when the server cuts the stream,
+        and ended (not raised) when `timeout` passes."""
         limit, token, retry_number = deadline(timeout), resume_token, 0
         while True:
             request = search.WatchRunsRequest(
@@ -286,13 +332,15 @@ class AsyncClient:
             try:
                 async for changes in call:
                     retry_number, token = 0, changes.resume_token
-                    yield changes
+                    yield RunChanges(tuple(Run.of(run) for run in changes.runs), changes.resume_token)
                 return
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
                 token = error.metadata.get("resume_token", token)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = await self._pause_or_raise(error, retry_number)
 
     async def _pause_or_raise(self, error: JobmeshError, retry_number: int) -> int:
@@ -303,5 +351,5 @@ class AsyncClient:
         return retry_number + 1
 
 
-def _ignore(_: run_pb2.Run) -> None:
+def _ignore(_: Run) -> None:
     return None

@@ -13,11 +13,13 @@ import click
 import grpc
 
 from jobmesh.client._cli_session import EXIT_CODES_HELP, EXIT_FAILED_RUN, Session, complete_jobs, connected
+from jobmesh.client._enums import RunState
 from jobmesh.client._errors import DeadlineExceeded
 from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
+from jobmesh.client._resources import Run
 from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
-from jobmesh.v1 import job_pb2, run_pb2
+from jobmesh.v1 import job_pb2
 
 __all__ = ["jobs", "runs"]
 
@@ -337,8 +339,8 @@ def list_runs(session: Session, job: str, filter_: str, order_by: str, limit: in
         _print(session, _limited(found, limit), run_columns())
 
 
-def _describe(run: run_pb2.Run) -> str:
-    state = run_pb2.RunState.Name(run.state).removeprefix("RUN_STATE_")
+def _describe(run: Run) -> str:
+    state = run.state.name
     progress = f", {run.progress:.0%} {run.progress_message}".rstrip() if run.progress else ""
     return f"waiting for {run.name}: {state} (attempt {run.attempt}{progress})"
 
@@ -360,7 +362,7 @@ def get_run(session: Session, run: str, wait: bool, timeout: timedelta | None) -
             raise DeadlineExceeded(grpc.StatusCode.DEADLINE_EXCEEDED, str(error)) from None
     session.status.clear()
     _print(session, [ended], run_columns(), single=True)
-    if ended.state != run_pb2.RUN_STATE_SUCCEEDED:
+    if ended.state != RunState.SUCCEEDED:
         raise click.exceptions.Exit(EXIT_FAILED_RUN)
 
 
@@ -400,7 +402,7 @@ def run_logs(session: Session, run: str, follow: bool, after: int) -> None:
                 session.status.show(f"following {run}: {count} lines")
 
 
-def _change(session: Session, run: run_pb2.Run) -> str:
+def _change(session: Session, run: Run) -> str:
     if session.output == "name":
         return run.name
     return dumps(run) if session.json else run_line(run)

@@ -3,31 +3,40 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
 import grpc
 
 from jobmesh.client._config import DEFAULT_TARGET, ClientConfig, RetryConfig
+from jobmesh.client._enums import BatchCreateJobsView
 from jobmesh.client._errors import DeadlineExceeded, JobmeshError, Unavailable, error_from_rpc
 from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    batch_create_jobs_request,
+    batch_created,
     create_job_request,
+    created_job,
     deadline,
     is_terminal,
     job_name,
+    list_audit_events_request,
     new_request_id,
     parent_of_run,
+    preview_schedule_request,
     remaining,
+    schedule_preview,
+    stream_timed_out,
     update_job_request,
 )
+from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, channel
-from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
+from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as search
 
 __all__ = ["Client"]
@@ -107,19 +116,30 @@ class Client:
         request = create_job_request(
             schedule, target, job_id=job_id, namespace=namespace, request_id=request_id, **fields
         )
-        answer = self._call(self._jobs.CreateJob, request)
-        return CreatedJob(answer.job, answer.run if answer.HasField("run") else None)
+        return created_job(self._call(self._jobs.CreateJob, request))
 
-    def get_job(self, name: str) -> job_pb2.Job:
+    def batch_create_jobs(
+        self,
+        requests: Iterable[job_service_pb2.CreateJobRequest],
+        *,
+        view: BatchCreateJobsView | int = BatchCreateJobsView.BASIC,
+    ) -> list[BatchCreated]:
+        """Creates up to 1,000 jobs in one call, each made with `create_job_request(...)`. Each item
+        succeeds or fails alone: the answer holds, in the same order, each one's job and run or its typed
+        error. A request id per item (made where missing) makes a retried batch create each job once."""
+        request = batch_create_jobs_request(requests, view)
+        return batch_created(self._call(self._jobs.BatchCreateJobs, request))
+
+    def get_job(self, name: str) -> Job:
         request = job_service_pb2.GetJobRequest(name=job_name(name))
-        return self._call(self._jobs.GetJob, request).job
+        return Job.of(self._call(self._jobs.GetJob, request).job)
 
     def list_jobs(
         self, *, filter: str = "", order_by: str = "", page_size: int = 0, show_deleted: bool = False
-    ) -> Iterator[job_pb2.Job]:
+    ) -> Iterator[Job]:
         """Every job that matches, fetched a page at a time as the iterator goes."""
 
-        def page(token: str) -> tuple[list[job_pb2.Job], str]:
+        def page(token: str) -> tuple[list[Job], str]:
             request = search.ListJobsRequest(
                 filter=filter,
                 order_by=order_by,
@@ -128,42 +148,66 @@ class Client:
                 show_deleted=show_deleted,
             )
             answer = self._call(self._search.ListJobs, request)
-            return list(answer.jobs), answer.next_page_token
+            return [Job.of(job) for job in answer.jobs], answer.next_page_token
 
         return _pages(page)
 
-    def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> job_pb2.Job:
+    def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> Job:
         """Changes the fields given (and only those); with `etag`, only if the job is still that version."""
         request = update_job_request(name, etag=etag, **fields)
-        return self._call(self._jobs.UpdateJob, request).job
+        return Job.of(self._call(self._jobs.UpdateJob, request).job)
 
-    def pause_job(self, name: str) -> job_pb2.Job:
-        return self._call(self._jobs.PauseJob, job_service_pb2.PauseJobRequest(name=job_name(name))).job
+    def pause_job(self, name: str) -> Job:
+        request = job_service_pb2.PauseJobRequest(name=job_name(name))
+        return Job.of(self._call(self._jobs.PauseJob, request).job)
 
-    def resume_job(self, name: str) -> job_pb2.Job:
-        return self._call(self._jobs.ResumeJob, job_service_pb2.ResumeJobRequest(name=job_name(name))).job
+    def resume_job(self, name: str) -> Job:
+        request = job_service_pb2.ResumeJobRequest(name=job_name(name))
+        return Job.of(self._call(self._jobs.ResumeJob, request).job)
 
-    def delete_job(self, name: str, *, etag: str = "") -> job_pb2.Job:
+    def delete_job(self, name: str, *, etag: str = "") -> Job:
         request = job_service_pb2.DeleteJobRequest(name=job_name(name), etag=etag)
-        return self._call(self._jobs.DeleteJob, request, idempotent=False).job
+        return Job.of(self._call(self._jobs.DeleteJob, request, idempotent=False).job)
 
-    def run_job_now(self, name: str, *, request_id: str | None = None) -> run_pb2.Run:
+    def run_job_now(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.RunJobNowRequest(
             name=job_name(name), request_id=request_id or new_request_id()
         )
-        return self._call(self._jobs.RunJobNow, request).run
+        return Run.of(self._call(self._jobs.RunJobNow, request).run)
+
+    def preview_schedule(
+        self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None
+    ) -> SchedulePreview:
+        """The next `count` fire times of `schedule` (5 when 0, at most 100) after `after` (an aware
+        datetime; now when None), validated as a create validates it: a bad cron is `InvalidArgument`."""
+        request = preview_schedule_request(schedule, count, after)
+        return schedule_preview(self._call(self._search.PreviewSchedule, request))
+
+    def list_audit_events(
+        self, *, filter: str = "", order_by: str = "", page_size: int = 0
+    ) -> Iterator[AuditEvent]:
+        """Who changed what and when (`filter` such as `job = "jobs/nightly"`), a page at a time."""
+
+        def page(token: str) -> tuple[list[AuditEvent], str]:
+            request = list_audit_events_request(
+                filter=filter, order_by=order_by, page_size=page_size, page_token=token
+            )
+            answer = self._call(self._search.ListAuditEvents, request)
+            return [AuditEvent.of(event) for event in answer.audit_events], answer.next_page_token
+
+        return _pages(page)
 
     # Runs ----------------------------------------------------------------------------------------------
 
-    def get_run(self, name: str) -> run_pb2.Run:
-        return self._call(self._search.GetRun, search.GetRunRequest(name=name)).run
+    def get_run(self, name: str) -> Run:
+        return Run.of(self._call(self._search.GetRun, search.GetRunRequest(name=name)).run)
 
     def list_runs(
         self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
-    ) -> Iterator[run_pb2.Run]:
+    ) -> Iterator[Run]:
         """The runs of one job (`jobs/{job}`) or of all (`jobs/-`), a page at a time."""
 
-        def page(token: str) -> tuple[list[run_pb2.Run], str]:
+        def page(token: str) -> tuple[list[Run], str]:
             request = search.ListRunsRequest(
                 parent=job_name(parent),
                 filter=filter,
@@ -172,25 +216,25 @@ class Client:
                 page_token=token,
             )
             answer = self._call(self._search.ListRuns, request)
-            return list(answer.runs), answer.next_page_token
+            return [Run.of(run) for run in answer.runs], answer.next_page_token
 
         return _pages(page)
 
-    def cancel_run(self, name: str, *, reason: str = "") -> run_pb2.Run:
+    def cancel_run(self, name: str, *, reason: str = "") -> Run:
         request = job_service_pb2.CancelRunRequest(name=name, reason=reason)
-        return self._call(self._jobs.CancelRun, request).run
+        return Run.of(self._call(self._jobs.CancelRun, request).run)
 
-    def replay_run(self, name: str, *, request_id: str | None = None) -> run_pb2.Run:
+    def replay_run(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.ReplayRunRequest(name=name, request_id=request_id or new_request_id())
-        return self._call(self._jobs.ReplayRun, request).run
+        return Run.of(self._call(self._jobs.ReplayRun, request).run)
 
     def wait_for_run(
         self,
         name: str,
         timeout: timedelta | None = None,
         *,
-        on_update: Callable[[run_pb2.Run], None] | None = None,
-    ) -> run_pb2.Run:
+        on_update: Callable[[Run], None] | None = None,
+    ) -> Run:
         """The run once it is terminal (succeeded, failed, cancelled, timed out or dead-lettered), followed
         over `WatchRuns` rather than polled; `on_update` sees each state it passes through. TimeoutError
         when `timeout` passes first."""
@@ -212,8 +256,8 @@ class Client:
             retry_number += 1
 
     def _watch_until_terminal(
-        self, name: str, timeout: float | None, on_update: Callable[[run_pb2.Run], None]
-    ) -> run_pb2.Run:
+        self, name: str, timeout: float | None, on_update: Callable[[Run], None]
+    ) -> Run:
         request = search.WatchRunsRequest(parent=parent_of_run(name), initial_page_size=1)
         stream = self._search.WatchRuns(request, timeout=timeout, metadata=self.config.metadata())
         try:
@@ -223,13 +267,15 @@ class Client:
                 timeout=self.config.deadline.total_seconds() if timeout is None else timeout,
                 metadata=self.config.metadata(),
             )
-            on_update(answer.run)
-            if is_terminal(answer.run):
-                return answer.run
+            first = Run.of(answer.run)
+            on_update(first)
+            if is_terminal(first):
+                return first
             for changes in stream:
-                for run in changes.runs:
-                    if run.name != name:
+                for changed in changes.runs:
+                    if changed.name != name:
                         continue
+                    run = Run.of(changed)
                     on_update(run)
                     if is_terminal(run):
                         return run
@@ -244,10 +290,10 @@ class Client:
         follow: bool = False,
         after_sequence: int = 0,
         timeout: timedelta | None = None,
-    ) -> Iterator[run_pb2.LogLine]:
+    ) -> Iterator[LogLine]:
         """The run's log lines; with `follow`, new ones as they come until the run ends. A stream the
         server cuts (`UNAVAILABLE`, `RESOURCE_EXHAUSTED`) is opened again after the last line received, as
-        the retry policy allows. `timeout` bounds the whole tail (DeadlineExceeded)."""
+        the retry policy allows. `timeout` bounds the whole tail: when it passes, the iteration ends."""
         limit, after, retry_number = deadline(timeout), after_sequence, 0
         while True:
             request = search.TailRunLogsRequest(name=name, follow=follow, after_sequence=after)
@@ -259,12 +305,14 @@ class Client:
                     retry_number = 0
                     for line in batch.lines:
                         after = line.sequence
-                        yield line
+                        yield LogLine.of(line)
                 return
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = self._pause_or_raise(error, retry_number)
 
     def watch_runs(
@@ -275,11 +323,12 @@ class Client:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
-    ) -> Iterator[search.WatchRunsResponse]:
+    ) -> Iterator[RunChanges]:
         """The matching runs now (the first message), then each change as it is committed, for as long as
         the iterator is read. Each message's `resume_token` starts a later stream just after it; a stream
         the server cuts (`UNAVAILABLE`, or `RESOURCE_EXHAUSTED` when it fell behind) resumes so, as the
-        retry policy allows. `timeout` bounds the whole watch (DeadlineExceeded)."""
+        retry policy allows. `timeout` bounds the whole watch: when it passes, the iteration ends (as
+        `jobmesh runs watch --timeout` exits 0); other errors raise."""
         limit, token, retry_number = deadline(timeout), resume_token, 0
         while True:
             request = search.WatchRunsRequest(
@@ -292,13 +341,15 @@ class Client:
             try:
                 for changes in call:
                     retry_number, token = 0, changes.resume_token
-                    yield changes
+                    yield RunChanges(tuple(Run.of(run) for run in changes.runs), changes.resume_token)
                 return
             except grpc.RpcError as failed:
                 error = error_from_rpc(failed)
                 token = error.metadata.get("resume_token", token)
             finally:
                 call.cancel()
+            if stream_timed_out(error, limit):
+                return
             retry_number = self._pause_or_raise(error, retry_number)
 
     def _pause_or_raise(self, error: JobmeshError, retry_number: int) -> int:
@@ -319,5 +370,5 @@ def _pages(page: Callable[[str], tuple[list[T], str]]) -> Iterator[T]:
             return
 
 
-def _ignore(_: run_pb2.Run) -> None:
+def _ignore(_: Run) -> None:
     return None

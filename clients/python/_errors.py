@@ -26,9 +26,11 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "error_from_rpc",
+    "error_from_status",
 ]
 
 _DETAILS_KEY = "grpc-status-details-bin"
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,3 +172,8 @@ def error_from_rpc(error: grpc.RpcError) -> JobmeshError:
     message = call.details() if callable(getattr(call, "details", None)) else str(error)
     trailers = call.trailing_metadata() if callable(getattr(call, "trailing_metadata", None)) else None
     return _error_of(code, message or "", _status_details(trailers))
+
+
+def error_from_status(status: status_pb2.Status) -> JobmeshError:
+    """The typed exception of a `google.rpc.Status` carried in an answer (an item of a batch)."""
+    return _error_of(_CODES.get(status.code, grpc.StatusCode.UNKNOWN), status.message, status)

@@ -8,24 +8,33 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from google.protobuf import json_format, timestamp_pb2
 from google.protobuf.message import Message
 
-from jobmesh.v1 import job_pb2, run_pb2
+from jobmesh.client._enums import LogStream
+from jobmesh.client._resources import Job, LogLine, Run
 
 __all__ = ["Status", "dumps", "job_columns", "json_of", "log_text", "run_columns", "run_line", "table"]
 
 Columns = Sequence[tuple[str, Callable[[Any], str]]]
 
 
-def json_of(message: Message) -> dict[str, Any]:
+class _Resource(Protocol):
+    """What the SDK hands out, with the message it was read from."""
+
+    @property
+    def proto(self) -> Message: ...
+
+
+def json_of(resource: Message | _Resource) -> dict[str, Any]:
+    message = resource if isinstance(resource, Message) else resource.proto
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
 
-def dumps(message: Message) -> str:
-    return json.dumps(json_of(message), sort_keys=True)
+def dumps(resource: Message | _Resource) -> str:
+    return json.dumps(json_of(resource), sort_keys=True)
 
 
 def _time(stamp: timestamp_pb2.Timestamp) -> str:
@@ -35,15 +44,7 @@ def _time(stamp: timestamp_pb2.Timestamp) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _enum(prefix: str) -> Callable[[str], str]:
-    return lambda name: name.removeprefix(prefix)
-
-
-_job_state = _enum("JOB_STATE_")
-_run_state = _enum("RUN_STATE_")
-
-
-def _schedule(job: job_pb2.Job) -> str:
+def _schedule(job: Job) -> str:
     kind = job.schedule.WhichOneof("kind")
     if kind == "cron":
         zone = job.schedule.cron.time_zone or "UTC"
@@ -53,7 +54,7 @@ def _schedule(job: job_pb2.Job) -> str:
     return "now" if kind == "immediate" else "-"
 
 
-def _target(job: job_pb2.Job) -> str:
+def _target(job: Job) -> str:
     kind = job.target.WhichOneof("kind")
     if kind == "command":
         return " ".join(job.target.command.argv)
@@ -65,7 +66,7 @@ def _target(job: job_pb2.Job) -> str:
 def job_columns() -> Columns:
     return (
         ("NAME", lambda job: job.name),
-        ("STATE", lambda job: _job_state(job_pb2.JobState.Name(job.state))),
+        ("STATE", lambda job: job.state.name),
         ("SCHEDULE", _schedule),
         ("TARGET", _target),
         ("NEXT RUN", lambda job: _time(job.next_run_time)),
@@ -76,19 +77,19 @@ def job_columns() -> Columns:
 def run_columns() -> Columns:
     return (
         ("NAME", lambda run: run.name),
-        ("STATE", lambda run: _run_state(run_pb2.RunState.Name(run.state))),
+        ("STATE", lambda run: run.state.name),
         ("ATTEMPT", lambda run: str(run.attempt)),
         ("SCHEDULED", lambda run: _time(run.schedule_time)),
         ("STARTED", lambda run: _time(run.start_time)),
         ("ENDED", lambda run: _time(run.end_time)),
-        ("EXIT", lambda run: str(run.exit_code) if run.HasField("exit_code") else "-"),
+        ("EXIT", lambda run: "-" if run.exit_code is None else str(run.exit_code)),
         ("ERROR", lambda run: f"{run.error.type}: {run.error.message}" if run.error.type else "-"),
     )
 
 
-def run_line(run: run_pb2.Run) -> str:
+def run_line(run: Run) -> str:
     """A run's change on one line, as `runs watch` prints them."""
-    state = _run_state(run_pb2.RunState.Name(run.state))
+    state = run.state.name
     error = f"  {run.error.type}: {run.error.message}" if run.error.type else ""
     return f"{_time(run.update_time)}  {run.name}  {state}  attempt {run.attempt}{error}"
 
@@ -103,12 +104,8 @@ def table(rows: Iterable[Any], columns: Columns) -> str:
     )
 
 
-def log_text(line: run_pb2.LogLine) -> str:
-    prefix = (
-        ""
-        if line.stream == run_pb2.LOG_STREAM_STDOUT
-        else f"[{_enum('LOG_STREAM_')(run_pb2.LogStream.Name(line.stream)).lower()}] "
-    )
+def log_text(line: LogLine) -> str:
+    prefix = "" if line.stream == LogStream.STDOUT else f"[{line.stream.name.lower()}] "
     return prefix + line.text
 
 

@@ -5,39 +5,45 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
+from zoneinfo import ZoneInfo
 
 from google.protobuf import field_mask_pb2
 
-from jobmesh.client._specs import duration
+from jobmesh.client._enums import BatchCreateJobsView, Priority, RunState
+from jobmesh.client._errors import DeadlineExceeded, JobmeshError, error_from_status
+from jobmesh.client._resources import BatchCreated, Job, Run, SchedulePreview
+from jobmesh.client._specs import duration, timestamp
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
+from jobmesh.v1 import search_service_pb2 as search
 
 __all__ = [
     "TERMINAL_STATES",
     "CreatedJob",
     "JobFields",
     "UpdateFields",
+    "batch_create_jobs_request",
+    "batch_created",
     "create_job_request",
+    "created_job",
     "deadline",
     "is_terminal",
     "job_name",
+    "list_audit_events_request",
     "new_request_id",
     "parent_of_run",
+    "preview_schedule_request",
     "remaining",
+    "schedule_preview",
+    "stream_timed_out",
     "update_job_request",
 ]
 
 TERMINAL_STATES = frozenset(
-    {
-        run_pb2.RUN_STATE_SUCCEEDED,
-        run_pb2.RUN_STATE_FAILED,
-        run_pb2.RUN_STATE_CANCELLED,
-        run_pb2.RUN_STATE_TIMED_OUT,
-        run_pb2.RUN_STATE_DEAD_LETTERED,
-    }
+    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMED_OUT, RunState.DEAD_LETTERED}
 )
 
 
@@ -47,7 +53,7 @@ class JobFields(TypedDict, total=False):
     display_name: str
     labels: Mapping[str, str]
     queue: str
-    priority: job_pb2.Priority.ValueType
+    priority: Priority | int
     retry_policy: job_pb2.RetryPolicy
     execution_timeout: timedelta
     heartbeat_timeout: timedelta
@@ -64,11 +70,15 @@ class UpdateFields(JobFields, total=False):
 class CreatedJob:
     """A created job, and the run created with it when one was due at once (None otherwise)."""
 
-    job: job_pb2.Job
-    run: run_pb2.Run | None
+    job: Job
+    run: Run | None
 
 
-def is_terminal(run: run_pb2.Run) -> bool:
+def created_job(answer: job_service_pb2.CreateJobResponse) -> CreatedJob:
+    return CreatedJob(Job.of(answer.job), Run.of(answer.run) if answer.HasField("run") else None)
+
+
+def is_terminal(run: Run | run_pb2.Run) -> bool:
     return run.state in TERMINAL_STATES
 
 
@@ -95,6 +105,11 @@ def remaining(limit: float | None) -> float | None:
     return None if limit is None else max(limit - time.monotonic(), 0.0)
 
 
+def stream_timed_out(error: JobmeshError, limit: float | None) -> bool:
+    """A watch or a log tail cut by its own `timeout`: the end the caller asked for, not a failure."""
+    return limit is not None and isinstance(error, DeadlineExceeded)
+
+
 def new_request_id() -> str:
     """One per logical create: its retries carry the same id, so the server makes the job once."""
     return uuid.uuid4().hex
@@ -114,6 +129,8 @@ def _set_fields(job: job_pb2.Job, fields: Mapping[str, Any]) -> list[str]:
             getattr(job, key).CopyFrom(duration(value))
         elif key in ("schedule", "target", "retry_policy"):
             getattr(job, key).CopyFrom(value)
+        elif key == "priority":
+            job.priority = job_pb2.Priority.ValueType(Priority(value))  # an unknown number fails here
         else:
             setattr(job, key, value)
     return paths
@@ -141,3 +158,49 @@ def update_job_request(
     if not paths:
         raise ValueError("nothing to update: name at least one field")
     return job_service_pb2.UpdateJobRequest(job=job, update_mask=field_mask_pb2.FieldMask(paths=paths))
+
+
+def batch_create_jobs_request(
+    requests: Iterable[job_service_pb2.CreateJobRequest], view: BatchCreateJobsView | int
+) -> job_service_pb2.BatchCreateJobsRequest:
+    """The batch, each item with a request id of its own (one is made where none was given, so a retried
+    batch makes each job once)."""
+    batch = job_service_pb2.BatchCreateJobsRequest(
+        requests=list(requests), view=job_service_pb2.BatchCreateJobsView.ValueType(BatchCreateJobsView(view))
+    )
+    for item in batch.requests:  # copies: the caller's requests stay as they were
+        item.request_id = item.request_id or new_request_id()
+    return batch
+
+
+def batch_created(answer: job_service_pb2.BatchCreateJobsResponse) -> list[BatchCreated]:
+    """Each item's job and run, or the typed error of its refusal."""
+    return [
+        BatchCreated(None, None, error_from_status(result.status))
+        if result.status.code
+        else BatchCreated(Job.of(result.job), Run.of(result.run) if result.HasField("run") else None, None)
+        for result in answer.results
+    ]
+
+
+def preview_schedule_request(
+    schedule: job_pb2.Schedule, count: int, after: datetime | None
+) -> search.PreviewScheduleRequest:
+    request = search.PreviewScheduleRequest(schedule=schedule, count=count)
+    if after is not None:
+        request.after_time.CopyFrom(timestamp(after, "after"))
+    return request
+
+
+def schedule_preview(answer: search.PreviewScheduleResponse) -> SchedulePreview:
+    zone = ZoneInfo(answer.time_zone or "UTC")
+    times = tuple(stamp.ToDatetime(tzinfo=zone) for stamp in answer.fire_times)
+    return SchedulePreview(times, answer.time_zone or "UTC")
+
+
+def list_audit_events_request(
+    *, filter: str, order_by: str, page_size: int, page_token: str
+) -> search.ListAuditEventsRequest:
+    return search.ListAuditEventsRequest(
+        filter=filter, order_by=order_by, page_size=page_size, page_token=page_token
+    )

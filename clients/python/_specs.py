@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from jobmesh.client._enums import OverlapPolicy
 from jobmesh.v1 import job_pb2
 
 __all__ = [
@@ -60,7 +61,7 @@ def cron(
     end: datetime | None = None,
     jitter: timedelta | None = None,
     catchup_window: timedelta | None = None,
-    overlap: job_pb2.OverlapPolicy.ValueType = job_pb2.OVERLAP_POLICY_UNSPECIFIED,
+    overlap: OverlapPolicy | int = OverlapPolicy.UNSPECIFIED,
 ) -> job_pb2.Schedule:
     """Recurring runs: five fields, six (leading seconds) or a macro such as `@hourly`, read in the IANA
     `time_zone`. The server checks the expression; the zone is checked here too, so a typo fails early."""
@@ -68,7 +69,8 @@ def cron(
         ZoneInfo(time_zone)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"unknown time zone {time_zone!r}: use an IANA name such as Europe/Paris") from None
-    spec = job_pb2.Schedule.Cron(expression=expression, time_zone=time_zone, overlap_policy=overlap)
+    policy = job_pb2.OverlapPolicy.ValueType(OverlapPolicy(overlap))  # an unknown number fails here
+    spec = job_pb2.Schedule.Cron(expression=expression, time_zone=time_zone, overlap_policy=policy)
     if start is not None:
         spec.start_time.CopyFrom(timestamp(start, "start"))
     if end is not None:

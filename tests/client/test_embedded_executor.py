@@ -18,12 +18,12 @@ from jobmesh.client import (
     ExecutorConfig,
     HandlerContext,
     HandlerRegistry,
+    RunState,
     handler,
     immediately,
 )
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
-from jobmesh.v1 import run_pb2
 from tests.support import SUITE_LOOP_LAG
 
 handlers = HandlerRegistry()
@@ -65,12 +65,12 @@ def test_an_embedded_executor_serves_the_programs_handlers(tmp_path: Path) -> No
                 assert greeted.run is not None
                 assert booked.run is not None
                 done = await client.wait_for_run(greeted.run.name, timedelta(seconds=30))
-                assert done.state == run_pb2.RUN_STATE_SUCCEEDED
+                assert done.state == RunState.SUCCEEDED
                 assert done.progress_message == "halfway"
                 lines = [line.text async for line in client.tail_run_logs(done.name)]
                 assert lines == ["hello world (attempt 1)"]
                 failed = await client.wait_for_run(booked.run.name, timedelta(seconds=30))
-                assert failed.state == run_pb2.RUN_STATE_FAILED
+                assert failed.state == RunState.FAILED
                 assert (failed.error.type, failed.error.message) == ("LedgerClosed", "cannot book room 4")
         finally:
             executor.drain(timedelta(0))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 
-from jobmesh.client._output import Status, log_text, run_columns, table
+from jobmesh.client import LogLine, Run
+from jobmesh.client._output import Status, dumps, log_text, run_columns, run_line, table
 from jobmesh.v1 import run_pb2
 
 
@@ -37,8 +38,8 @@ def test_no_status_line_when_stderr_is_not_a_terminal() -> None:
 
 def test_a_table_aligns_its_columns() -> None:
     runs = [
-        run_pb2.Run(name="jobs/a/runs/1", state=run_pb2.RUN_STATE_SUCCEEDED, attempt=1, exit_code=0),
-        run_pb2.Run(name="jobs/long-name/runs/2", state=run_pb2.RUN_STATE_QUEUED, attempt=2),
+        Run.of(run_pb2.Run(name="jobs/a/runs/1", state=run_pb2.RUN_STATE_SUCCEEDED, attempt=1, exit_code=0)),
+        Run.of(run_pb2.Run(name="jobs/long-name/runs/2", state=run_pb2.RUN_STATE_QUEUED, attempt=2)),
     ]
     lines = table(runs, run_columns()).splitlines()
     assert [line.index("STATE") for line in lines[:1]] == [
@@ -49,6 +50,15 @@ def test_a_table_aligns_its_columns() -> None:
 
 
 def test_log_lines_name_their_stream_unless_stdout() -> None:
-    assert log_text(run_pb2.LogLine(stream=run_pb2.LOG_STREAM_STDOUT, text="out")) == "out"
-    assert log_text(run_pb2.LogLine(stream=run_pb2.LOG_STREAM_STDERR, text="err")) == "[stderr] err"
-    assert log_text(run_pb2.LogLine(stream=run_pb2.LOG_STREAM_SYSTEM, text="retry")) == "[system] retry"
+    def line(stream: run_pb2.LogStream.ValueType, text: str) -> LogLine:
+        return LogLine.of(run_pb2.LogLine(stream=stream, text=text))
+
+    assert log_text(line(run_pb2.LOG_STREAM_STDOUT, "out")) == "out"
+    assert log_text(line(run_pb2.LOG_STREAM_STDERR, "err")) == "[stderr] err"
+    assert log_text(line(run_pb2.LOG_STREAM_SYSTEM, "retry")) == "[system] retry"
+
+
+def test_a_run_prints_its_state_by_name_and_its_json_is_the_proto_json() -> None:
+    run = Run.of(run_pb2.Run(name="jobs/a/runs/1", state=run_pb2.RUN_STATE_DEAD_LETTERED, attempt=3))
+    assert run_line(run) == "-  jobs/a/runs/1  DEAD_LETTERED  attempt 3"
+    assert dumps(run) == '{"attempt": 3, "name": "jobs/a/runs/1", "state": "RUN_STATE_DEAD_LETTERED"}'

@@ -22,6 +22,7 @@ from jobmesh.client import (
     Client,
     ResourceExhausted,
     RetryConfig,
+    RunState,
     Unavailable,
     command,
     immediately,
@@ -174,7 +175,7 @@ def test_a_wait_reconnects_its_watch_while_the_server_refuses_it(scripted: tuple
     WATCHED.watches = 0
     with Client(scripted[1], retry=FAST) as client:
         run = client.wait_for_run("jobs/a/runs/b", timedelta(seconds=10))
-    assert (run.name, run.state) == ("jobs/a/runs/b", run_pb2.RUN_STATE_SUCCEEDED)
+    assert (run.name, run.state) == ("jobs/a/runs/b", RunState.SUCCEEDED)
     assert WATCHED.watches == 3
 
 

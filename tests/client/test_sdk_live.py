@@ -19,13 +19,16 @@ from jobmesh.client import (
     FailedPrecondition,
     FieldViolation,
     InvalidArgument,
+    JobState,
+    LogStream,
     NotFound,
+    RunState,
+    RunTrigger,
     at,
     command,
     cron,
     immediately,
 )
-from jobmesh.v1 import job_pb2, run_pb2
 
 WAIT = timedelta(seconds=30)
 
@@ -39,13 +42,13 @@ def test_a_job_runs_to_success_and_its_log_is_read(client: Client) -> None:
     assert created.run is not None
     states: list[int] = []
     run = client.wait_for_run(created.run.name, WAIT, on_update=lambda r: states.append(r.state))
-    assert run.state == run_pb2.RUN_STATE_SUCCEEDED
+    assert run.state == RunState.SUCCEEDED
     assert run.exit_code == 0
-    assert states[-1] == run_pb2.RUN_STATE_SUCCEEDED
+    assert states[-1] == RunState.SUCCEEDED
     lines = list(client.tail_run_logs(run.name))
     assert [(line.stream, line.text) for line in lines] == [
-        (run_pb2.LOG_STREAM_STDOUT, "one"),
-        (run_pb2.LOG_STREAM_STDERR, "two"),
+        (LogStream.STDOUT, "one"),
+        (LogStream.STDERR, "two"),
     ]
     assert [line.text for line in client.tail_run_logs(run.name, after_sequence=lines[0].sequence)] == ["two"]
     assert client.get_run(run.name) == run
@@ -62,10 +65,10 @@ def test_a_failed_run_is_terminal_and_replayable(client: Client) -> None:
     created = client.create_job(immediately(), command(["sh", "-c", "exit 3"]))
     assert created.run is not None
     failed = client.wait_for_run(created.run.name, WAIT)
-    assert (failed.state, failed.exit_code) == (run_pb2.RUN_STATE_FAILED, 3)
+    assert (failed.state, failed.exit_code) == (RunState.FAILED, 3)
     replay = client.replay_run(failed.name)
     assert replay.replay_of == failed.name
-    assert client.wait_for_run(replay.name, WAIT).state == run_pb2.RUN_STATE_FAILED
+    assert client.wait_for_run(replay.name, WAIT).state == RunState.FAILED
 
 
 def test_waiting_gives_up_after_its_timeout(client: Client) -> None:
@@ -73,7 +76,7 @@ def test_waiting_gives_up_after_its_timeout(client: Client) -> None:
     [run] = client.list_runs(later.job.name)
     with pytest.raises(TimeoutError, match="did not end within"):
         client.wait_for_run(run.name, timedelta(milliseconds=300))
-    assert client.cancel_run(run.name, reason="not needed").state == run_pb2.RUN_STATE_CANCELLED
+    assert client.cancel_run(run.name, reason="not needed").state == RunState.CANCELLED
 
 
 def test_lists_are_read_a_page_at_a_time(client: Client) -> None:
@@ -133,13 +136,13 @@ def test_schedules_at_a_time_and_on_cron_in_a_zone(client: Client) -> None:
     one_shot = client.create_job(at(moment), command(["true"])).job
     assert one_shot.schedule.run_at.ToDatetime(tzinfo=UTC) == moment
     nightly = client.create_job(cron("0 3 * * *", time_zone="Europe/Paris"), command(["true"])).job
-    assert (nightly.schedule.cron.time_zone, nightly.state) == ("Europe/Paris", job_pb2.JOB_STATE_ACTIVE)
+    assert (nightly.schedule.cron.time_zone, nightly.state) == ("Europe/Paris", JobState.ACTIVE)
     next_run = nightly.next_run_time.ToDatetime(tzinfo=UTC).astimezone(ZoneInfo("Europe/Paris"))
     assert (next_run.hour, next_run.minute) == (3, 0)
-    assert client.pause_job(nightly.name).state == job_pb2.JOB_STATE_PAUSED
-    assert client.resume_job(nightly.name).state == job_pb2.JOB_STATE_ACTIVE
+    assert client.pause_job(nightly.name).state == JobState.PAUSED
+    assert client.resume_job(nightly.name).state == JobState.ACTIVE
     run = client.run_job_now(nightly.name)
-    assert run.trigger == run_pb2.RUN_TRIGGER_RUN_NOW
+    assert run.trigger == RunTrigger.RUN_NOW
     client.delete_job(nightly.name)
 
 
@@ -150,10 +153,10 @@ def test_the_asyncio_client_creates_waits_tails_and_watches(server: str) -> None
             assert created.run is not None
             watched = client.watch_runs(created.job.name, timeout=WAIT)
             run = await client.wait_for_run(created.run.name, WAIT)
-            assert run.state == run_pb2.RUN_STATE_SUCCEEDED
+            assert run.state == RunState.SUCCEEDED
             assert [line.text async for line in client.tail_run_logs(run.name)] == ["async"]
             async for changes in watched:
-                if any(r.state == run_pb2.RUN_STATE_SUCCEEDED for r in changes.runs):
+                if any(r.state == RunState.SUCCEEDED for r in changes.runs):
                     break
             assert [job.name async for job in client.list_jobs(filter=f'name = "{created.job.name}"')] == [
                 created.job.name

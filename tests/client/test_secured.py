@@ -20,13 +20,13 @@ from jobmesh.client import (
     Client,
     PermissionDenied,
     RetryConfig,
+    RunState,
     Unauthenticated,
     Unavailable,
     command,
     immediately,
 )
 from jobmesh.processes.command import jobmesh
-from jobmesh.v1 import run_pb2
 from tests.acceptance.processes import free_port
 from tests.acceptance.test_dev import dev
 from tests.acceptance.test_dev_authenticated import new_token
@@ -76,7 +76,7 @@ def test_an_admin_token_over_tls_runs_a_job(secured: Secured) -> None:
         created = client.create_job(immediately(), command(["echo", "secured"]))
         assert created.run is not None
         run = client.wait_for_run(created.run.name, timedelta(seconds=30))
-        assert run.state == run_pb2.RUN_STATE_SUCCEEDED
+        assert run.state == RunState.SUCCEEDED
         assert [line.text for line in client.tail_run_logs(run.name)] == ["secured"]
 
 
