@@ -1,6 +1,7 @@
-"""Run identity on a real `jobmesh dev`: a command (in the executor's sandbox), a handler and a webhook each
-fail their first attempt and succeed on the retry, and see the same identity, the run's name, both times:
-`JOBMESH_RUN` with `JOBMESH_ATTEMPT` 1 then 2, `ctx.run` with `ctx.attempt`, the `Idempotency-Key` header."""
+"""Run identity on a real `jobmesh dev`, and on the production mesh (server, watcher and executor processes on
+PostgreSQL, Kafka and Redis): a command (in the executor's sandbox), a handler and a webhook each fail their
+first attempt and succeed on the retry, and see the same identity, the run's name, both times: `JOBMESH_RUN`
+with `JOBMESH_ATTEMPT` 1 then 2, `ctx.run` with `ctx.attempt`, the `Idempotency-Key` header."""
 
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ from jobmesh.client import (
 )
 from jobmesh.client import http as http_target
 from jobmesh.v1 import job_pb2, run_pb2
+from tests.acceptance.mesh import Mesh, warm_up
 from tests.acceptance.processes import REPO, free_port
 from tests.acceptance.test_dev import dev
 
-handlers = HandlerRegistry()  # loaded by the `jobmesh dev` below (`--handlers`)
+pytestmark = pytest.mark.processes
+
+handlers = HandlerRegistry()  # loaded by the `jobmesh dev` and the executor below (`--handlers`)
 
 
 @handlers.handler("identity.fail-first")
@@ -50,8 +54,8 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
                 yield connected
 
 
-def _retried_run(client: Client, target: job_pb2.Target) -> run_pb2.Run:
-    created = client.create_job(immediately(), target, retry_policy=ONE_RETRY)
+def _retried_run(client: Client, target: job_pb2.Target, queue: str = "") -> run_pb2.Run:
+    created = client.create_job(immediately(), target, retry_policy=ONE_RETRY, queue=queue)
     assert created.run is not None
     run = client.wait_for_run(created.run.name, WAIT)
     assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run
@@ -125,3 +129,26 @@ def test_the_identity_is_one_per_run(client: Client) -> None:
     seen = [_stdout_by_attempt(client, run) for run in (first, second)]
     assert seen == [[(1, first.name)], [(1, second.name)]]
     assert first.name != second.name
+
+
+@pytest.mark.postgres
+@pytest.mark.kafka
+@pytest.mark.redis
+def test_on_the_production_mesh_each_target_sees_the_same_identity_across_a_retry(
+    mesh: Mesh, webhook: tuple[str, list[str | None]]
+) -> None:
+    server = mesh.server()
+    mesh.watcher()
+    mesh.env["PYTHONPATH"] = str(REPO)  # for `--handlers` to import this module
+    mesh.executor(server, args=["--handlers", f"{__name__}:handlers", "--allowed-networks", "any"])
+    warm_up(mesh, *mesh.stubs(server))
+    url, keys = webhook
+    script = 'echo "$JOBMESH_RUN $JOBMESH_ATTEMPT"; [ "$JOBMESH_ATTEMPT" -ge 2 ]'
+    with Client(server.address) as client:
+        ran = _retried_run(client, command(["sh", "-c", script]), mesh.queue)
+        handled = _retried_run(client, handler("identity.fail-first"), mesh.queue)
+        called = _retried_run(client, http_target(url), mesh.queue)
+        assert _stdout_by_attempt(client, ran) == [(1, f"{ran.name} 1"), (2, f"{ran.name} 2")]
+        seen = [line for line in _stdout_by_attempt(client, handled) if line[1].startswith("jobs/")]
+        assert seen == [(1, f"{handled.name} 1"), (2, f"{handled.name} 2")]
+    assert keys == [called.name, called.name]
