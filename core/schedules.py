@@ -11,15 +11,32 @@ from croniter import croniter
 
 MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 MAX_EXPRESSION_LENGTH = 256
-# Each field's name and span, the leading seconds field (6-field expressions) first.
-_FIELD_SPANS = (
-    ("second", 60),
-    ("minute", 60),
-    ("hour", 24),
-    ("day of month", 31),
-    ("month", 12),
-    ("day of week", 7),
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One field of an expression: the values it takes and the span of its steps."""
+
+    name: str
+    low: int
+    high: int
+    span: int
+    names: tuple[str, ...] = ()  # the names of its values from `low` on (jan, feb...), in any case
+    extras: str = ""  # what else it takes, for the error message
+
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+# The leading seconds field (6-field expressions) first. Sunday is 0 or 7.
+_FIELDS = (
+    _Field("second", 0, 59, 60),
+    _Field("minute", 0, 59, 60),
+    _Field("hour", 0, 23, 24),
+    _Field("day of month", 1, 31, 31, extras=" or L"),
+    _Field("month", 1, 12, 12, _MONTHS, " or jan-dec"),
+    _Field("day of week", 0, 7, 7, _WEEKDAYS, " or sun-sat"),
 )
+_ELEMENT = re.compile(r"^(?P<first>[^-/]+)(?:-(?P<last>[^-/]+))?(?:/(?P<step>[^/]*))?$")
 
 
 class CronError(ValueError):
@@ -64,7 +81,7 @@ def parse_cron(expression: str, time_zone: str) -> CronSpec:
             raise CronError(f"expected 5 fields (or 6 with leading seconds), got {len(fields)}")
         _check_steps(fields)
         if not _is_valid(text):
-            raise CronError(f"{text!r} is not a valid cron expression")
+            raise CronError(_field_problem(fields) or f"{text!r} is not a valid cron expression")
     spec = CronSpec(text, parse_time_zone(time_zone))
     try:
         next_occurrence(spec, datetime(2000, 1, 1, tzinfo=UTC))
@@ -78,11 +95,59 @@ def parse_cron(expression: str, time_zone: str) -> CronSpec:
 def _check_steps(fields: list[str]) -> None:
     """A step (`*/N`) longer than its field's span can never repeat: croniter takes it, and its arithmetic
     on a step of 20 digits is not what anyone meant."""
-    spans = _FIELD_SPANS[-len(fields) :]
-    for (name, span), field in zip(spans, fields, strict=True):
+    for spec, field in zip(_FIELDS[-len(fields) :], fields, strict=True):
         for step in re.findall(r"/(\d+)", field):
-            if len(step) > 3 or not 1 <= int(step) <= span:
-                raise CronError(f"the step /{step[:20]} of the {name} field must be 1 to {span}")
+            if len(step) > 3 or not 1 <= int(step) <= spec.span:
+                raise CronError(f"the step /{step[:20]} of the {spec.name} field must be 1 to {spec.span}")
+
+
+def _field_problem(fields: list[str]) -> str | None:
+    """What is wrong with the first field that is wrong, naming the field and its range, such as `minute
+    field: 61 is out of range 0-59`; None when no single field is to blame (croniter's own reasons)."""
+    for spec, field in zip(_FIELDS[-len(fields) :], fields, strict=True):
+        for element in field.split(","):
+            if problem := _element_problem(spec, element):
+                return f"{spec.name} field: {problem}"
+    return None
+
+
+def _element_problem(spec: _Field, element: str) -> str | None:
+    """An element is `*`, `?`, a value, or a range `a-b`, each maybe with a step `/n`; day of month takes `L`
+    and day of week `n#k` and `nL` too, which croniter judges itself."""
+    shown = repr(element[:20])
+    match = _ELEMENT.match(element)
+    if match is None:
+        return f"{shown} is not a value, a range or a step"
+    first, last, step = match["first"], match["last"], match["step"]
+    if step is not None and not step.isdigit():
+        return f"{step[:20]!r} is not a step (1 to {spec.span})"
+    if first in ("*", "?") and last is None:
+        return None
+    for part in (first, last):
+        if part is None or _is_special(spec, part):
+            continue
+        value = _value(spec, part)
+        if value is None:
+            return f"{part[:20]!r} is not a value in {spec.low}-{spec.high}{spec.extras}"
+        if not spec.low <= value <= spec.high:
+            return f"{part[:20]} is out of range {spec.low}-{spec.high}"
+    return None
+
+
+def _is_special(spec: _Field, part: str) -> bool:
+    """`L`, `5L` or `5#3` (last day, last Friday, third Friday): forms that croniter checks itself."""
+    lowered = part.lower()
+    if spec.name == "day of month":
+        return lowered == "l"
+    return spec.name == "day of week" and ("#" in lowered or lowered.endswith("l"))
+
+
+def _value(spec: _Field, part: str) -> int | None:
+    if part.isdigit():
+        return int(part[:9])
+    if part.lower() in spec.names:
+        return spec.low + spec.names.index(part.lower())
+    return None
 
 
 def _is_valid(text: str) -> bool:

@@ -17,8 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
+from jobmesh.core.run_identity import identity_environment
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
 from jobmesh.executor.redaction import OutputRedactor, Redactor
@@ -44,11 +46,13 @@ async def run_command(
     policy: ExecutionPolicy,
     secrets: SecretSource,
     *,
+    identity: AttemptRef,
     sandbox: Sandbox | None = None,
     scope: SecretScope = DEFAULT_SCOPE,
 ) -> TargetOutcome:
-    """Runs the command if the policy allows its program, with the minimal environment and the job's `env`
-    (the secrets of its `scope` resolved); their values are redacted from its output and its error text.
+    """Runs the command if the policy allows its program, with the minimal environment, the job's `env`
+    (the secrets of its `scope` resolved; their values are redacted from its output and its error text) and,
+    over both, the run identity of `identity` (core/run_identity).
     `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
@@ -59,7 +63,7 @@ async def run_command(
     except SecretSourceError as exc:
         return failed("SecretSourceError", str(exc))
     own = sandbox.environment() if sandbox is not None else {}
-    env = {**policy.environment(os.environ), **own, **resolved.env}
+    env = {**policy.environment(os.environ), **own, **resolved.env, **identity_environment(identity)}
     try:
         policy.check_env(command.env)
         program = policy.check_command(command.argv[0], command.working_dir, env)

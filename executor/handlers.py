@@ -33,8 +33,8 @@ class HandlerContext:
 
     def __init__(self, *, payload: bytes, run: str, attempt: int, io: AttemptIO) -> None:
         self.payload = payload
-        self.run = run  # `jobs/{job}/runs/{run}`
-        self.attempt = attempt
+        self.run = run  # `jobs/{job}/runs/{run}`: the same on every attempt of the run (an idempotency key)
+        self.attempt = attempt  # 1 on the first attempt, 2 on its first retry, ...
         self.cancelled = threading.Event()
         self._io = io
         self._loop = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from jobmesh.control.v1 import dispatch_pb2
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.executor.clock import seconds_of
@@ -61,17 +62,28 @@ async def _by_kind(
     namespace, queue = run.namespace or DEFAULT_NAMESPACE, run.queue or DEFAULT_QUEUE
     scope = SecretScope(namespace, queue, settings.secret_queues)
     policy, secrets = settings.policy, settings.secrets
+    identity = AttemptRef.from_proto(run.attempt)  # the queue's codec refuses a malformed one
     if kind == "command":
-        sandbox = settings.sandbox
-        return await run_command(target.command, io, stop, policy, secrets, sandbox=sandbox, scope=scope)
+        return await run_command(
+            target.command,
+            io,
+            stop,
+            policy,
+            secrets,
+            identity=identity,
+            sandbox=settings.sandbox,
+            scope=scope,
+        )
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.
         http_timeout = timeout + 1.0 if timeout is not None else settings.http_timeout
-        return await run_http(target.http, io, stop, http_timeout, policy, secrets=secrets, scope=scope)
+        return await run_http(
+            target.http, io, stop, http_timeout, policy, identity=identity, secrets=secrets, scope=scope
+        )
     if kind == "handler":
         handler, handlers = target.handler, settings.handlers
         return await run_handler(
-            handler, handlers, run=run.attempt.run, attempt=run.attempt.attempt, io=io, stop=stop
+            handler, handlers, run=identity.run_name, attempt=identity.attempt, io=io, stop=stop
         )
     return failed("InvalidTarget", "the run has no target")
 

@@ -15,7 +15,9 @@ import socket
 import ssl
 import urllib.parse
 
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
+from jobmesh.core.run_identity import with_idempotency_key
 from jobmesh.core.secret_refs import SECRET_SCHEME
 from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import Destination, ExecutionPolicy, TargetRefused
@@ -43,17 +45,20 @@ async def run_http(
     timeout: float,
     policy: ExecutionPolicy,
     *,
+    identity: AttemptRef,
     secrets: SecretSource | None = None,
     scope: SecretScope = DEFAULT_SCOPE,
 ) -> TargetOutcome:
     """The call, with the references in its header values and body resolved from `secrets` (those of its
-    `scope`); their values are redacted from what it logs and its error text."""
+    `scope`); their values are redacted from what it logs and its error text. Its `Idempotency-Key` header
+    is the run identity of `identity` (core/run_identity), over any the job set."""
     try:
         headers, body_text, values = _resolved(target, secrets, scope)
     except SecretMissing as exc:
         return failed(SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:
         return failed("SecretSourceError", str(exc))
+    headers = with_idempotency_key(headers, identity)
     redactor = Redactor(tuple(values))
     outcome = await _call(target, headers, body_text, io, stop, timeout, policy, redactor)
     return dataclasses.replace(outcome, error_message=redactor.text(outcome.error_message))

@@ -20,6 +20,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument
 from jobmesh.core.names import DEFAULT_NAMESPACE, JOB_ID, NAMESPACE, QUEUE_NAME
+from jobmesh.core.run_identity import IDENTITY_VARIABLES, is_idempotency_header
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
 from jobmesh.core.secret_refs import (
     SecretQueues,
@@ -229,6 +230,10 @@ def _check_command(
     for name, value in command.env.items():
         if not ENV_NAME.match(name):
             found.add(f"{field}.env", f"{name[:64]!r} is not an environment variable name")
+        elif name in IDENTITY_VARIABLES:
+            found.add(
+                f"{field}.env[{name!r}]", "set by the executor to the run's identity; a job cannot set it"
+            )
         found.text(f"{field}.env[{name[:64]!r}]", value)
         try:
             reference = secret_reference(value)
@@ -249,6 +254,11 @@ def _check_http(found: Violations, http: job_pb2.Target.Http, field: str, refusa
     for name, value in http.headers.items():
         if not HEADER_NAME.match(name):
             found.add(f"{field}.headers", f"{name[:64]!r} is not a header name")
+        elif is_idempotency_header(name):
+            found.add(
+                f"{field}.headers[{name[:64]!r}]",
+                "set by the executor to the run's identity; a job cannot set it",
+            )
         if any(ch in value for ch in "\r\n\x00"):
             found.add(f"{field}.headers[{name[:64]!r}]", "contains a line break or NUL")
         _check_embedded(found, value, f"{field}.headers[{name[:64]!r}]", refusal)

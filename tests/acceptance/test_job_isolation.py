@@ -28,7 +28,17 @@ pytestmark = [
 
 EXECUTOR_ONLY = "executor-cloud-key-4f1d"  # in the executor's environment, never in a job's
 GRANTED = "granted-secret-value-9c2e"
-ALLOWED_VARIABLES = {"PATH", "HOME", "LANG", "LC_ALL", "PWD", "OWN", "GRANTED"}
+ALLOWED_VARIABLES = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "PWD",
+    "OWN",
+    "GRANTED",
+    "JOBMESH_RUN",
+    "JOBMESH_ATTEMPT",
+}
 
 
 def open_folder(path: Path) -> Path:

@@ -28,7 +28,7 @@ def test_macros_and_time_zones() -> None:
         ("", "", "empty"),
         ("* * * *", "", "expected 5 fields"),
         ("* * * * * * *", "", "expected 5 fields"),
-        ("61 * * * *", "", "not a valid"),
+        ("61 * * * *", "", "minute field: 61 is out of range 0-59"),
         ("@reboot", "", "unknown macro"),
         ("* * * * *", "Mars/Olympus", "IANA"),
         ("* * * * *", "../../etc/passwd", "IANA"),
@@ -38,6 +38,57 @@ def test_macros_and_time_zones() -> None:
 def test_bad_expressions(expression: str, zone: str, complaint: str) -> None:
     with pytest.raises(CronError, match=complaint):
         parse_cron(expression, zone)
+
+
+@pytest.mark.parametrize(
+    ("expression", "complaint"),
+    [
+        ("60 * * * * *", "second field: 60 is out of range 0-59"),
+        ("61 * * * *", "minute field: 61 is out of range 0-59"),
+        ("1-70 * * * *", "minute field: 70 is out of range 0-59"),
+        ("0 25 * * *", "hour field: 25 is out of range 0-23"),
+        ("0 0 32 * *", "day of month field: 32 is out of range 1-31"),
+        ("0 0 0 * *", "day of month field: 0 is out of range 1-31"),
+        ("0 0 * 13 *", "month field: 13 is out of range 1-12"),
+        ("0 0 * 0 *", "month field: 0 is out of range 1-12"),
+        ("0 0 * * 8", "day of week field: 8 is out of range 0-7"),
+        ("0 0 1,2,99 * *", "day of month field: 99 is out of range 1-31"),
+    ],
+)
+def test_a_value_out_of_its_fields_range_names_the_field_and_the_range(
+    expression: str, complaint: str
+) -> None:
+    with pytest.raises(CronError) as raised:
+        parse_cron(expression, "")
+    assert str(raised.value) == complaint
+
+
+@pytest.mark.parametrize(
+    ("expression", "complaint"),
+    [
+        ("x * * * * *", "second field: 'x' is not a value in 0-59"),
+        ("x * * * *", "minute field: 'x' is not a value in 0-59"),
+        ("0 noon * * *", "hour field: 'noon' is not a value in 0-23"),
+        ("0 0 LW * *", "day of month field: 'LW' is not a value in 1-31 or L"),
+        ("0 0 * foo *", "month field: 'foo' is not a value in 1-12 or jan-dec"),
+        ("0 0 * * sun-xyz", "day of week field: 'xyz' is not a value in 0-7 or sun-sat"),
+        ("*/x * * * *", "minute field: 'x' is not a step (1 to 60)"),
+        ("0 1--2 * * *", "hour field: '1--2' is not a value, a range or a step"),
+        (", * * * *", "minute field: '' is not a value, a range or a step"),
+    ],
+)
+def test_garbage_in_a_field_names_the_field_and_what_it_takes(expression: str, complaint: str) -> None:
+    with pytest.raises(CronError) as raised:
+        parse_cron(expression, "")
+    assert str(raised.value) == complaint
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["0 0 * * 7", "0 0 * * mon-fri", "0 0 * JAN-dec *", "0 0 L * *", "0 0 * * 5#3", "*/15 0-23/2 1,15 * *"],
+)
+def test_the_forms_each_field_takes_are_accepted(expression: str) -> None:
+    parse_cron(expression, "")
 
 
 def _cron_job(expression: str, **extra: object) -> job_pb2.Job:

@@ -4,6 +4,7 @@ signals, timeouts and cancels that kill the whole process group, and programs th
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,8 @@ def test_a_command_gets_a_minimal_environment_and_its_jobs_env(monkeypatch: pyte
     outcome, io, _ = run(command("env", env={"JM_OWN": "from-target"}))
     assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
     variables = dict(line.split("=", 1) for line in io.texts(STDOUT))
+    assert variables.pop("JOBMESH_ATTEMPT") == "1"
+    assert re.fullmatch(r"jobs/j\d+/runs/r\d+", variables.pop("JOBMESH_RUN"))
     assert variables == {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/home/jm",
@@ -167,6 +170,7 @@ def test_processes_that_left_the_group_die_when_the_command_exits() -> None:
 
 EXECUTOR_THAT_DIES = """
 import asyncio, sys
+from jobmesh.core.attempts import AttemptRef
 from jobmesh.executor.command import run_command
 from jobmesh.executor.outcomes import Stop
 from jobmesh.executor.policy import ExecutionPolicy
@@ -187,7 +191,8 @@ class Print:
 
 target = job_pb2.Target.Command(argv=["sh", "-c", sys.argv[1]])
 secrets = open_secret_source("env:JOBMESH_SECRET_", {})
-asyncio.run(run_command(target, Print(), Stop(), ExecutionPolicy.unrestricted(), secrets))
+identity = AttemptRef("job", "run", 1)
+asyncio.run(run_command(target, Print(), Stop(), ExecutionPolicy.unrestricted(), secrets, identity=identity))
 """
 
 

@@ -115,9 +115,36 @@ def test_commands_keep_their_exit_codes_signals_environment_and_cancels(mode: st
     outcome, io = run(command("env", env={"OWN": "own-value"}), sandbox)
     variables = dict(line.split("=", 1) for line in io.texts(STDOUT))
     assert variables["OWN"] == "own-value"
-    assert set(variables) <= {"PATH", "HOME", "LANG", "LC_ALL", "PWD", "OWN"}
+    assert set(variables) <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "PWD",
+        "OWN",
+        "JOBMESH_RUN",
+        "JOBMESH_ATTEMPT",
+    }
     outcome, _ = run(command("sleep", "60"), sandbox, stop_after=0.2)
     assert outcome.state == run_pb2.RUN_STATE_CANCELLED
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_run_identity_reaches_the_command_and_its_own_env_cannot_forge_it(mode: str) -> None:
+    sandbox = open_sandbox(mode, "", JobLimits(), [])
+    forged = {"JOBMESH_RUN": "jobs/other/runs/forged", "JOBMESH_ATTEMPT": "99"}
+    target = command("sh", "-c", 'echo "$JOBMESH_RUN"; echo "$JOBMESH_ATTEMPT"', env=forged)
+    run = dispatched(target)
+    run.attempt.attempt = 3
+
+    async def scenario() -> tuple[TargetOutcome, RecordingIO]:
+        io = RecordingIO()
+        settings = RunnerSettings(HandlerRegistry(), policy=ExecutionPolicy.unrestricted(), sandbox=sandbox)
+        return await run_target(run, io, Stop(), settings), io
+
+    outcome, io = asyncio.run(scenario())
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED, io.lines
+    assert io.texts(STDOUT) == [run.attempt.run, "3"]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -114,6 +115,16 @@ def test_2xx_succeeds_with_method_headers_and_body(site: Site) -> None:
     assert request.headers["X-Token"] == "t1"
     assert io.texts(run_pb2.LOG_STREAM_SYSTEM) == [f"POST {site.url}/status/201 -> 201 Created"]
     assert io.texts(run_pb2.LOG_STREAM_STDOUT) == ["answered 201", "second line"]
+
+
+def test_the_call_carries_the_runs_name_as_its_idempotency_key_over_the_jobs_own(site: Site) -> None:
+    http = job_pb2.Target.Http(url=f"{site.url}/status/200", headers={"idempotency-key": "the job's own"})
+    outcome, _ = call(http)
+    assert outcome.state == run_pb2.RUN_STATE_SUCCEEDED
+    [request] = site.received
+    keys = {name: value for name, value in request.headers.items() if name.lower() == "idempotency-key"}
+    assert list(keys) == ["Idempotency-Key"]
+    assert re.fullmatch(r"jobs/j\d+/runs/r\d+", keys["Idempotency-Key"])
 
 
 def test_other_methods(site: Site) -> None:

@@ -132,6 +132,45 @@ def test_cron_steps_and_values_out_of_their_fields_range(api: Api, expression: s
     invalid(lambda: api.jobs.CreateJob(request), "job.schedule.cron.expression")
 
 
+@pytest.mark.parametrize(
+    ("expression", "complaint"),
+    [
+        ("61 * * * *", "minute field: 61 is out of range 0-59"),
+        ("0 25 * * *", "hour field: 25 is out of range 0-23"),
+        ("0 0 * jan-foo *", "month field: 'foo' is not a value in 1-12 or jan-dec"),
+    ],
+)
+def test_a_bad_cron_field_is_named_with_its_range_in_the_violation(
+    api: Api, expression: str, complaint: str
+) -> None:
+    cron = job_pb2.Schedule.Cron(expression=expression)
+    request = job_service_pb2.CreateJobRequest(job=job(schedule=job_pb2.Schedule(cron=cron)))
+    violations = field_violations(
+        call_error(lambda: api.jobs.CreateJob(request), grpc.StatusCode.INVALID_ARGUMENT)
+    )
+    assert violations["job.schedule.cron.expression"] == complaint
+
+
+@pytest.mark.parametrize("name", ["JOBMESH_RUN", "JOBMESH_ATTEMPT"])
+def test_a_command_cannot_set_the_run_identity_variables(api: Api, name: str) -> None:
+    target = job_pb2.Target(command=job_pb2.Target.Command(argv=["true"], env={name: "mine"}))
+    request = job_service_pb2.CreateJobRequest(job=job_pb2.Job(target=target))
+    violations = field_violations(
+        call_error(lambda: api.jobs.CreateJob(request), grpc.StatusCode.INVALID_ARGUMENT)
+    )
+    assert "run's identity" in violations[f"job.target.command.env[{name!r}]"], violations
+
+
+@pytest.mark.parametrize("name", ["Idempotency-Key", "idempotency-key"])
+def test_a_webhook_cannot_set_the_idempotency_key_header(api: Api, name: str) -> None:
+    http = job_pb2.Target.Http(url="https://example.com/hook", headers={name: "mine"})
+    request = job_service_pb2.CreateJobRequest(job=job_pb2.Job(target=job_pb2.Target(http=http)))
+    violations = field_violations(
+        call_error(lambda: api.jobs.CreateJob(request), grpc.StatusCode.INVALID_ARGUMENT)
+    )
+    assert "run's identity" in violations[f"job.target.http.headers[{name!r}]"], violations
+
+
 @pytest.mark.parametrize("seconds", [YEAR_1, YEAR_1 + 86400, YEAR_9999, YEAR_9999 - 86400])
 @pytest.mark.parametrize("field", ["start_time", "end_time"])
 def test_cron_bounds_at_the_limits_of_time(api: Api, seconds: int, field: str) -> None:

@@ -167,7 +167,8 @@ def test_a_command_sees_none_of_the_executors_environment(api: Api, monkeypatch:
     name = create(api, command("env", env={"OWN": "mine"}))
     assert settled(api, name).state == run_pb2.RUN_STATE_SUCCEEDED
     names = sorted(line.split("=", 1)[0] for line in log_of(api, name))
-    # PWD: the working directory, which bubblewrap sets in its sandbox (executor/sandbox.py)
-    assert set(names) <= {"PATH", "HOME", "LANG", "LC_ALL", "PWD", "OWN"}
+    # PWD: the working directory, which bubblewrap sets in its sandbox (executor/sandbox.py); JOBMESH_RUN and
+    # JOBMESH_ATTEMPT: the run identity (core/run_identity.py)
+    assert set(names) <= {"PATH", "HOME", "LANG", "LC_ALL", "PWD", "OWN", "JOBMESH_RUN", "JOBMESH_ATTEMPT"}
     assert "JOBMESH_TEST_EXECUTOR_TOKEN" not in names
     assert "OWN" in names

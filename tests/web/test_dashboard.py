@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -110,6 +111,26 @@ def test_a_run_page_streams_its_log_lines_as_they_are_written(dashboard: Dashboa
     shutil.rmtree(gate.parent)
 
 
+def test_each_log_line_shows_the_time_it_was_written(dashboard: Dashboard, page: Page) -> None:
+    run = create_now(dashboard, unique("timed"), command("sh", "-c", "echo first; sleep 0.3; echo second"))
+    wait_for(lambda: run_state(dashboard, run.name) == run_pb2.RUN_STATE_SUCCEEDED, "the run to succeed")
+    tail = dashboard.search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=run.name))
+    written = {line.text: line.time for response in tail for line in response.lines}
+    page.goto(f"/#/{run.name}")
+    for text in ("first", "second"):
+        line = page.locator(".logline").filter(has_text=text)
+        shown = line.locator("time.logtime")
+        millis = written[text].seconds * 1000 + round(written[text].nanos / 1e6)  # as protobuf-es rounds
+        iso = f"{datetime.fromtimestamp(millis // 1000, UTC):%Y-%m-%dT%H:%M:%S}.{millis % 1000:03d}Z"
+        expect(shown).to_have_attribute("datetime", iso)
+        expect(shown).to_have_text(re.compile(r"^\d\d:\d\d:\d\d\.\d{3}$"))
+        local = page.evaluate("iso => new Date(iso).toTimeString().slice(0, 8)", iso)
+        expect(shown).to_contain_text(local)  # the time of day in the browser's zone
+    times = page.locator(".logline time.logtime").all_inner_texts()
+    assert times == sorted(times), times
+    assert len(set(times)) == len(times), times  # 300 ms apart: told apart
+
+
 def test_cancelling_a_running_sleep_ends_it_cancelled(dashboard: Dashboard, page: Page) -> None:
     run = create_now(dashboard, unique("sleeper"), command("sleep", "60"))
     page.goto(f"/#/{run.name}")
@@ -127,7 +148,7 @@ def test_an_invalid_cron_shows_the_servers_error_next_to_its_field(page: Page) -
     page.locator('input[name="command"]').fill("true")
     page.get_by_role("button", name="Create job").click()
     expression = page.locator('[data-field="job.schedule.cron.expression"]')
-    expect(expression.locator(".field-error")).to_contain_text("not a valid cron expression")
+    expect(expression.locator(".field-error")).to_have_text("minute field: 61 is out of range 0-59")
     expect(expression.locator("input")).to_have_attribute("aria-invalid", "true")
     expect(page.locator('[data-field="job.schedule.cron.time_zone"] .field-error')).to_contain_text("IANA")
     expect(page.locator('[data-field="job.target.command"] .field-error')).to_have_count(0)
@@ -194,6 +215,59 @@ def test_the_jobs_list_filters_and_pages(dashboard: Dashboard, page: Page) -> No
     page.goto(f"/#/jobs?text=report-{tag}")
     expect(page.locator("tr[data-job]")).to_have_count(3)
     screenshot(page, "jobs")
+
+
+def test_the_labels_column_lines_up_with_its_heading(dashboard: Dashboard, page: Page) -> None:
+    tag = uuid.uuid4().hex[:6]
+    for i, labels in enumerate(
+        [{"row": tag}, {"row": tag, "team": "billing", "tier": "gold"}, {"row": tag, "x": "y"}]
+    ):
+        job = job_pb2.Job(target=command("true"), labels=labels)
+        job.schedule.cron.expression = "0 5 * * *"
+        dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=f"aligned-{tag}-{i}"))
+    page.goto(f"/#/jobs?label=row%3D{tag}")
+    rows = page.locator("tr[data-job]")
+    expect(rows).to_have_count(3)
+    heading = page.get_by_role("columnheader", name="Labels").bounding_box()
+    assert heading is not None
+    for row in rows.all():
+        cell = row.locator("td").nth(4)
+        expect(cell.locator(".label").first).to_be_visible()
+        assert cell.evaluate("td => getComputedStyle(td).display") == "table-cell"
+        box, row_box = cell.bounding_box(), row.bounding_box()
+        assert box is not None
+        assert row_box is not None
+        assert abs(box["x"] - heading["x"]) < 1, (box, heading)
+        assert abs(box["width"] - heading["width"]) < 1, (box, heading)
+        assert abs(box["height"] - row_box["height"]) < 1  # the whole row's height, as its other cells
+        for label in cell.locator(".label").all():  # the labels themselves lie inside the column
+            inner = label.bounding_box()
+            assert inner is not None
+            assert heading["x"] <= inner["x"] < heading["x"] + heading["width"]
+    screenshot(page, "jobs-labels")
+
+
+def test_a_job_id_already_taken_is_said_at_the_job_id_field(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("taken")
+    create_now(dashboard, job_id, command("true"))
+    page.set_viewport_size({"width": 1280, "height": 500})  # the field is out of view once Create is reached
+    page.goto("/#/new")
+    page.locator('input[name="jobId"]').fill(job_id)
+    page.locator('input[name="command"]').fill("true")
+    create = page.get_by_role("button", name="Create job")
+    create.scroll_into_view_if_needed()
+    create.click()
+    field = page.locator('[data-field="job_id"]')
+    expect(field.locator(".field-error")).to_contain_text(f'the id "{job_id}" already exists')
+    expect(field.locator("input")).to_have_attribute("aria-invalid", "true")
+    expect(field.locator("input")).to_be_focused()
+    expect(field.locator(".field-error")).to_be_in_viewport()
+    expect(page.locator(".problem")).to_have_count(0)  # no banner below the fold
+    expect(page).to_have_url(re.compile("#/new$"))
+    screenshot(page, "create-job-taken")
+    page.locator('input[name="jobId"]').fill(unique("free"))  # another id goes through
+    create.click()
+    expect(page).to_have_url(re.compile(r"#/jobs/free-[0-9a-f]{8}$"))
 
 
 def test_pause_resume_run_now_and_delete_with_a_confirmation(dashboard: Dashboard, page: Page) -> None:

@@ -55,3 +55,11 @@ export function conflictMessage(problem: Problem, sentEtag: string): string | un
     "reload the job to see what changed, then make your edit again."
   );
 }
+
+/** What to show at the job-id field when the id the form sent is taken (ALREADY_EXISTS); undefined for any
+ * other problem, a reused request id included. It belongs at the field the person can change, not in a banner
+ * below the form. */
+export function jobIdTaken(problem: Problem, jobId: string): string | undefined {
+  if (problem.code !== Code.AlreadyExists || problem.reason !== "ALREADY_EXISTS" || !jobId) return undefined;
+  return `A job with the id "${jobId}" already exists: choose another id, or leave it empty for the server to pick one.`;
+}

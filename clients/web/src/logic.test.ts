@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "@gen/google/rpc/error_details_pb.js";
 import { RunSchema, RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { describe, expect, it } from "vitest";
-import { conflictMessage, problemOf, unclaimed, violationFor } from "./errors";
+import { conflictMessage, jobIdTaken, problemOf, unclaimed, violationFor } from "./errors";
 import { jobFilter, NO_FILTERS } from "./filters";
 import { EMPTY_FORM, FormProblems, jobOf, valuesOf } from "./jobform";
 import { RunBook } from "./runbook";
@@ -120,6 +120,19 @@ describe("API errors", () => {
     ]);
     expect(conflictMessage(problemOf(stale), "1")).toContain("version 1; it is now at version 2");
     expect(conflictMessage(problemOf(new ConnectError("x", Code.Aborted)), "1")).toBeUndefined();
+  });
+
+  it("says a taken job id at its field, and nothing for a reused request id or another error", () => {
+    const taken = new ConnectError("jobs/nightly already exists", Code.AlreadyExists, undefined, [
+      { desc: ErrorInfoSchema, value: { reason: "ALREADY_EXISTS", metadata: { resource: "jobs/nightly" } } },
+    ]);
+    expect(jobIdTaken(problemOf(taken), "nightly")).toContain('the id "nightly" already exists');
+    expect(jobIdTaken(problemOf(taken), "")).toBeUndefined();
+    const reused = new ConnectError("request id reused", Code.AlreadyExists, undefined, [
+      { desc: ErrorInfoSchema, value: { reason: "REQUEST_ID_REUSED" } },
+    ]);
+    expect(jobIdTaken(problemOf(reused), "nightly")).toBeUndefined();
+    expect(jobIdTaken(problemOf(new ConnectError("bad", Code.InvalidArgument)), "nightly")).toBeUndefined();
   });
 });
 

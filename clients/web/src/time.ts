@@ -58,6 +58,24 @@ export function formatClock(ts: Timestamp | undefined): string {
   return ts ? clock.format(timestampDate(ts)) : "—";
 }
 
+const logClock = new Intl.DateTimeFormat("en-GB", {
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  fractionalSecondDigits: 3,
+  hourCycle: "h23",
+});
+
+/** A log line's time of day to the millisecond, in the browser's zone: lines a few ms apart stay apart. */
+export function formatLogTime(ts: Timestamp | undefined): string {
+  return ts ? logClock.format(timestampDate(ts)) : "";
+}
+
+/** An instant as ISO 8601 in UTC, for a `<time dateTime>` ("" for none). */
+export function isoOf(ts: Timestamp | undefined): string {
+  return ts ? timestampDate(ts).toISOString() : "";
+}
+
 /** A duration proto from seconds typed in a form ("" for none). */
 export function secondsText(duration: Duration | undefined): string {
   const ms = durationMillis(duration);

@@ -110,12 +110,14 @@ export function Jobs() {
               </td>
               <td>{describeSchedule(job.schedule)}</td>
               <td>{formatTime(job.nextRunTime)}</td>
-              <td className="labels">
-                {Object.entries(job.labels).map(([key, value]) => (
-                  <span key={key} className="label">
-                    {key}={value}
-                  </span>
-                ))}
+              <td>
+                <div className="labels">
+                  {Object.entries(job.labels).map(([key, value]) => (
+                    <span key={key} className="label">
+                      {key}={value}
+                    </span>
+                  ))}
+                </div>
               </td>
             </tr>
           ))}

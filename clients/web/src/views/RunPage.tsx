@@ -8,7 +8,7 @@ import { problemOf, type Problem } from "../errors";
 import { useLoad, useLogTail, useWatchRuns } from "../hooks";
 import { isTerminal } from "../runbook";
 import { linkTo, navigate } from "../router";
-import { durationMillis, formatDuration, formatMillis, formatTime, millisOf } from "../time";
+import { durationMillis, formatDuration, formatLogTime, formatMillis, formatTime, isoOf, millisOf } from "../time";
 
 const MAX_LINES = 5000; // the page keeps the newest lines of a long log
 
@@ -137,6 +137,9 @@ function LogTail({ name }: { name: string }) {
         {lines.length === 0 ? <p className="empty">No output yet.</p> : null}
         {lines.map((line) => (
           <div key={String(line.sequence)} className={`logline stream-${(LogStream[line.stream] ?? "").toLowerCase()}`} data-sequence={String(line.sequence)}>
+            <time className="logtime" dateTime={isoOf(line.time)} title={formatTime(line.time)}>
+              {formatLogTime(line.time)}
+            </time>
             <span className="logmeta">
               {line.attempt}·{String(line.sequence)}
             </span>
