@@ -29,7 +29,7 @@ from jobmesh.core.errors import StoreFailure
 from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.records import TERMINAL_RUN_STATES, RunRecord, RunState
+from jobmesh.core.records import CANCELLED_ERROR_TYPE, TERMINAL_RUN_STATES, RunRecord, RunState
 from jobmesh.core.retries import decide
 from jobmesh.v1 import job_pb2
 
@@ -183,7 +183,7 @@ def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome
     return dataclasses.replace(
         outcome,
         state=RunState.CANCELLED,
-        error_type="Cancelled",
+        error_type=CANCELLED_ERROR_TYPE,
         error_message=run.error_message or "cancelled",
     )
 

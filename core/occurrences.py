@@ -58,7 +58,8 @@ def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta
 
 
 def catchup_window_of(cron: job_pb2.Schedule.Cron) -> timedelta:
-    """How late an occurrence may still start (missed while paused or down); older ones are skipped."""
+    """How late an occurrence missed while the mesh was down may still start; older ones are skipped. (Those
+    due while the job was paused are not made: resume plans from now.)"""
     return to_timedelta(cron.catchup_window) if cron.HasField("catchup_window") else DEFAULT_CATCHUP_WINDOW
 
 

@@ -68,6 +68,31 @@ class RunTrigger(enum.StrEnum):
     REPLAY = "REPLAY"
 
 
+CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
+
+
+@dataclass(frozen=True, slots=True)
+class Withdrawal:
+    """The pending runs (PENDING_RUN_STATES: not yet claimed by an executor) of a job that a change of the job
+    ends CANCELLED with `reason`, in the change's transaction: those with one of `triggers`."""
+
+    reason: str
+    triggers: frozenset[RunTrigger] = frozenset(RunTrigger)
+
+
+JOB_PAUSED = Withdrawal("job paused")
+JOB_DELETED = Withdrawal("job deleted")
+# The old schedule's runs: a run asked for by hand (run now, replay) is not the schedule's.
+SCHEDULE_CHANGED = Withdrawal("schedule changed", frozenset({RunTrigger.SCHEDULE}))
+# What a claim withdraws instead of starting, by its job's state: a run that raced the job's pause or delete
+# (made by a watcher that read the job before, or already on the queue). Runs asked for by hand while the
+# job is paused (run now, replay) are run.
+REFUSED_CLAIMS = {
+    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE})),
+    JobState.DELETED: JOB_DELETED,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """A job as stored. `version` grows by one on every change; the etag is derived from it."""

@@ -41,7 +41,10 @@ from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
+    JOB_DELETED,
+    JOB_PAUSED,
     REPLAYABLE_RUN_STATES,
+    SCHEDULE_CHANGED,
     JobRecord,
     JobState,
     RunRecord,
@@ -216,9 +219,13 @@ class JobCommands:
         if "schedule" in paths:
             updated, first_run = self._reschedule(updated, merged, now)
         event = access.audited(AuditAction.UPDATE, job.name, current.namespace, now)
-        stored = self._store.update_job(updated, expected_version=current.version, audit=event)
-        if "schedule" in paths:
-            self._replace_pending_runs(stored, first_run, now)
+        # A new schedule withdraws the runs the old one made that no executor claimed yet, atomically.
+        withdraw = SCHEDULE_CHANGED if "schedule" in paths else None
+        stored = self._store.update_job(
+            updated, expected_version=current.version, audit=event, withdraw=withdraw
+        )
+        if first_run is not None:
+            self._create_first_run(stored, first_run)
         return stored
 
     def _reschedule(
@@ -231,23 +238,11 @@ class JobCommands:
             first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
         return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
 
-    def _replace_pending_runs(self, job: JobRecord, first_run: RunRecord | None, now: datetime) -> None:
-        """A new schedule replaces the runs the old one made that have not been handed out yet."""
-        query = ListQuery(
-            comparisons=(
-                Comparison("state", "=", RunState.SCHEDULED.value),
-                Comparison("trigger", "=", RunTrigger.SCHEDULE.value),
-            ),
-            order_by=(),
-            page_size=1000,
-            page_token="",
-        )
-        for run in self._store.list_runs(job.job_id, query).items:
-            self._store.cancel_run(job.job_id, run.run_id, reason="the job's schedule changed", now=now)
-        if first_run is not None:
-            outcome = self._store.create_run(first_run)
-            if outcome.run is not None:
-                self._hand_off([(outcome.run, job.spec)])
+    def _create_first_run(self, job: JobRecord, first_run: RunRecord) -> None:
+        """The new schedule's first run, handed out at once when it is due soon."""
+        outcome = self._store.create_run(first_run)
+        if outcome.run is not None:
+            self._hand_off([(outcome.run, job.spec)])
 
     def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
         job_id = parse_job_name(name)
@@ -258,7 +253,7 @@ class JobCommands:
         job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=now, audit=event)
         query = ListQuery((Comparison("state", "=", RunState.CANCELLING.value),), (), 1000, "")
         for run in self._store.list_runs(job_id, query).items:
-            self._cancelled(run, "job deleted")
+            self._cancelled(run, JOB_DELETED.reason)
         return job, cancelled
 
     def pause_job(self, name: str, access: Access) -> JobRecord:
@@ -272,20 +267,26 @@ class JobCommands:
         now = self._clock()
         paused = dataclasses.replace(current, state=JobState.PAUSED, update_time=now)
         event = access.audited(AuditAction.PAUSE, name, current.namespace, now)
-        return self._store.update_job(paused, expected_version=current.version, audit=event)
+        # The runs made ahead of time that no executor claimed yet end with the pause, in its transaction;
+        # running ones go on. A claim that raced it is refused by the store.
+        return self._store.update_job(
+            paused, expected_version=current.version, audit=event, withdraw=JOB_PAUSED
+        )
 
     def resume_job(self, name: str, access: Access) -> JobRecord:
+        """Plans from now: the next run is the schedule's next fire time, made (and handed out) at once when
+        it is due within the threshold, as on create; occurrences missed while paused are not made up."""
         current = self.get_job(name, access)
         if current.state is not JobState.PAUSED:
             return current
         now = self._clock()
-        plan = plan_schedule(job_pb2.Job.FromString(current.spec), now, self._policy)
-        next_run_time = plan.first_run_time if plan.first_run_time is not None else plan.next_run_time
-        resumed = dataclasses.replace(
-            current, state=JobState.ACTIVE, next_run_time=next_run_time, update_time=now
-        )
+        active = dataclasses.replace(current, state=JobState.ACTIVE, update_time=now)
+        resumed, first_run = self._reschedule(active, job_pb2.Job.FromString(current.spec), now)
         event = access.audited(AuditAction.RESUME, name, current.namespace, now)
-        return self._store.update_job(resumed, expected_version=current.version, audit=event)
+        stored = self._store.update_job(resumed, expected_version=current.version, audit=event)
+        if first_run is not None:
+            self._create_first_run(stored, first_run)
+        return stored
 
     # Runs -------------------------------------------------------------------------------------------------
 

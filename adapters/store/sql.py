@@ -63,7 +63,7 @@ from jobmesh.core.ports.store import (
     Store,
 )
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState, Withdrawal
 from jobmesh.core.shards import ALL_SHARDS
 
 R = TypeVar("R")
@@ -146,10 +146,17 @@ class SqlStore:
 
     @translate_errors
     def update_job(
-        self, job: JobRecord, *, expected_version: int | None, audit: AuditEvent | None = None
+        self,
+        job: JobRecord,
+        *,
+        expected_version: int | None,
+        audit: AuditEvent | None = None,
+        withdraw: Withdrawal | None = None,
     ) -> JobRecord:
         with self._writing() as connection:
-            updated = sql_jobs.update_job(connection, job, expected_version=expected_version)
+            updated = sql_jobs.update_job(
+                connection, job, expected_version=expected_version, withdraw=withdraw
+            )
             sql_audit.record(connection, [audit])
             return updated
 

@@ -9,11 +9,11 @@ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, Float, Integer, Text
+from sqlalchemy import Boolean, Connection, Float, Integer, Text, update
 
 from jobmesh.adapters.store.schema import UtcDateTime, job_runs, run_attempts
 from jobmesh.adapters.store.sql_batch import (
@@ -24,12 +24,11 @@ from jobmesh.adapters.store.sql_batch import (
     lock_runs,
     update_by_key,
 )
-from jobmesh.adapters.store.sql_rows import StoredRow, run_from_row
+from jobmesh.adapters.store.sql_rows import StoredRow, cancelled_values, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
-from jobmesh.core.records import RunState
+from jobmesh.core.records import PENDING_RUN_STATES, REFUSED_CLAIMS, JobState, RunState, RunTrigger
 
-_CLAIMABLE = (RunState.SCHEDULED, RunState.QUEUED)
 _MILLISECOND = timedelta(milliseconds=1)
 # The batches' columns and expressions, built once: `update_by_key` keeps a statement built per shape.
 _GRANT_COLUMNS = (("start", UtcDateTime()), ("first_start_time", UtcDateTime()), ("deadline", UtcDateTime()))
@@ -58,12 +57,16 @@ _NEXT_ATTEMPT = job_runs.c.attempt + 1
 
 
 def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
-    rows = lock_runs(connection, refs)
+    # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused.
+    rows = lock_runs(connection, refs, with_job_state=True)
+    refused = _withdraw_refused(connection, [rows[key] for key in _claimable(refs, rows)], now)
     claims: list[Claim] = []
     granted: set[AttemptRef] = set()
     for ref in refs:
         row = rows.get((ref.job_id, ref.run_id))
         status = _classify(ref, row, granted)
+        if status is ClaimStatus.GRANTED and (ref.job_id, ref.run_id) in refused:
+            status = ClaimStatus.CANCELLED
         if status is not ClaimStatus.GRANTED or row is None:
             claims.append(Claim(ref, status))
             continue
@@ -104,12 +107,49 @@ def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now
     return claims
 
 
+def _claimable(
+    refs: Sequence[AttemptRef], rows: Mapping[tuple[str, str], StoredRow]
+) -> list[tuple[str, str]]:
+    """The keys of the runs a ref of the batch would be granted."""
+    keys = {(ref.job_id, ref.run_id): ref.attempt for ref in refs}
+    return [
+        key
+        for key, attempt in keys.items()
+        if (row := rows.get(key)) is not None
+        and row["attempt"] == attempt
+        and RunState(row["state"]) in PENDING_RUN_STATES
+    ]
+
+
+def _withdraw_refused(
+    connection: Connection, rows: Sequence[StoredRow], now: datetime
+) -> set[tuple[str, str]]:
+    """Ends CANCELLED, instead of granting them, the runs whose job was paused or deleted after they were made
+    or queued (`REFUSED_CLAIMS`); their keys. Rare: one statement per refused run."""
+    refused: set[tuple[str, str]] = set()
+    for row in rows:
+        withdrawal = REFUSED_CLAIMS.get(JobState(row["job_state"]))
+        if withdrawal is None or RunTrigger(row["trigger"]) not in withdrawal.triggers:
+            continue
+        connection.execute(
+            update(job_runs)
+            .where(
+                job_runs.c.job_id == row["job_id"],
+                job_runs.c.run_id == row["run_id"],
+                job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
+            )
+            .values(cancelled_values(withdrawal.reason, now))
+        )
+        refused.add((row["job_id"], row["run_id"]))
+    return refused
+
+
 def _classify(ref: AttemptRef, row: StoredRow | None, granted: set[AttemptRef]) -> ClaimStatus:
     if row is None:
         return ClaimStatus.NOT_FOUND
     if row["attempt"] != ref.attempt:
         return ClaimStatus.STALE
-    if RunState(row["state"]) in _CLAIMABLE and ref not in granted:
+    if RunState(row["state"]) in PENDING_RUN_STATES and ref not in granted:
         return ClaimStatus.GRANTED
     if row["state"] == RunState.CANCELLED and row["start_time"] is None:
         return ClaimStatus.CANCELLED  # cancelled before this attempt started

@@ -82,6 +82,7 @@ _MICROSECOND = timedelta(microseconds=1)
 # The states of runs an overlap policy counts as still going, and of runs that hold an executor's slot.
 ACTIVE = (RunState.QUEUED, RunState.RUNNING, RunState.CANCELLING)
 HELD = (RunState.RUNNING, RunState.CANCELLING)
+JOB_STATE = jobs.c.state.label("job_state")  # a locked run's job's state, beside the run's own
 
 Columns = Sequence[tuple[str, TypeEngine[Any]]]
 # A run named by its ids (the attempt is checked on the row read). No schedule time: the pair is the primary
@@ -273,7 +274,9 @@ def _select_statement(dialect: str, size: int, ranges: int) -> Select[Any]:
     return select(job_runs).join(batch, and_(run_match(batch), _partitions(ranges)))
 
 
-def _looked_up(rows: Select[Any], ranges: int, *, locked: bool, with_spec: bool = False) -> Select[Any]:
+def _looked_up(
+    rows: Select[Any], ranges: int, *, locked: bool, with_spec: bool = False, with_job_state: bool = False
+) -> Select[Any]:
     """`rows` of `job_runs` for each run of the batch in turn, by its key (PostgreSQL). As a join, the
     planner may read the batch's whole schedule-time range into a hash instead: it does whenever the
     partition's statistics are stale (a new day's partition, a burst), and that costs the range's runs, not
@@ -281,7 +284,8 @@ def _looked_up(rows: Select[Any], ranges: int, *, locked: bool, with_spec: bool 
     flatten (a lock, or an OFFSET) is looked up once per key, within the millisecond its run id gives (so
     either index that leads with the job finds it exactly) and in the partitions of the batch's days. Keys
     come sorted (`run_rows`), so locks are taken in key order. With `with_spec`, each run's job definition
-    comes with it, by the jobs' primary key (only the runs are locked)."""
+    comes with it, by the jobs' primary key (only the runs are locked); with `with_job_state`, its job's
+    state (`job_state`)."""
     batch = batch_table("postgresql", "runs", WINDOW_COLUMNS, 0)
     found = rows.where(
         run_match(batch),
@@ -292,9 +296,13 @@ def _looked_up(rows: Select[Any], ranges: int, *, locked: bool, with_spec: bool 
     found = found.with_for_update(key_share=True) if locked else found.offset(0)
     lateral = found.lateral("found")
     statement = select(lateral).select_from(batch).join(lateral, true())
-    if with_spec:
-        statement = statement.add_columns(jobs.c.spec).join(jobs, jobs.c.job_id == lateral.c.job_id)
-    return statement
+    return _with_job(statement, lateral.c.job_id, with_spec, with_job_state)
+
+
+def _with_job(statement: Select[Any], job_id: Any, with_spec: bool, with_job_state: bool) -> Select[Any]:
+    """`statement` with its runs' job columns asked for, by the jobs' primary key."""
+    wanted = [column for column, on in ((jobs.c.spec, with_spec), (JOB_STATE, with_job_state)) if on]
+    return statement.add_columns(*wanted).join(jobs, jobs.c.job_id == job_id) if wanted else statement
 
 
 def key_match(batch: FromClause) -> ColumnElement[bool]:
@@ -368,16 +376,23 @@ def lock_runs(
     columns: Sequence[str] | None = None,
     *,
     with_spec: bool = False,
+    with_job_state: bool = False,
 ) -> dict[tuple[str, str], StoredRow]:
     """The current rows of the refs' runs, whatever their attempt and state (all columns, or `columns`),
     locked in key order against concurrent claims, ends and cancels until the transaction ends. With
-    `with_spec`, each row also carries its job's definition (`spec`), read in the same statement."""
+    `with_spec`, each row also carries its job's definition (`spec`), and with `with_job_state` its job's
+    state (`job_state`), read in the same statement."""
     found: dict[tuple[str, str], StoredRow] = {}
     wanted = tuple(columns) if columns else None
     for chunk in batch_chunks(connection, run_rows(refs)):
         ranges, params = run_batch(connection, chunk)
         statement = _lock_statement(
-            connection.dialect.name, wanted, batch_size(connection, len(chunk)), _shape_of(ranges), with_spec
+            connection.dialect.name,
+            wanted,
+            batch_size(connection, len(chunk)),
+            _shape_of(ranges),
+            with_spec=with_spec,
+            with_job_state=with_job_state,
         )
         for row in execute_prepared(connection, statement, params).rows:
             found[(row["job_id"], row["run_id"])] = row
@@ -386,15 +401,22 @@ def lock_runs(
 
 @lru_cache(maxsize=_SHAPES)
 def _lock_statement(
-    dialect: str, columns: tuple[str, ...] | None, size: int, ranges: int, with_spec: bool
+    dialect: str,
+    columns: tuple[str, ...] | None,
+    size: int,
+    ranges: int,
+    *,
+    with_spec: bool,
+    with_job_state: bool,
 ) -> Select[Any]:
     selected = [job_runs.c[name] for name in columns] if columns else [job_runs]
     if dialect == "postgresql":
-        return _looked_up(select(*selected), ranges, locked=True, with_spec=with_spec)
+        return _looked_up(
+            select(*selected), ranges, locked=True, with_spec=with_spec, with_job_state=with_job_state
+        )
     batch = batch_table(dialect, "runs", RUN_COLUMNS, size)
     statement = select(*selected).join_from(job_runs, batch, and_(run_match(batch), _partitions(ranges)))
-    if with_spec:
-        statement = statement.add_columns(jobs.c.spec).join(jobs, jobs.c.job_id == job_runs.c.job_id)
+    statement = _with_job(statement, job_runs.c.job_id, with_spec, with_job_state)
     return statement.order_by(job_runs.c.job_id, job_runs.c.run_id).with_for_update(
         of=job_runs, key_share=True
     )

@@ -28,6 +28,8 @@ from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.adapters.store.sql_rows import (
     JOB_COLUMNS,
     JOB_ROW_COLUMNS,
+    cancelled_values,
+    cancelling_values,
     job_from_row,
     job_row,
     job_values,
@@ -36,7 +38,15 @@ from jobmesh.adapters.store.sql_rows import (
 from jobmesh.core.errors import EtagMismatch, NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Page
-from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState
+from jobmesh.core.records import (
+    JOB_DELETED,
+    PENDING_RUN_STATES,
+    JobRecord,
+    JobState,
+    RunRecord,
+    RunState,
+    Withdrawal,
+)
 
 JOB_LISTING = Listing(
     kind="jobs",
@@ -174,7 +184,13 @@ def get_job(connection: Connection, job_id: str, *, include_deleted: bool) -> Jo
     return job_from_row(row)
 
 
-def update_job(connection: Connection, job: JobRecord, *, expected_version: int | None) -> JobRecord:
+def update_job(
+    connection: Connection,
+    job: JobRecord,
+    *,
+    expected_version: int | None,
+    withdraw: Withdrawal | None = None,
+) -> JobRecord:
     values = job_values(job)
     writable = (
         "spec",
@@ -186,12 +202,15 @@ def update_job(connection: Connection, job: JobRecord, *, expected_version: int 
         "state",
         "next_run_time",
     )
-    return _versioned_update(
+    updated = _versioned_update(
         connection,
         job.job_id,
         expected_version,
         {**{name: values[name] for name in writable}, "update_time": job.update_time},
     )
+    if withdraw is not None:
+        withdraw_runs(connection, job.job_id, withdraw, job.update_time)
+    return updated
 
 
 def delete_job(
@@ -199,29 +218,24 @@ def delete_job(
 ) -> tuple[JobRecord, int]:
     values = {"state": JobState.DELETED.value, "next_run_time": None, "update_time": now}
     deleted = _versioned_update(connection, job_id, expected_version, values)
-    cancelled = connection.execute(
-        _runs_of(job_id, (RunState.SCHEDULED, RunState.QUEUED)).values(
-            state=RunState.CANCELLED.value,
-            end_time=now,
-            update_time=now,
-            error_type="Cancelled",
-            error_message="job deleted",
-        )
-    ).rowcount
+    cancelled = withdraw_runs(connection, job_id, JOB_DELETED, now)
     cancelling = connection.execute(
-        _runs_of(job_id, (RunState.RUNNING,)).values(
-            state=RunState.CANCELLING.value,
-            update_time=now,
-            error_type="Cancelled",
-            error_message="job deleted",
-        )
+        _runs_of(job_id, (RunState.RUNNING,)).values(cancelling_values(JOB_DELETED.reason, now))
     ).rowcount
     return deleted, cancelled + cancelling
 
 
+def withdraw_runs(connection: Connection, job_id: str, withdrawal: Withdrawal, now: datetime) -> int:
+    """Ends the job's runs not yet claimed (of the withdrawal's triggers) CANCELLED; how many there were."""
+    statement = _runs_of(job_id, tuple(PENDING_RUN_STATES)).where(
+        job_runs.c.trigger.in_(sorted(trigger.value for trigger in withdrawal.triggers))
+    )
+    return connection.execute(statement.values(cancelled_values(withdrawal.reason, now))).rowcount
+
+
 def _runs_of(job_id: str, states: Sequence[RunState]) -> Update:
     return update(job_runs).where(
-        job_runs.c.job_id == job_id, job_runs.c.state.in_([s.value for s in states])
+        job_runs.c.job_id == job_id, job_runs.c.state.in_(sorted(s.value for s in states))
     )
 
 

@@ -240,6 +240,12 @@ def materialize(
                 job_runs.c.job_id == job_id,
                 job_runs.c.trigger == literal_column(f"'{RunTrigger.SCHEDULE.value}'"),
                 job_runs.c.schedule_time.in_([run.schedule_time for run in fresh]),
+                # An occurrence withdrawn before it ever started (a pause, a schedule change) is made again
+                # when the schedule is planned again from before it (a resume, a change back).
+                or_(
+                    job_runs.c.state != literal_column(f"'{RunState.CANCELLED.value}'"),
+                    job_runs.c.first_start_time.is_not(None),
+                ),
             )
         ).scalars()
         taken = set(existing)

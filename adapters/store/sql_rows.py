@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobmesh.adapters.store.schema import job_runs, jobs
 from jobmesh.core.records import (
+    CANCELLED_ERROR_TYPE,
     AttemptRecord,
     JobRecord,
     JobState,
@@ -35,6 +36,27 @@ _PRIORITY_OF = {priority.value: priority for priority in Priority}
 def timeout_ms(timeout: timedelta) -> int:
     """A heartbeat timeout as stored: whole milliseconds (the wire's precision is plenty for a timeout)."""
     return timeout // _MILLISECOND
+
+
+def cancelled_values(reason: str, now: datetime) -> dict[str, Any]:
+    """The columns that end a run not yet started as CANCELLED: every cancel, withdrawal and refused claim."""
+    return {
+        "state": RunState.CANCELLED.value,
+        "end_time": now,
+        "update_time": now,
+        "error_type": CANCELLED_ERROR_TYPE,
+        "error_message": reason,
+    }
+
+
+def cancelling_values(reason: str, now: datetime) -> dict[str, Any]:
+    """The columns that ask a running attempt to stop; its end keeps the reason (`core.lifecycle`)."""
+    return {
+        "state": RunState.CANCELLING.value,
+        "update_time": now,
+        "error_type": CANCELLED_ERROR_TYPE,
+        "error_message": reason,
+    }
 
 
 def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, Any]:

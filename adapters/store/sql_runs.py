@@ -17,6 +17,8 @@ from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_query import Listing, fetch_page, where_clauses
 from jobmesh.adapters.store.sql_rows import (
     attempt_from_row,
+    cancelled_values,
+    cancelling_values,
     log_from_row,
     log_values,
     run_from_row,
@@ -184,22 +186,10 @@ def cancel_run(
         job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
     )
     if state.is_pending:
-        connection.execute(
-            this_run.values(
-                state=RunState.CANCELLED.value,
-                end_time=now,
-                update_time=now,
-                error_type="Cancelled",
-                error_message=reason,
-            )
-        )
+        connection.execute(this_run.values(cancelled_values(reason, now)))
     elif state is RunState.RUNNING:
         # The reason is kept for the end: the attempt's own report says how it stopped, not why.
-        connection.execute(
-            this_run.values(
-                state=RunState.CANCELLING.value, update_time=now, error_type="Cancelled", error_message=reason
-            )
-        )
+        connection.execute(this_run.values(cancelling_values(reason, now)))
     return get_run(connection, job_id, run_id), state.is_pending or state is RunState.RUNNING
 
 

@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.subscription import Subscription
-from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState
+from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState, Withdrawal
 
 T = TypeVar("T")
 
@@ -118,10 +118,17 @@ class Store(Protocol):
         ...
 
     def update_job(
-        self, job: JobRecord, *, expected_version: int | None, audit: AuditEvent | None = None
+        self,
+        job: JobRecord,
+        *,
+        expected_version: int | None,
+        audit: AuditEvent | None = None,
+        withdraw: Withdrawal | None = None,
     ) -> JobRecord:
         """Replaces the job's writable columns (spec, display_name, labels, schedule_kind, priority, queue,
-        state, next_run_time) and sets update_time; bumps version by one.
+        state, next_run_time) and sets update_time; bumps version by one. With `withdraw`, in the same
+        transaction, the job's SCHEDULED and QUEUED runs of its triggers become CANCELLED (end_time =
+        update_time, error type `Cancelled`, message = its reason); running ones go on.
 
         Raises NotFound when missing or deleted; EtagMismatch when `expected_version` is given and differs.
         Returns the stored record.

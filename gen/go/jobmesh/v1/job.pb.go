@@ -732,7 +732,8 @@ type Schedule_Cron struct {
 	Jitter *durationpb.Duration `protobuf:"bytes,5,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	// What to do when an occurrence is due while an earlier run is still going.
 	OverlapPolicy OverlapPolicy `protobuf:"varint,6,opt,name=overlap_policy,json=overlapPolicy,proto3,enum=jobmesh.v1.OverlapPolicy" json:"overlap_policy,omitempty"`
-	// Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+	// Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+	// Those due while the job was paused are not: resume plans from its next fire time.
 	CatchupWindow *durationpb.Duration `protobuf:"bytes,7,opt,name=catchup_window,json=catchupWindow,proto3" json:"catchup_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

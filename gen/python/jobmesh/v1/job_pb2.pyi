@@ -295,7 +295,9 @@ class Schedule(_message.Message):
 
         @_builtins.property
         def catchup_window(self) -> _duration_pb2.Duration:
-            """Occurrences missed (while paused or down) within this window are still run; older ones are skipped."""
+            """Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+            Those due while the job was paused are not: resume plans from its next fire time.
+            """
 
         def __init__(
             self,

@@ -245,7 +245,8 @@ export declare type Schedule_Cron = Message<"jobmesh.v1.Schedule.Cron"> & {
   overlapPolicy: OverlapPolicy;
 
   /**
-   * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+   * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+   * Those due while the job was paused are not: resume plans from its next fire time.
    *
    * @generated from field: google.protobuf.Duration catchup_window = 7;
    */

@@ -563,7 +563,8 @@ private static final long serialVersionUID = 0L;
 
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -572,7 +573,8 @@ private static final long serialVersionUID = 0L;
     boolean hasCatchupWindow();
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -581,7 +583,8 @@ private static final long serialVersionUID = 0L;
     com.google.protobuf.Duration getCatchupWindow();
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -876,7 +879,8 @@ private static final long serialVersionUID = 0L;
     private com.google.protobuf.Duration catchupWindow_;
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -888,7 +892,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -900,7 +905,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+     * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+     * Those due while the job was paused are not: resume plans from its next fire time.
      * </pre>
      *
      * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2141,7 +2147,8 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> catchupWindowBuilder_;
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2152,7 +2159,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2167,7 +2175,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2185,7 +2194,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2203,7 +2213,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2228,7 +2239,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2245,7 +2257,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2257,7 +2270,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
@@ -2272,7 +2286,8 @@ private static final long serialVersionUID = 0L;
       }
       /**
        * <pre>
-       * Occurrences missed (while paused or down) within this window are still run; older ones are skipped.
+       * Occurrences missed while the mesh was down within this window are still run; older ones are skipped.
+       * Those due while the job was paused are not: resume plans from its next fire time.
        * </pre>
        *
        * <code>.google.protobuf.Duration catchup_window = 7 [json_name = "catchupWindow"];</code>
