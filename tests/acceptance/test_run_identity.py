@@ -16,13 +16,16 @@ from jobmesh.client import (
     Client,
     HandlerContext,
     HandlerRegistry,
+    LogStream,
+    Run,
+    RunState,
     command,
     handler,
     immediately,
     retry_policy,
 )
 from jobmesh.client import http as http_target
-from jobmesh.v1 import job_pb2, run_pb2
+from jobmesh.v1 import job_pb2
 from tests.acceptance.mesh import Mesh, warm_up
 from tests.acceptance.processes import REPO, free_port
 from tests.acceptance.test_dev import dev
@@ -54,20 +57,20 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
                 yield connected
 
 
-def _retried_run(client: Client, target: job_pb2.Target, queue: str = "") -> run_pb2.Run:
+def _retried_run(client: Client, target: job_pb2.Target, queue: str = "") -> Run:
     created = client.create_job(immediately(), target, retry_policy=ONE_RETRY, queue=queue)
     assert created.run is not None
     run = client.wait_for_run(created.run.name, WAIT)
-    assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run
+    assert run.state == RunState.SUCCEEDED, run
     assert run.attempt == 2
     return run
 
 
-def _stdout_by_attempt(client: Client, run: run_pb2.Run) -> list[tuple[int, str]]:
+def _stdout_by_attempt(client: Client, run: Run) -> list[tuple[int, str]]:
     return [
         (line.attempt, line.text)
         for line in client.tail_run_logs(run.name, timeout=WAIT)
-        if line.stream == run_pb2.LOG_STREAM_STDOUT
+        if line.stream == LogStream.STDOUT
     ]
 
 

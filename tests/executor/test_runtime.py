@@ -155,7 +155,7 @@ def test_a_backlog_is_claimed_in_batches_of_at_most_the_limit_however_many_slots
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Many free slots and a queue full of runs (a backlog, Kafka back after an outage): each claim batch
-    holds at most CLAIM_BATCH_LIMIT runs, so a run polled next waits for small batches, and all of them run."""
+    holds at most CLAIM_BATCH_LIMIT runs, so a run polled next waits for small batches; all of them run."""
     monkeypatch.setattr(runtime, "CLAIM_BATCH_LIMIT", 3)
 
     async def test(fake: FakeControl) -> None:
