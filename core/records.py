@@ -74,10 +74,13 @@ CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
 @dataclass(frozen=True, slots=True)
 class Withdrawal:
     """The pending runs (PENDING_RUN_STATES: not yet claimed by an executor) of a job that a change of the job
-    ends CANCELLED with `reason`, in the change's transaction: those with one of `triggers`."""
+    ends CANCELLED with `reason`, in the change's transaction: those with one of `triggers`, but for the runs
+    of `spared` (run ids). Those were claimed on their fences while the database was away (server/
+    outage_mode.py): they started, and the journal's replay records their claim."""
 
     reason: str
     triggers: frozenset[RunTrigger] = frozenset(RunTrigger)
+    spared: frozenset[str] = frozenset()
 
 
 JOB_PAUSED = Withdrawal("job paused")

@@ -238,6 +238,8 @@ def build_services(
     sessions.start()
     cancels = CancelRouter(signals, push_local=sessions.push)
     bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
+    server_id = config.server_id or new_server_id()
+    outage = _outage_mode(config, signals, server_id)
     commands = JobCommands(
         store,
         config.policy,
@@ -245,10 +247,9 @@ def build_services(
         dispatcher=bypass,
         cancels=cancels,
         secret_queues=config.secret_queues,
+        fenced=outage.fenced if outage is not None else None,
     )
     lifecycle = AttemptLifecycle(store, queue, utcnow)
-    server_id = config.server_id or new_server_id()
-    outage = _outage_mode(config, signals, server_id)
     reports = AttemptReports(
         store,
         lifecycle,

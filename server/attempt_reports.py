@@ -189,7 +189,7 @@ class AttemptReports:
         current = self._store.attempts(sorted(mine)) if mine else {}
         waiting = [ref for ref in sorted(mine) if ref in current and current[ref].run.state in _UNCLAIMED]
         if waiting:
-            self._store.claim(waiting, executor, at)
+            self._store.claim(waiting, executor, at, on_fence=True)
         return waiting
 
     def _end_fenced_elsewhere(
@@ -216,7 +216,9 @@ class AttemptReports:
 
     def _apply_fenced_claims(self, executor: str, refs: Sequence[AttemptRef], at: datetime) -> None:
         refused = [
-            c.ref for c in self._store.claim(refs, executor, at) if c.status is not ClaimStatus.GRANTED
+            c.ref
+            for c in self._store.claim(refs, executor, at, on_fence=True)
+            if c.status is not ClaimStatus.GRANTED
         ]
         if refused:
             log.warning(

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from google.protobuf import field_mask_pb2
 
-from jobmesh.core.attempts import Dispatchable
+from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditAction
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
@@ -43,6 +43,7 @@ from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Sto
 from jobmesh.core.records import (
     JOB_DELETED,
     JOB_PAUSED,
+    PENDING_RUN_STATES,
     REPLAYABLE_RUN_STATES,
     SCHEDULE_CHANGED,
     JobRecord,
@@ -50,6 +51,7 @@ from jobmesh.core.records import (
     RunRecord,
     RunState,
     RunTrigger,
+    Withdrawal,
     etag_of,
     version_of_etag,
 )
@@ -86,7 +88,9 @@ class Created:
 class JobCommands:
     """`dispatcher` hands runs due within the threshold to the queue at once (the immediate bypass); without
     one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor.
-    `secret_queues`: the secrets a job may reference on some queues only."""
+    `secret_queues`: the secrets a job may reference on some queues only. `fenced`: which of some attempts
+    were granted on their fences while the database was away (`OutageMode.fenced`); a pause, delete or
+    schedule change spares their runs, which started although the database may not know it yet."""
 
     def __init__(
         self,
@@ -97,8 +101,10 @@ class JobCommands:
         dispatcher: Handoff | None = None,
         cancels: CancelRouter | None = None,
         secret_queues: SecretQueues = NO_SECRET_QUEUES,
+        fenced: Callable[[Sequence[AttemptRef]], set[AttemptRef]] | None = None,
     ) -> None:
         self._store = store
+        self._fenced = fenced
         self._secret_queues = secret_queues  # the secrets granted to some queues only
         # Concurrent creates share a transaction: one job per call scales with the callers.
         self._creates: GroupCommit[NewJob, CreateJobOutcome] = GroupCommit(
@@ -121,6 +127,27 @@ class JobCommands:
                 self._dispatcher.dispatch(due)
             except JobmeshError as error:
                 log.warning("immediate dispatch of %d runs left to the watcher: %s", len(due), error)
+
+    def _withdrawal(self, job_id: str, withdrawal: Withdrawal) -> Withdrawal:
+        """`withdrawal`, sparing the job's pending runs claimed on their fences while the database was away:
+        their claims wait in a server's journal, to be recorded when it is applied."""
+        if self._fenced is None:
+            return withdrawal
+        pending = [AttemptRef.of(run) for run in self._pending_runs(job_id)]
+        spared = frozenset(ref.run_id for ref in self._fenced(pending)) if pending else frozenset()
+        return dataclasses.replace(withdrawal, spared=spared)
+
+    def _pending_runs(self, job_id: str) -> list[RunRecord]:
+        runs: list[RunRecord] = []
+        for state in sorted(PENDING_RUN_STATES):
+            token = ""
+            while True:
+                query = ListQuery((Comparison("state", "=", state.value),), (), 1000, token)
+                page = self._store.list_runs(job_id, query)
+                runs += page.items
+                if not (token := page.next_page_token):
+                    break
+        return runs
 
     def _cancelled(self, run: RunRecord, reason: str) -> RunRecord:
         if self._cancels is not None:
@@ -220,7 +247,7 @@ class JobCommands:
             updated, first_run = self._reschedule(updated, merged, now)
         event = access.audited(AuditAction.UPDATE, job.name, current.namespace, now)
         # A new schedule withdraws the runs the old one made that no executor claimed yet, atomically.
-        withdraw = SCHEDULE_CHANGED if "schedule" in paths else None
+        withdraw = self._withdrawal(current.job_id, SCHEDULE_CHANGED) if "schedule" in paths else None
         stored = self._store.update_job(
             updated, expected_version=current.version, audit=event, withdraw=withdraw
         )
@@ -250,7 +277,10 @@ class JobCommands:
         current = self.get_job(name, access)
         now = self._clock()
         event = access.audited(AuditAction.DELETE, name, current.namespace, now)
-        job, cancelled = self._store.delete_job(job_id, expected_version=expected, now=now, audit=event)
+        spared = self._withdrawal(job_id, JOB_DELETED).spared
+        job, cancelled = self._store.delete_job(
+            job_id, expected_version=expected, now=now, audit=event, spared=spared
+        )
         query = ListQuery((Comparison("state", "=", RunState.CANCELLING.value),), (), 1000, "")
         for run in self._store.list_runs(job_id, query).items:
             self._cancelled(run, JOB_DELETED.reason)
@@ -270,7 +300,10 @@ class JobCommands:
         # The runs made ahead of time that no executor claimed yet end with the pause, in its transaction;
         # running ones go on. A claim that raced it is refused by the store.
         return self._store.update_job(
-            paused, expected_version=current.version, audit=event, withdraw=JOB_PAUSED
+            paused,
+            expected_version=current.version,
+            audit=event,
+            withdraw=self._withdrawal(current.job_id, JOB_PAUSED),
         )
 
     def resume_job(self, name: str, access: Access) -> JobRecord:

@@ -62,6 +62,11 @@ class OutageMode:
     def journal(self, executor: str, request: pb.ConnectRequest, at: datetime) -> None:
         self._journal.append(executor, request, at)
 
+    def fenced(self, refs: Sequence[AttemptRef]) -> set[AttemptRef]:
+        """Those of `refs` whose fence any executor holds: granted while the database was away, their claim
+        perhaps not recorded yet (none when the signal bus cannot tell)."""
+        return set(self._fence_owners(refs))
+
     def fenced_by_others(self, refs: Sequence[AttemptRef], executor: str) -> set[AttemptRef]:
         """Those of `refs` whose fence another executor holds. With the signal bus away it cannot be told,
         and none is (logged once an outage)."""

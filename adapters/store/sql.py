@@ -162,10 +162,18 @@ class SqlStore:
 
     @translate_errors
     def delete_job(
-        self, job_id: str, *, expected_version: int | None, now: datetime, audit: AuditEvent | None = None
+        self,
+        job_id: str,
+        *,
+        expected_version: int | None,
+        now: datetime,
+        audit: AuditEvent | None = None,
+        spared: frozenset[str] = frozenset(),
     ) -> tuple[JobRecord, int]:
         with self._writing() as connection:
-            deleted = sql_jobs.delete_job(connection, job_id, expected_version=expected_version, now=now)
+            deleted = sql_jobs.delete_job(
+                connection, job_id, expected_version=expected_version, now=now, spared=spared
+            )
             sql_audit.record(connection, [audit])
             return deleted
 
@@ -321,11 +329,13 @@ class SqlStore:
     # The pipeline: the executors' streams -----------------------------------------------------------------
 
     @translate_errors
-    def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+    def claim(
+        self, refs: Sequence[AttemptRef], executor: str, now: datetime, *, on_fence: bool = False
+    ) -> list[Claim]:
         if not refs:
             return []
         return self._run_write(
-            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now)
+            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now, on_fence=on_fence)
         )
 
     @translate_errors

@@ -56,10 +56,20 @@ _NEXT_ATTEMPT = job_runs.c.attempt + 1
 # Claims ----------------------------------------------------------------------------------------------------
 
 
-def claim(connection: Connection, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
-    # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused.
-    rows = lock_runs(connection, refs, with_job_state=True)
-    refused = _withdraw_refused(connection, [rows[key] for key in _claimable(refs, rows)], now)
+def claim(
+    connection: Connection,
+    refs: Sequence[AttemptRef],
+    executor: str,
+    now: datetime,
+    *,
+    on_fence: bool = False,
+) -> list[Claim]:
+    # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused. One
+    # granted on its fence while the database was away is not: its run started then.
+    rows = lock_runs(connection, refs, with_job_state=not on_fence)
+    refused = (
+        set() if on_fence else _withdraw_refused(connection, [rows[k] for k in _claimable(refs, rows)], now)
+    )
     claims: list[Claim] = []
     granted: set[AttemptRef] = set()
     for ref in refs:

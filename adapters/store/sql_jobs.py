@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -214,11 +215,16 @@ def update_job(
 
 
 def delete_job(
-    connection: Connection, job_id: str, *, expected_version: int | None, now: datetime
+    connection: Connection,
+    job_id: str,
+    *,
+    expected_version: int | None,
+    now: datetime,
+    spared: frozenset[str] = frozenset(),
 ) -> tuple[JobRecord, int]:
     values = {"state": JobState.DELETED.value, "next_run_time": None, "update_time": now}
     deleted = _versioned_update(connection, job_id, expected_version, values)
-    cancelled = withdraw_runs(connection, job_id, JOB_DELETED, now)
+    cancelled = withdraw_runs(connection, job_id, dataclasses.replace(JOB_DELETED, spared=spared), now)
     cancelling = connection.execute(
         _runs_of(job_id, (RunState.RUNNING,)).values(cancelling_values(JOB_DELETED.reason, now))
     ).rowcount
@@ -226,10 +232,13 @@ def delete_job(
 
 
 def withdraw_runs(connection: Connection, job_id: str, withdrawal: Withdrawal, now: datetime) -> int:
-    """Ends the job's runs not yet claimed (of the withdrawal's triggers) CANCELLED; how many there were."""
+    """Ends the job's runs not yet claimed (of the withdrawal's triggers, but for the spared ones) CANCELLED;
+    how many there were."""
     statement = _runs_of(job_id, tuple(PENDING_RUN_STATES)).where(
         job_runs.c.trigger.in_(sorted(trigger.value for trigger in withdrawal.triggers))
     )
+    if withdrawal.spared:
+        statement = statement.where(job_runs.c.run_id.not_in(sorted(withdrawal.spared)))
     return connection.execute(statement.values(cancelled_values(withdrawal.reason, now))).rowcount
 
 

@@ -138,10 +138,14 @@ class PipelineStore(Protocol):
 
     # The executors' streams -------------------------------------------------------------------------------
 
-    def claim(self, refs: Sequence[AttemptRef], executor: str, now: datetime) -> list[Claim]:
+    def claim(
+        self, refs: Sequence[AttemptRef], executor: str, now: datetime, *, on_fence: bool = False
+    ) -> list[Claim]:
         """One claim per ref, in order. GRANTED sets RUNNING, executor, start_time = last_heartbeat_time =
         now, first_start_time when unset, and the heartbeat deadline = now + the run's heartbeat timeout. A
-        claim succeeds once per attempt."""
+        claim succeeds once per attempt. A pending run whose job is paused (a scheduled run) or deleted is
+        refused CANCELLED and ends so (`REFUSED_CLAIMS`), unless `on_fence`: claims granted on their fences
+        while the database was away, recorded now, whose runs started then whatever the job's state is now."""
         ...
 
     def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:

@@ -127,8 +127,8 @@ class Store(Protocol):
     ) -> JobRecord:
         """Replaces the job's writable columns (spec, display_name, labels, schedule_kind, priority, queue,
         state, next_run_time) and sets update_time; bumps version by one. With `withdraw`, in the same
-        transaction, the job's SCHEDULED and QUEUED runs of its triggers become CANCELLED (end_time =
-        update_time, error type `Cancelled`, message = its reason); running ones go on.
+        transaction, the job's SCHEDULED and QUEUED runs of its triggers but its spared ones become CANCELLED
+        (end_time = update_time, error type `Cancelled`, message = its reason); running ones go on.
 
         Raises NotFound when missing or deleted; EtagMismatch when `expected_version` is given and differs.
         Returns the stored record.
@@ -136,11 +136,18 @@ class Store(Protocol):
         ...
 
     def delete_job(
-        self, job_id: str, *, expected_version: int | None, now: datetime, audit: AuditEvent | None = None
+        self,
+        job_id: str,
+        *,
+        expected_version: int | None,
+        now: datetime,
+        audit: AuditEvent | None = None,
+        spared: frozenset[str] = frozenset(),
     ) -> tuple[JobRecord, int]:
         """Marks the job DELETED (next_run_time cleared, version bumped) and, in the same transaction,
-        cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now), RUNNING becomes CANCELLING
-        (error type `Cancelled`, message `job deleted` on both).
+        cancels its runs: SCHEDULED and QUEUED become CANCELLED (end_time = now) but for the runs of `spared`
+        (run ids claimed on their fences: `Withdrawal.spared`), RUNNING becomes CANCELLING (error type
+        `Cancelled`, message `job deleted` on both).
 
         Returns the deleted job and how many runs were cancelled or set cancelling. NotFound / EtagMismatch as
         in update_job.

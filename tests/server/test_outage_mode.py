@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import field_mask_pb2
 
 from jobmesh.adapters.queue.memory import MemoryRunQueue
 from jobmesh.adapters.signals.memory import MemoryHub, MemorySignalBus
@@ -20,17 +21,20 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.definitions import SchedulingPolicy, build_job
+from jobmesh.core.definitions import new_run as new_run_record
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.ports.signals import SignalsUnavailable
 from jobmesh.core.ports.store import NewJob
-from jobmesh.core.records import RunState
+from jobmesh.core.records import RunState, RunTrigger
 from jobmesh.core.timestamps import set_timestamp
 from jobmesh.server import outage_mode
 from jobmesh.server.attempt_reports import AttemptReports
+from jobmesh.server.authorization import Access
+from jobmesh.server.job_commands import JobCommands
 from jobmesh.server.outage_journal import JournalEntry, OutageJournal, opened_journal
 from jobmesh.server.outage_mode import OutageMode, apply_journal, apply_orphans, journal_path
-from jobmesh.server.principals import ExecutorGrant
+from jobmesh.server.principals import UNRESTRICTED, ExecutorGrant, Role
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.adapters.signals.helpers import eventually
 
@@ -613,3 +617,74 @@ def test_nothing_is_judged_while_the_database_is_away(server: Server) -> None:
     server.reports.heartbeats(E1, [])  # answered (the outage mode keeps them alive), nothing judged
     server.store.down = False
     assert server.store.get_run(lost.job_id, lost.run_id).state is RunState.RUNNING
+
+
+# A pause, a delete or a schedule change while claims granted on their fences wait in a journal ---------
+
+
+def cron_runs(store: DownStore, job_id: str, count: int) -> list[AttemptRef]:
+    """A cron job (every minute) and `count` of its runs made ahead, none claimed yet."""
+    spec = job_pb2.Job(
+        schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * *")),
+        target=job_pb2.Target(command=job_pb2.Target.Command(argv=["true"])),
+    )
+    record, _ = build_job(job_id, spec, NOW - timedelta(minutes=5), SchedulingPolicy())
+    store.create_jobs([NewJob(record, None)])
+    runs = [
+        new_run_record(record, NOW + timedelta(minutes=minute), NOW, RunTrigger.SCHEDULE)
+        for minute in range(count)
+    ]
+    for run in runs:
+        store.create_run(run)
+    return [AttemptRef.of(run) for run in runs]
+
+
+def commands(server: Server) -> JobCommands:
+    store: Any = server.store  # a DownStore passes for the store it wraps
+    return JobCommands(store, SchedulingPolicy(), server.clock, fenced=server.outage.fenced)
+
+
+OPERATOR = Access(UNRESTRICTED, "PauseJob", Role.OPERATOR)
+
+
+@pytest.mark.parametrize("change", ["pause", "delete", "schedule"])
+def test_a_change_spares_the_runs_claimed_on_their_fences_and_their_claims_are_recorded_after(
+    server: Server, store: DownStore, change: str
+) -> None:
+    """One run of a cron job is claimed on its fence while the database is away; it comes back, and the job
+    is paused, deleted or rescheduled before the journal is applied. The run started: it is not withdrawn,
+    and its journaled claim and result are recorded, although the job's state would refuse a claim now. The
+    job's other pending run is withdrawn."""
+    fenced, other = cron_runs(store, "cron", 2)
+    store.down = True
+    assert server.claim(E1, fenced) == [GRANTED]
+    server.reports.results(E1, [succeeded(fenced)])
+    store.down = False
+
+    name = f"jobs/{fenced.job_id}"
+    if change == "pause":
+        commands(server).pause_job(name, OPERATOR)
+    elif change == "delete":
+        commands(server).delete_job(name, "", OPERATOR)
+    else:
+        hourly = job_pb2.Job(
+            name=name, schedule=job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="0 * * * *"))
+        )
+        commands(server).update_job(hourly, field_mask_pb2.FieldMask(paths=["schedule"]), OPERATOR)
+
+    assert store.get_run(fenced.job_id, fenced.run_id).state is RunState.SCHEDULED
+    assert store.get_run(other.job_id, other.run_id).state is RunState.CANCELLED
+    assert server.apply() == 2
+    run = store.get_run(fenced.job_id, fenced.run_id)
+    assert (run.state, run.attempt, run.executor, run.start_time) == (RunState.SUCCEEDED, 1, E1, NOW)
+
+
+def test_a_pause_with_the_signal_bus_away_withdraws_every_pending_run(
+    server: Server, store: DownStore, signals: DownSignals
+) -> None:
+    """Fences that cannot be read spare nothing (as a claim through the database is then not refused for
+    them: `OutageMode.fenced_by_others`); the pause is not held up."""
+    runs = cron_runs(store, "cron", 2)
+    signals.down = True
+    commands(server).pause_job(f"jobs/{runs[0].job_id}", OPERATOR)
+    assert [store.get_run(ref.job_id, ref.run_id).state for ref in runs] == [RunState.CANCELLED] * 2
