@@ -30,7 +30,15 @@ from jobmesh.client._errors import (
 from jobmesh.client._output import Status
 from jobmesh.transport.tls import ChannelTls, TlsFileError
 
-__all__ = ["EXIT_CODES_HELP", "EXIT_FAILED_RUN", "Session", "complete_jobs", "connected"]
+__all__ = [
+    "EXIT_CODES_HELP",
+    "EXIT_CONFLICT",
+    "EXIT_FAILED_RUN",
+    "EXIT_INVALID",
+    "Session",
+    "complete_jobs",
+    "connected",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from datetime import timedelta
+from collections.abc import Callable, Collection, Iterator
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
@@ -132,9 +132,12 @@ class Client:
 
         return _pages(page)
 
-    def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> job_pb2.Job:
-        """Changes the fields given (and only those); with `etag`, only if the job is still that version."""
-        request = update_job_request(name, etag=etag, **fields)
+    def update_job(
+        self, name: str, *, etag: str = "", clear: Collection[str] = (), **fields: Unpack[UpdateFields]
+    ) -> job_pb2.Job:
+        """Changes the fields given (and only those) and unsets those named in `clear`; with `etag`, only if
+        the job is still that version."""
+        request = update_job_request(name, etag=etag, clear=clear, **fields)
         return self._call(self._jobs.UpdateJob, request).job
 
     def pause_job(self, name: str) -> job_pb2.Job:
@@ -152,6 +155,13 @@ class Client:
             name=job_name(name), request_id=request_id or new_request_id()
         )
         return self._call(self._jobs.RunJobNow, request).run
+
+    def preview_schedule(self, schedule: job_pb2.Schedule, *, count: int = 0) -> list[datetime]:
+        """The schedule's next fire times (5 unless `count` says), validated as a create would validate it:
+        a bad cron expression or time zone is InvalidArgument with its field violations."""
+        request = search.PreviewScheduleRequest(schedule=schedule, count=count)
+        answer = self._call(self._search.PreviewSchedule, request)
+        return [stamp.ToDatetime(tzinfo=UTC) for stamp in answer.fire_times]
 
     # Runs ----------------------------------------------------------------------------------------------
 
