@@ -95,6 +95,7 @@ _TEXT_FIELDS = (
 )
 _SET_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 _PAGE = 1000
+_ID_RULE = "1 to 63 characters of a-z, 0-9 and '-', starting with a letter"
 
 
 class ManifestError(ValueError):
@@ -326,8 +327,11 @@ def _command(spec: Mapping[str, Any], _: str) -> dict[str, Any]:
     argv = spec.get("command")
     if argv is None:
         return {"command": []}
-    if not isinstance(argv, list) or not argv or not all(isinstance(word, str) for word in argv):
+    if not isinstance(argv, list) or not argv:
         raise ValueError("command: expected a list of text, such as [sh, -c, 'echo hi']")
+    for word in argv:
+        if not isinstance(word, str):  # YAML reads true, 5 or null as other things than text
+            raise ValueError(f"command: {word!r} is not text: quote it, as in [sleep, '5'] or ['true']")
     return {"command": argv}
 
 
@@ -361,11 +365,14 @@ def plan(client: Client, declared: Sequence[DeclaredJob], set_name: str, source:
     (a schedule the server refuses) or ApplyConflict (an id held by a job apply must not touch) when the file
     cannot be applied as it is."""
     managed = {job.name: job for job in client.list_jobs(filter=selector(set_name), page_size=_PAGE)}
-    changes, conflicts = [], []
+    changes, invalid, conflicts = [], [], []
     for job in declared:
         current = managed.pop(job.name, None)
         if current is None:
-            conflicts += _held(client, job.name, set_name)
+            try:
+                conflicts += _held(client, job.name, set_name)
+            except InvalidArgument:  # the server's rule for names, which is its rule for new ids
+                invalid.append(f"job {job.job_id}: not a valid job id: {_ID_RULE}")
             changes.append(Change(Action.CREATE, job.name, job))
             continue
         if job.namespace and job.namespace != current.namespace:
@@ -377,7 +384,7 @@ def plan(client: Client, declared: Sequence[DeclaredJob], set_name: str, source:
             Change(Action.UPDATE if fields else Action.UNCHANGED, job.name, job, current.etag, fields)
         )
     changes += [Change(Action.DELETE, name, etag=job.etag) for name, job in sorted(managed.items())]
-    invalid = list(_refused_schedules(client, changes))
+    invalid += _refused_schedules(client, changes)
     if invalid:
         raise ManifestError(source, invalid + conflicts)
     if conflicts:
