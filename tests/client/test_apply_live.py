@@ -17,6 +17,7 @@ from jobmesh.client import Client
 from jobmesh.client._apply import MANAGED_BY, apply_plan, load_jobs, plan
 from jobmesh.client._errors import Conflict
 from tests.client.test_cli_live import cli, create
+from tests.client.test_readme import block
 
 pytestmark = pytest.mark.processes
 
@@ -102,7 +103,7 @@ def changed_file(declared: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 
 
 # The updates of `changed_file`, field by field, in the JSON of `apply -o json`.
-CHANGED_FIELDS = [
+CHANGED_FIELDS: list[dict[str, Any]] = [
     {"name": "jobs/acc-00", "fields": {"display_name": {"before": "job 0", "after": "renamed"}}},
     {
         "name": "jobs/acc-01",
@@ -171,9 +172,9 @@ def test_twenty_jobs_then_the_file_changed_the_dry_run_shows_exactly_what_apply_
 
     planned = applied_json(server, file, "--dry-run", "--set", "acceptance")
     assert planned == {"dry_run": True, "create": names, "update": [], "delete": [], "unchanged": []}
-    text = apply(server, file, "--dry-run", "--set", "acceptance").stdout.splitlines()
-    assert text[:20] == [f"create    {name}" for name in names]
-    assert text[20] == "20 to create, 0 to update, 0 to delete, 0 unchanged (dry run: nothing was changed)"
+    lines = apply(server, file, "--dry-run", "--set", "acceptance").stdout.splitlines()
+    assert lines[:20] == [f"create    {name}" for name in names]
+    assert lines[20] == "20 to create, 0 to update, 0 to delete, 0 unchanged (dry run: nothing was changed)"
     assert managed(server, "acceptance") == {}
 
     done = apply(server, file, "--set", "acceptance")
@@ -347,3 +348,14 @@ def test_a_file_from_standard_input_and_a_bad_set_name(server: str) -> None:
     refused = cli(server, "apply", "-f", "-", "--set", "not a name")
     assert refused.exit_code == EXIT_INVALID
     assert "--set 'not a name'" in refused.stderr
+
+
+def test_the_readme_example_applies_as_written(server: str, tmp_path: Path) -> None:
+    file = tmp_path / "jobs.yaml"
+    file.write_text(block("apply-example"))
+    created = applied_json(server, file, "--set", "readme")
+    assert created["create"] == ["jobs/nightly-report", "jobs/export-cleanup", "jobs/new-year"]
+    jobs = managed(server, "readme")
+    assert jobs["jobs/export-cleanup"]["execution_timeout"] == "300s"
+    assert jobs["jobs/new-year"]["target"]["handler"]["name"] == "greet"
+    assert applied_json(server, file, "--set", "readme")["unchanged"] == created["create"]
