@@ -1,5 +1,5 @@
-"""`jobmesh jobs …` and `jobmesh runs …`: the API from a shell, on the SDK's `Client`. The `jobmesh`
-command (`jobmesh.processes.command`) adds these two groups beside the mesh's processes."""
+"""`jobmesh jobs …`, `jobmesh runs …` and `jobmesh apply`: the API from a shell, on the SDK's `Client`. The
+`jobmesh` command (`jobmesh.processes.command`) adds them beside the mesh's processes."""
 
 from __future__ import annotations
 
@@ -432,17 +432,18 @@ def apply(session: Session, file: IO[str], dry_run: bool, set_name: str) -> None
     checked first: a bad one changes nothing. A file already applied changes nothing and says so.
     """
     from jobmesh.client import _apply as applying
+    from jobmesh.client._apply_file import ManifestError, check_set_name, load_jobs
 
     source = file.name if file.name != "<stdin>" else "standard input"
     try:
-        declared = applying.load_jobs(file.read(), source, applying.check_set_name(set_name))
+        declared = load_jobs(file.read(), source, check_set_name(set_name))
         with session.client() as client:
             plan = applying.plan(client, declared, set_name, source)
             if not dry_run:
                 for change in applying.apply_plan(client, plan):
                     if not session.json:
                         click.echo("\n".join(applying.change_lines(change, done=True)))
-    except applying.ManifestError as refused:
+    except ManifestError as refused:
         click.echo(f"jobmesh: {refused}", err=True)
         conflict = isinstance(refused, applying.ApplyConflict)
         raise click.exceptions.Exit(EXIT_CONFLICT if conflict else EXIT_INVALID) from None

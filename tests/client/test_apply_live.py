@@ -14,7 +14,8 @@ import yaml
 from click.testing import Result
 
 from jobmesh.client import Client
-from jobmesh.client._apply import MANAGED_BY, apply_plan, load_jobs, plan
+from jobmesh.client._apply import apply_plan, plan
+from jobmesh.client._apply_file import MANAGED_BY, load_jobs
 from jobmesh.client._errors import Conflict
 from tests.client.test_cli_live import cli, create
 from tests.client.test_readme import block
@@ -265,6 +266,15 @@ BAD_FILES = {
         "jobs:\n  fine:\n    http: https://example.com\n  sleepy:\n    command: [sleep, 5]\n",
         "job sleepy: command: 5 is not text: quote it",
     ),
+    "unknown time zone": (
+        "jobs:\n  fine:\n    http: https://example.com\n  martian:\n    cron: '@daily'\n"
+        "    time-zone: Mars/Olympus\n    http: https://x.example\n",
+        "job martian: unknown time zone 'Mars/Olympus'",
+    ),
+    "a time zone without cron": (
+        "jobs:\n  fine:\n    http: https://example.com\n    time-zone: Europe/Paris\n",
+        "job fine: time-zone goes with cron",
+    ),
     "no jobs key": ("fine:\n  http: https://example.com\n", "expected a mapping with `jobs:`"),
 }
 
@@ -359,3 +369,13 @@ def test_the_readme_example_applies_as_written(server: str, tmp_path: Path) -> N
     assert jobs["jobs/export-cleanup"]["execution_timeout"] == "300s"
     assert jobs["jobs/new-year"]["target"]["handler"]["name"] == "greet"
     assert applied_json(server, file, "--set", "readme")["unchanged"] == created["create"]
+
+
+def test_a_job_namespace_never_changes(server: str, tmp_path: Path) -> None:
+    file = write(tmp_path / "jobs.yaml", {"placed": {"command": ["true"], "cron": "0 1 * * *"}})
+    assert apply(server, file, "--set", "placed").exit_code == 0
+    write(file, {"placed": {"command": ["true"], "cron": "0 2 * * *", "namespace": "elsewhere"}})
+    refused = apply(server, file, "--set", "placed")
+    assert refused.exit_code == EXIT_CONFLICT
+    assert "job placed: namespace: is 'default', and a job's namespace never changes" in refused.stderr
+    assert managed(server, "placed")["jobs/placed"]["schedule"]["cron"]["expression"] == "0 1 * * *"
