@@ -1,11 +1,13 @@
 """The `jobmesh` command: each process of the mesh, started from its settings (see `processes.settings`), and
-the API's commands (`jobmesh jobs`, `jobmesh runs`) from the Python SDK's CLI (`jobmesh.client._cli`).
+the API's commands (`jobmesh jobs`, `jobmesh runs`, `jobmesh apply`) from the Python SDK's CLI
+(`jobmesh.client._cli`).
 
 - `jobmesh dev`: the whole mesh in one process on the embedded adapters (SQLite, in-process queue and
   signals).
 - `jobmesh server`, `jobmesh watcher`, `jobmesh executor`: each process alone, on the adapters its URLs name.
 - `jobmesh migrate`: brings a database's schema up to date.
-- `jobmesh jobs …`, `jobmesh runs …`: calls to a server, on the SDK (their options and exit codes are theirs).
+- `jobmesh jobs …`, `jobmesh runs …`, `jobmesh apply -f FILE`: calls to a server, on the SDK (their options
+  and exit codes are theirs).
 
 Every option can also come from its `JOBMESH_*` variable (`--help` names it). A bad value stops the command
 before anything starts: exit code 2, and a message that names the option and the variable.
@@ -35,6 +37,7 @@ _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 _API_GROUPS = {
     "jobs": "Create, read and steer jobs (JobService, SearchService).",
     "runs": "Read, follow and steer runs.",
+    "apply": "Makes the server's jobs match a file: creates, updates and deletes jobs.",
 }
 
 
@@ -108,10 +111,11 @@ class _Mesh(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if isinstance(self.commands.get(cmd_name), _Unloaded):
-            from jobmesh.client._cli import jobs, runs
+            from jobmesh.client._cli import apply, jobs, runs
 
             self.add_command(jobs)
             self.add_command(runs)
+            self.add_command(apply)
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -149,7 +153,7 @@ def _handlers(values: dict[str, Any]) -> HandlerRegistry | None:
 @click.version_option(package_name="jobmesh", message="%(prog)s %(version)s")
 def jobmesh() -> None:
     """A distributed job scheduler: the processes of the mesh (dev, server, watcher, executor, migrate,
-    token), and the API from a shell (jobs, runs)."""
+    token), and the API from a shell (jobs, runs, apply)."""
     from jobmesh.processes.logs import configure_logging
 
     configure_logging(click.get_current_context().invoked_subcommand or "jobmesh")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
@@ -145,8 +145,10 @@ class AsyncClient:
             if not token:
                 return
 
-    async def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> Job:
-        request = update_job_request(name, etag=etag, **fields)
+    async def update_job(
+        self, name: str, *, etag: str = "", clear: Collection[str] = (), **fields: Unpack[UpdateFields]
+    ) -> Job:
+        request = update_job_request(name, etag=etag, clear=clear, **fields)
         return Job.of((await self._call(self._jobs.UpdateJob, request)).job)
 
     async def pause_job(self, name: str) -> Job:

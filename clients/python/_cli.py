@@ -1,31 +1,44 @@
-"""`jobmesh jobs …` and `jobmesh runs …`: the API from a shell, on the SDK's `Client`. The `jobmesh`
-command (`jobmesh.processes.command`) adds these two groups beside the mesh's processes."""
+"""`jobmesh jobs …`, `jobmesh runs …` and `jobmesh apply`: the API from a shell, on the SDK's `Client`. The
+`jobmesh` command (`jobmesh.processes.command`) adds them beside the mesh's processes."""
 
 from __future__ import annotations
 
 import itertools
-import re
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import IO, Any
 
 import click
 import grpc
 
-from jobmesh.client._cli_session import EXIT_CODES_HELP, EXIT_FAILED_RUN, Session, complete_jobs, connected
+from jobmesh.client._cli_session import (
+    EXIT_CODES_HELP,
+    EXIT_CONFLICT,
+    EXIT_FAILED_RUN,
+    EXIT_INVALID,
+    Session,
+    complete_jobs,
+    connected,
+)
 from jobmesh.client._enums import RunState
 from jobmesh.client._errors import DeadlineExceeded
+from jobmesh.client._job_options import (
+    PRIORITIES,
+    job_fields,
+    parse_duration,
+    parse_moment,
+    schedule_of,
+    target_of,
+)
 from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
 from jobmesh.client._resources import Run
-from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
-from jobmesh.v1 import job_pb2
+from jobmesh.client._specs import immediately
 
-__all__ = ["jobs", "runs"]
+__all__ = ["apply", "jobs", "runs"]
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
-_PRIORITIES = {"high": job_pb2.PRIORITY_HIGH, "normal": job_pb2.PRIORITY_NORMAL, "low": job_pb2.PRIORITY_LOW}
 
 
 class Duration(click.ParamType[timedelta, str]):
@@ -36,15 +49,10 @@ class Duration(click.ParamType[timedelta, str]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
         if isinstance(value, timedelta):
             return value
-        text = str(value).strip()
-        with_unit = _DURATION.match(text)
-        if text and with_unit and any(with_unit.groups()):
-            hours, minutes, seconds, millis = (float(part or 0) for part in with_unit.groups())
-            return timedelta(hours=hours, minutes=minutes, seconds=seconds, milliseconds=millis)
         try:
-            return timedelta(seconds=float(text))
-        except ValueError:
-            self.fail(f"{value!r} is not a duration such as 30s, 5m or 1h30m", param, ctx)
+            return parse_duration(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
 
 
 class Moment(click.ParamType[datetime, str]):
@@ -53,15 +61,10 @@ class Moment(click.ParamType[datetime, str]):
     name = "TIME"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            return value
         try:
-            moment = datetime.fromisoformat(str(value))
-        except ValueError:
-            self.fail(f"{value!r} is not a time such as 2026-12-24T18:00:00+01:00", param, ctx)
-        if moment.tzinfo is None:
-            self.fail(f"{value!r} has no time zone: add Z or an offset such as +01:00", param, ctx)
-        return moment
+            return parse_moment(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
 
 
 def _labels(pairs: Sequence[str]) -> dict[str, str]:
@@ -104,7 +107,7 @@ _SPEC_OPTIONS = (
         help="a label; repeatable (an update replaces them all)",
     ),
     click.option("--queue", help="the executor queue that takes the runs (default: default)"),
-    click.option("--priority", type=click.Choice(sorted(_PRIORITIES)), help="the lane its runs travel on"),
+    click.option("--priority", type=click.Choice(sorted(PRIORITIES)), help="the lane its runs travel on"),
     click.option("--at", "run_at", type=Moment(), help="run once at this time (RFC 3339, with its offset)"),
     click.option("--cron", "cron_expression", metavar="EXPR", help="run on this cron schedule"),
     click.option("--time-zone", metavar="ZONE", help="the IANA zone of --cron (default: UTC)"),
@@ -130,50 +133,9 @@ def _spec_options(function: Any) -> Any:
     return function
 
 
-def _schedule(
-    run_at: datetime | None, cron_expression: str | None, time_zone: str | None
-) -> job_pb2.Schedule | None:
-    if run_at is not None and cron_expression is not None:
-        raise click.UsageError("give --at or --cron, not both")
-    if time_zone is not None and cron_expression is None:
-        raise click.UsageError("--time-zone goes with --cron")
-    if cron_expression is not None:
-        return cron(cron_expression, time_zone=time_zone or "UTC")
-    return at(run_at) if run_at is not None else None
-
-
-def _target(
-    argv: Sequence[str], http_url: str | None, method: str, handler_name: str | None, payload: str
-) -> job_pb2.Target | None:
-    given = [
-        kind
-        for kind, value in (("a program", argv), ("--http", http_url), ("--handler", handler_name))
-        if value
-    ]
-    if len(given) > 1:
-        raise click.UsageError(f"one target only, not {' and '.join(given)}")
-    if argv:
-        return command(list(argv))
-    if http_url:
-        return http(http_url, method=method)
-    return handler(handler_name, payload.encode()) if handler_name else None
-
-
 def _fields(values: dict[str, Any], fields: JobFields) -> JobFields:
     """The job's fields that options set, added to `fields`."""
-    if values["display_name"] is not None:
-        fields["display_name"] = values["display_name"]
-    if values["labels"]:
-        fields["labels"] = _labels(values["labels"])
-    if values["queue"] is not None:
-        fields["queue"] = values["queue"]
-    if values["priority"] is not None:
-        fields["priority"] = _PRIORITIES[values["priority"]]
-    if values["max_attempts"] is not None:
-        fields["retry_policy"] = retry_policy(values["max_attempts"])
-    if values["execution_timeout"] is not None:
-        fields["execution_timeout"] = values["execution_timeout"]
-    return fields
+    return job_fields({**values, "labels": _labels(values["labels"])}, fields)
 
 
 # jobs -----------------------------------------------------------------------------------------------------
@@ -198,8 +160,8 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
       jobmesh jobs create -- sh -c 'echo hello'
       jobmesh jobs create --id nightly --cron '0 3 * * *' --time-zone Europe/Paris --http https://example.com/hook
     """
-    schedule = _schedule(values.pop("run_at"), values.pop("cron_expression"), values.pop("time_zone"))
-    target = _target(
+    schedule = schedule_of(values.pop("run_at"), values.pop("cron_expression"), values.pop("time_zone"))
+    target = target_of(
         values.pop("argv"),
         values.pop("http_url"),
         values.pop("method"),
@@ -264,8 +226,8 @@ def update_job(session: Session, job: str, etag: str, **values: Any) -> None:
     """Changes the fields given, and only those (the update mask is built from the options)."""
     fields: UpdateFields = {}
     _fields(values, fields)
-    schedule = _schedule(values["run_at"], values["cron_expression"], values["time_zone"])
-    target = _target(
+    schedule = schedule_of(values["run_at"], values["cron_expression"], values["time_zone"])
+    target = target_of(
         values["argv"], values["http_url"], values["method"], values["handler_name"], values["payload"]
     )
     if schedule is not None:
@@ -432,3 +394,65 @@ def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | No
                 session.status.show(f"watching {job}: {seen} changes")
         except DeadlineExceeded:
             return
+
+
+# apply ----------------------------------------------------------------------------------------------------
+
+
+@click.command("apply", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
+@click.option(
+    "-f",
+    "--filename",
+    "file",
+    type=click.File("r"),
+    required=True,
+    help="the YAML file of jobs (`-`: standard input)",
+)
+@click.option("--dry-run", is_flag=True, help="print the changes and make none")
+@click.option(
+    "--set",
+    "set_name",
+    default="apply",
+    show_default=True,
+    metavar="NAME",
+    help="the set of jobs the file manages: those labelled jobmesh.dev/managed-by=NAME",
+)
+@connected
+def apply(session: Session, file: IO[str], dry_run: bool, set_name: str) -> None:
+    """Makes the server's jobs match a file: creates, updates and deletes jobs.
+
+    \b
+    The file maps each job id to the fields of `jobs create` (see the README):
+      jobs:
+        nightly-report:
+          cron: '0 3 * * *'
+          time-zone: Europe/Paris
+          http: https://example.com/report
+          labels: {team: billing}
+    Only jobs labelled jobmesh.dev/managed-by=NAME (--set) are ever updated or deleted. The whole file is
+    checked first: a bad one changes nothing. A file already applied changes nothing and says so.
+    """
+    from jobmesh.client import _apply as applying
+    from jobmesh.client._apply_file import ManifestError, check_set_name, load_jobs
+
+    source = file.name if file.name != "<stdin>" else "standard input"
+    try:
+        declared = load_jobs(file.read(), source, check_set_name(set_name))
+        with session.client() as client:
+            plan = applying.plan(client, declared, set_name, source)
+            if not dry_run:
+                for change in applying.apply_plan(client, plan):
+                    if not session.json:
+                        click.echo("\n".join(applying.change_lines(change, done=True)))
+    except ManifestError as refused:
+        click.echo(f"jobmesh: {refused}", err=True)
+        conflict = isinstance(refused, applying.ApplyConflict)
+        raise click.exceptions.Exit(EXIT_CONFLICT if conflict else EXIT_INVALID) from None
+    if session.json:
+        click.echo(json.dumps(applying.plan_json(plan, dry_run=dry_run), sort_keys=True))
+        return
+    if dry_run:
+        for change in plan.changes:
+            if change.action is not applying.Action.UNCHANGED:
+                click.echo("\n".join(applying.change_lines(change, done=False)))
+    click.echo(applying.summary(plan, source, dry_run=dry_run))

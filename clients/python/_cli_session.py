@@ -30,7 +30,15 @@ from jobmesh.client._errors import (
 from jobmesh.client._output import Status
 from jobmesh.transport.tls import ChannelTls, TlsFileError
 
-__all__ = ["EXIT_CODES_HELP", "EXIT_FAILED_RUN", "Session", "complete_jobs", "connected"]
+__all__ = [
+    "EXIT_CODES_HELP",
+    "EXIT_CONFLICT",
+    "EXIT_FAILED_RUN",
+    "EXIT_INVALID",
+    "Session",
+    "complete_jobs",
+    "connected",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,9 +58,9 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0    done
   1    any other failure
-  2    bad usage, or INVALID_ARGUMENT (each field violation is printed)
+  2    bad usage, or INVALID_ARGUMENT (each field violation is printed); `apply`: a bad file
   3    NOT_FOUND: no such job or run
-  4    ALREADY_EXISTS, ABORTED (stale --etag) or FAILED_PRECONDITION
+  4    ALREADY_EXISTS, ABORTED (stale --etag) or FAILED_PRECONDITION; `apply`: an id it must not take
   5    UNAUTHENTICATED or PERMISSION_DENIED
   6    UNAVAILABLE, DEADLINE_EXCEEDED (or a --timeout that passed) or RESOURCE_EXHAUSTED
   7    `runs get --wait`: the run ended, but not SUCCEEDED

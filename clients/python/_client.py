@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
@@ -152,9 +152,12 @@ class Client:
 
         return _pages(page)
 
-    def update_job(self, name: str, *, etag: str = "", **fields: Unpack[UpdateFields]) -> Job:
-        """Changes the fields given (and only those); with `etag`, only if the job is still that version."""
-        request = update_job_request(name, etag=etag, **fields)
+    def update_job(
+        self, name: str, *, etag: str = "", clear: Collection[str] = (), **fields: Unpack[UpdateFields]
+    ) -> Job:
+        """Changes the fields given (and only those) and unsets those named in `clear`; with `etag`, only if
+        the job is still that version."""
+        request = update_job_request(name, etag=etag, clear=clear, **fields)
         return Job.of(self._call(self._jobs.UpdateJob, request).job)
 
     def pause_job(self, name: str) -> Job:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
@@ -64,6 +64,10 @@ class UpdateFields(JobFields, total=False):
 
     schedule: job_pb2.Schedule
     target: job_pb2.Target
+
+
+# A job's optional fields, which an update may reset to unset (its schedule and target are required).
+_CLEARABLE = frozenset(JobFields.__optional_keys__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,10 +155,17 @@ def create_job_request(
 
 
 def update_job_request(
-    name: str, *, etag: str = "", **fields: Unpack[UpdateFields]
+    name: str, *, etag: str = "", clear: Collection[str] = (), **fields: Unpack[UpdateFields]
 ) -> job_service_pb2.UpdateJobRequest:
+    """Sets `fields` and resets the fields named in `clear` to unset (no execution timeout, no labels…)."""
     job = job_pb2.Job(name=job_name(name), etag=etag)
-    paths = _set_fields(job, fields)
+    unknown = sorted(set(clear) - _CLEARABLE)
+    if unknown:
+        raise ValueError(f"cannot clear {', '.join(unknown)}: only {', '.join(sorted(_CLEARABLE))}")
+    both = sorted(set(clear) & fields.keys())
+    if both:
+        raise ValueError(f"{', '.join(both)}: set or cleared, not both")
+    paths = _set_fields(job, fields) + sorted(set(clear))
     if not paths:
         raise ValueError("nothing to update: name at least one field")
     return job_service_pb2.UpdateJobRequest(job=job, update_mask=field_mask_pb2.FieldMask(paths=paths))

@@ -71,6 +71,17 @@ def test_an_update_masks_exactly_the_fields_given() -> None:
         update_job_request("nightly")
 
 
+def test_an_update_clears_the_fields_named_and_refuses_what_it_cannot_clear() -> None:
+    request = update_job_request("nightly", etag="4", clear=["execution_timeout", "retry_policy"], queue="q")
+    assert list(request.update_mask.paths) == ["queue", "execution_timeout", "retry_policy"]
+    assert not request.job.HasField("execution_timeout")
+    assert not request.job.HasField("retry_policy")
+    with pytest.raises(ValueError, match="cannot clear schedule: only"):
+        update_job_request("nightly", clear=["schedule"])
+    with pytest.raises(ValueError, match="queue: set or cleared, not both"):
+        update_job_request("nightly", clear=["queue"], queue="q")
+
+
 def test_names() -> None:
     assert job_name("nightly") == job_name("jobs/nightly") == "jobs/nightly"
     assert parent_of_run("jobs/nightly/runs/01abc") == "jobs/nightly"

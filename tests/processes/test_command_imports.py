@@ -89,6 +89,14 @@ def test_the_api_commands_load_nothing_of_the_mesh(tmp_path: Path, args: list[st
     assert of(modules, SERVER_SIDE) == []
 
 
+def test_apply_loads_nothing_of_the_mesh_but_a_yaml_parser(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("jobs:\n  nightly:\n    cron: '0 3 * * *'\n    command: ['true']\n")
+    code, modules, _ = loaded_by(tmp_path, "apply", "-f", str(jobs), *UNREACHABLE)
+    assert code == 6  # UNAVAILABLE: the file was read, and the server asked
+    assert of(modules, SERVER_SIDE) == ["yaml"]
+
+
 def test_the_command_list_loads_neither_the_mesh_nor_the_sdk(tmp_path: Path) -> None:
     code, modules, listed = loaded_by(tmp_path, "--help")
     assert code == 0
@@ -97,6 +105,7 @@ def test_the_command_list_loads_neither_the_mesh_nor_the_sdk(tmp_path: Path) -> 
     assert CliRunner().invoke(jobmesh, ["jobs", "--help"]).exit_code == 0
     assert isinstance(jobmesh.commands["jobs"], click.Group)
     assert isinstance(jobmesh.commands["runs"], click.Group)
+    assert [param.name for param in jobmesh.commands["apply"].params][:3] == ["file", "dry_run", "set_name"]
     assert CliRunner().invoke(jobmesh, ["--help"]).stdout == listed
 
 
