@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.records import RunState
@@ -45,6 +45,7 @@ def decide(
     *,
     rng: random.Random,
     executor: str | None,
+    decided_at: datetime,
 ) -> AttemptEnd:
     """The run's next state: a retry while the policy allows one, else the outcome itself, or DEAD_LETTERED
     when a retry policy (more than one attempt) was spent."""
@@ -56,7 +57,9 @@ def decide(
         )
         if retryable and ref.attempt < policy.max_attempts:
             run_state = RunState.SCHEDULED
-            retry_due = outcome.end_time + backoff(policy, ref.attempt, rng)
+            # From when the end is known: an attempt whose executor died ends when it was last heard,
+            # found a heartbeat timeout later; its retry was due no earlier than that.
+            retry_due = max(outcome.end_time, decided_at) + backoff(policy, ref.attempt, rng)
         elif policy.max_attempts > 1:
             run_state = RunState.DEAD_LETTERED
     return AttemptEnd(
