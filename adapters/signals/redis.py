@@ -67,14 +67,16 @@ class RedisSignalBus:
             retry=_RETRY,
         )
         self._lock = threading.Lock()
-        self._listeners: set[_Listener] = set()
+        self._listeners: set[_CancelSubscription] = set()
 
     def publish_cancel(self, notice: CancelNotice) -> None:
         with _translated("publish"):
             self._client.publish(wire.cancels_channel(self._prefix), wire.encode_notice(notice))
 
     def subscribe_cancels(self, handler: Callable[[CancelNotice], None]) -> Subscription:
-        listener = _Listener(self._client, wire.cancels_channel(self._prefix), handler, self._forget)
+        listener = _CancelSubscription(
+            self._client, wire.cancels_channel(self._prefix), handler, self._forget
+        )
         with self._lock:
             self._listeners.add(listener)
         listener.start()
@@ -160,12 +162,12 @@ class RedisSignalBus:
         with _translated("read"):
             return self._client.mget(keys)
 
-    def _forget(self, listener: _Listener) -> None:
+    def _forget(self, listener: _CancelSubscription) -> None:
         with self._lock:
             self._listeners.discard(listener)
 
 
-class _Listener:
+class _CancelSubscription:
     """One subscription: a daemon thread reading the channel, resubscribing with backoff whenever the
     connection is lost. Notices published while it is disconnected are missed (pub/sub keeps nothing); the
     database and the cancel keys cover those."""
@@ -175,7 +177,7 @@ class _Listener:
         client: redis.Redis,
         channel: str,
         handler: Callable[[CancelNotice], None],
-        on_close: Callable[[_Listener], None],
+        on_close: Callable[[_CancelSubscription], None],
     ) -> None:
         self._client = client
         self._channel = channel
