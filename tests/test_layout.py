@@ -154,3 +154,29 @@ def test_the_check_finds_a_name_given_twice(tmp_path: Path, monkeypatch: pytest.
         (tmp_path / name / "m.py").write_text("class Watcher:\n    class _Inner: ...\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert set(twice(("a", "b"))) == {"Watcher", "_Inner"}
+
+
+def name_builders(folders: tuple[str, ...]) -> list[str]:
+    """Where a source of the folders builds a resource name (`jobs/…`) in an f-string, but core/names.py."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path == REPO / "core" / "names.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.JoinedStr) and node.values:
+                    first = node.values[0]
+                    if isinstance(first, ast.Constant) and str(first.value).startswith("jobs/"):
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_resource_names_are_built_in_core_names_alone() -> None:
+    assert name_builders(MESH_FOLDERS) == []
+
+
+def test_the_check_finds_a_name_built_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text('def name(job: str) -> str:\n    return f"jobs/{job}"\n')
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert name_builders(("a",)) == ["a/m.py:2"]
