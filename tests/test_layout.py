@@ -180,3 +180,27 @@ def test_the_check_finds_a_name_built_elsewhere(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "a" / "m.py").write_text('def name(job: str) -> str:\n    return f"jobs/{job}"\n')
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert name_builders(("a",)) == ["a/m.py:2"]
+
+
+def growing_powers(folders: tuple[str, ...]) -> list[str]:
+    """Where the folders raise to a power that is not a constant (a delay growing per try): the backoff."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if _growing_power(node):
+                    found.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}")
+    return found
+
+
+def _growing_power(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Pow)
+        and not isinstance(node.right, ast.Constant)
+    )
+
+
+def test_one_backoff_function() -> None:
+    """Retries, the executor's reconnects and the Redis subscriber's all wait by core.backoff alone."""
+    assert [place.split(":")[0] for place in growing_powers(MESH_FOLDERS)] == ["core/backoff.py"]
