@@ -71,4 +71,5 @@ def decide(
         retry_due_time=retry_due,
         executor=executor,
         times_clamped=outcome.times_clamped,
+        result=outcome.result,
     )
