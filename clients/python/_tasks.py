@@ -172,7 +172,9 @@ class Tasks(Mapping[str, Callable[[_HasPayload], object]]):
         return typing.cast(_Decorator, register) if function is None else register(function)
 
     def __getitem__(self, name: str) -> Callable[[_HasPayload], object]:
-        return self._tasks[name].handle
+        found = self._tasks[name]
+        # A coroutine function, so that the executor runs it on its loop and cancels it on a cancel.
+        return found.handle_async if inspect.iscoroutinefunction(found.function) else found.handle
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._tasks)
@@ -287,18 +289,18 @@ class Task(Generic[P, R]):
     # Running (in the executor) ---------------------------------------------------------------------------
 
     def handle(self, context: _HasPayload) -> object:
-        """The handler an executor calls: the arguments from the payload, typed; the return value as JSON
-        values; an exception as a failure of the right error type."""
+        """The handler an executor calls for a plain function: the arguments from the payload, typed; the
+        return value as JSON values; an exception as a failure of the right error type."""
         args, kwargs = self._arguments(context.payload)
-        if inspect.iscoroutinefunction(self.function):
-            return self._handle_async(args, kwargs)
         try:
             value = self.function(*args, **kwargs)
         except Exception as exc:
             raise self._failure(exc) from exc
         return _json_values(value)
 
-    async def _handle_async(self, args: list[Any], kwargs: dict[str, Any]) -> object:
+    async def handle_async(self, context: _HasPayload) -> object:
+        """`handle` for an async function."""
+        args, kwargs = self._arguments(context.payload)
         try:
             value = await typing.cast(Awaitable[object], self.function(*args, **kwargs))
         except Exception as exc:

@@ -17,8 +17,11 @@ from jobmesh.client import (
     Client,
     NonRetryableError,
     RunState,
+    RunTrigger,
     TaskFailed,
+    TaskRun,
     Tasks,
+    cron,
     handler,
     immediately,
     retry_policy,
@@ -143,6 +146,23 @@ def test_on_jobmesh_dev_a_task_returns_its_value_and_a_non_retryable_exception_i
 ) -> None:
     with Client(dev_address) as client:
         check_tasks(client, dev_address)
+
+
+def test_on_jobmesh_dev_a_task_runs_at_a_time_and_on_a_cron(dev_address: str) -> None:
+    """`apply_at` and `apply_on`; a handle whose run is not known yet finds it by its job."""
+    with Client(dev_address) as client:
+        tasks.client, tasks.queue = client, ""
+        soon = datetime.now(UTC) + timedelta(seconds=1)
+        assert add.apply_at(soon, 20, 22).result(WAIT) == 42
+        sent = add.delay(1, 2)
+        assert TaskRun(add, client, sent.job, None).result(WAIT) == 3
+        job = add.apply_on(cron("* * * * * *"), 4, 5)  # every second
+        try:
+            first = TaskRun(add, client, job.name, None).wait(WAIT)
+            assert add.result_of(first) == 9
+            assert first.trigger == RunTrigger.SCHEDULE
+        finally:
+            client.delete_job(job.name)
 
 
 def test_on_jobmesh_dev_bad_inputs_end_the_run_with_a_named_error(dev_address: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import inspect
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -101,6 +102,9 @@ def test_a_task_is_registered_by_its_qualified_name_or_its_own() -> None:
     assert {place.name, "sum", "odd"} <= set(tasks)
     assert HandlerRegistry(tasks).names() == sorted(tasks)  # what `jobmesh dev --handlers MODULE:tasks` loads
     assert place(ORDER).note == "normal"  # calling it runs it here
+    # An async task's handler is a coroutine function: the executor runs it on its loop and can cancel it.
+    assert inspect.iscoroutinefunction(tasks["sum"])
+    assert not inspect.iscoroutinefunction(tasks[place.name])
     with pytest.raises(ValueError, match="already registered"):
         tasks.task(name="sum")(odd.function)
 
