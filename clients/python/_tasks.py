@@ -202,6 +202,9 @@ class Task(Generic[P, R]):
         for kind in non_retryable:
             if not (isinstance(kind, type) and issubclass(kind, BaseException)):
                 raise TypeError(f"non_retryable lists exception classes, not {kind!r}")
+        if not name and function.__module__ == "__main__":
+            # The executor imports the module by its own name: `__main__.f` would be unknown there.
+            raise ValueError(f"task {function.__qualname__!r} is defined in __main__: give it a name=")
         self.function = function
         self.name = name or f"{function.__module__}.{function.__qualname__}"
         self._tasks = tasks
@@ -209,8 +212,12 @@ class Task(Generic[P, R]):
         self._retry = retry
         self._non_retryable: tuple[type[BaseException], ...] = (NonRetryableError, *non_retryable)
         self._signature = inspect.signature(function)
-        self._hints = typing.get_type_hints(function)
         functools.update_wrapper(self, function)
+
+    @functools.cached_property
+    def _hints(self) -> dict[str, Any]:
+        """The annotations, resolved on first use: they may name classes defined after the function."""
+        return typing.get_type_hints(self.function)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Runs the function here and now (an async one's coroutine, to await)."""

@@ -109,6 +109,22 @@ def test_a_task_is_registered_by_its_qualified_name_or_its_own() -> None:
         tasks.task(name="sum")(odd.function)
 
 
+def test_a_task_in_main_needs_a_name_and_annotations_may_come_later() -> None:
+    def script() -> Later:
+        return Later()
+
+    script.__module__ = "__main__"
+    with pytest.raises(ValueError, match="defined in __main__: give it a name="):
+        tasks.task(script)
+    named = tasks.task(name="script")(script)  # `Later` is defined below: resolved when first needed
+    assert named.result_of(_finished(run_pb2.RUN_STATE_SUCCEEDED, "{}")) == Later()
+
+
+@dataclasses.dataclass(frozen=True)
+class Later:
+    pass
+
+
 def test_arguments_travel_as_json_and_come_back_typed() -> None:
     target = place.target(ORDER, rush=True)
     assert target.handler.name == place.name
