@@ -30,6 +30,13 @@ def encode_result(value: object) -> str | None:
         raise ResultRefused(
             RESULT_NOT_SERIALIZABLE, f"the return value is not JSON-serialisable: {exc}"
         ) from None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except (
+            UnicodeEncodeError
+        ):  # a lone surrogate: escaped, since neither protobuf nor the database takes it
+            text = json.dumps(value, allow_nan=False, separators=(",", ":"))
     _check_size(text)
     return text
 

@@ -28,6 +28,12 @@ def test_a_value_json_cannot_write_is_refused_by_name(value: object) -> None:
     assert refused.value.error_type == "ResultNotSerializable"
 
 
+def test_a_lone_surrogate_is_escaped_so_that_protobuf_and_the_database_take_it() -> None:
+    text = encode_result(["é", "\udcff"])
+    assert text == '["\\u00e9","\\udcff"]'
+    assert json.loads(text) == ["é", "\udcff"]
+
+
 def test_the_cap_counts_utf8_bytes() -> None:
     fits = "é" * ((MAX_RESULT_BYTES - 2) // 2)  # two bytes each, and the quotes
     assert len(json.dumps(fits, ensure_ascii=False).encode()) <= MAX_RESULT_BYTES
