@@ -72,4 +72,5 @@ def decide(
         retry_due_time=retry_due,
         executor=executor,
         times_clamped=outcome.times_clamped,
+        result=outcome.result,
     )
