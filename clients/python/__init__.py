@@ -59,6 +59,7 @@ from jobmesh.client._requests import (
 )
 from jobmesh.client._resources import (
     AuditEvent,
+    Backfill,
     BatchCreated,
     Job,
     LogLine,
@@ -87,6 +88,7 @@ __all__ = [
     "AsyncClient",
     "AuditAction",
     "AuditEvent",
+    "Backfill",
     "BatchCreateJobsView",
     "BatchCreated",
     "Cancelled",

@@ -517,7 +517,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -529,7 +530,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -541,7 +543,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3296,7 +3299,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3307,7 +3311,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3322,7 +3327,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3340,7 +3346,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3358,7 +3365,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3383,7 +3391,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3400,7 +3409,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3412,7 +3422,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3427,7 +3438,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

@@ -111,15 +111,16 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
       "\023RUN_STATE_SUCCEEDED\020\005\022\024\n\020RUN_STATE_FAIL" +
       "ED\020\006\022\027\n\023RUN_STATE_CANCELLED\020\007\022\027\n\023RUN_STA" +
       "TE_TIMED_OUT\020\010\022\033\n\027RUN_STATE_DEAD_LETTERE" +
-      "D\020\t*t\n\nRunTrigger\022\033\n\027RUN_TRIGGER_UNSPECI" +
-      "FIED\020\000\022\030\n\024RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN_" +
-      "TRIGGER_RUN_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY\020" +
-      "\003*l\n\tLogStream\022\032\n\026LOG_STREAM_UNSPECIFIED" +
-      "\020\000\022\025\n\021LOG_STREAM_STDOUT\020\001\022\025\n\021LOG_STREAM_" +
-      "STDERR\020\002\022\025\n\021LOG_STREAM_SYSTEM\020\003Ba\n\016dev.j" +
-      "obmesh.v1B\010RunProtoP\001Z6github.com/jobmes" +
-      "h/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\n" +
-      "Jobmesh.V1b\006proto3"
+      "D\020\t*\216\001\n\nRunTrigger\022\033\n\027RUN_TRIGGER_UNSPEC" +
+      "IFIED\020\000\022\030\n\024RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN" +
+      "_TRIGGER_RUN_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY" +
+      "\020\003\022\030\n\024RUN_TRIGGER_BACKFILL\020\004*l\n\tLogStrea" +
+      "m\022\032\n\026LOG_STREAM_UNSPECIFIED\020\000\022\025\n\021LOG_STR" +
+      "EAM_STDOUT\020\001\022\025\n\021LOG_STREAM_STDERR\020\002\022\025\n\021L" +
+      "OG_STREAM_SYSTEM\020\003Ba\n\016dev.jobmesh.v1B\010Ru" +
+      "nProtoP\001Z6github.com/jobmesh/jobmesh/gen" +
+      "/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V1b\006p" +
+      "roto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
