@@ -29,11 +29,16 @@ def check_backfill(request: job_service_pb2.BackfillJobRequest, now: datetime) -
     end = _bound(found, request, "end_time", now)
     if start is not None and end is not None and end <= start:
         found.add("end_time", "must be after start_time (the range is [start_time, end_time))")
-    pace = found.duration("pace", request.pace, maximum=MAX_PACE) if request.HasField("pace") else DEFAULT_PACE
+    pace = (
+        found.duration("pace", request.pace, maximum=MAX_PACE) if request.HasField("pace") else DEFAULT_PACE
+    )
     if pace is not None and pace < MIN_PACE:
         found.add("pace", f"must be at least {MIN_PACE.total_seconds() * 1000:.0f} ms")
     found.raise_if_any()
-    assert start is not None and end is not None and pace is not None  # raise_if_any refused it otherwise
+    # raise_if_any refused the request otherwise
+    assert start is not None
+    assert end is not None
+    assert pace is not None
     return BackfillRange(start, end, pace)
 
 

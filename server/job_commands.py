@@ -39,8 +39,8 @@ from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.metrics import JOBS_CREATED
-from jobmesh.core.occurrences import cron_occurrences_between
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
+from jobmesh.core.occurrences import cron_occurrences_between
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     JOB_DELETED,

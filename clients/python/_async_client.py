@@ -36,7 +36,16 @@ from jobmesh.client._requests import (
     stream_timed_out,
     update_job_request,
 )
-from jobmesh.client._resources import AuditEvent, Backfill, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
+from jobmesh.client._resources import (
+    AuditEvent,
+    Backfill,
+    BatchCreated,
+    Job,
+    LogLine,
+    Run,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
@@ -182,7 +191,7 @@ class AsyncClient:
     ) -> Backfill:
         """As `Client.backfill_job`: the job's past occurrences in [`start`, `end`) as paced runs."""
         request = backfill_job_request(name, start, end, pace, request_id)
-        return backfill_of((await self._call(self._jobs.BackfillJob, request)))
+        return backfill_of(await self._call(self._jobs.BackfillJob, request))
 
     async def preview_schedule(
         self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, Unpack
 from zoneinfo import ZoneInfo
 
-from google.protobuf import field_mask_pb2
+from google.protobuf import field_mask_pb2, timestamp_pb2
 
 from jobmesh.client._enums import BatchCreateJobsView, Priority, RunState
 from jobmesh.client._errors import DeadlineExceeded, JobmeshError, error_from_status
@@ -226,14 +226,16 @@ def backfill_job_request(
 
 
 def backfill_of(answer: job_service_pb2.BackfillJobResponse) -> Backfill:
-    def moment(field: str) -> datetime | None:
-        return getattr(answer, field).ToDatetime(tzinfo=UTC) if answer.HasField(field) else None
+    made = answer.run_count > 0  # the times are set when the range held an occurrence
+
+    def moment(stamp: timestamp_pb2.Timestamp) -> datetime | None:
+        return stamp.ToDatetime(tzinfo=UTC) if made else None
 
     return Backfill(
         answer.run_count,
-        moment("first_schedule_time"),
-        moment("last_schedule_time"),
-        moment("last_due_time"),
+        moment(answer.first_schedule_time),
+        moment(answer.last_schedule_time),
+        moment(answer.last_due_time),
         answer,
     )
 

@@ -3,6 +3,7 @@ occurrence, marked, paced), its idempotent retry, the audit event, pause, and ev
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -79,7 +80,7 @@ def test_a_day_every_five_minutes_makes_288_paced_backfill_runs(api: Api) -> Non
     assert {run.state for run in runs} <= {run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED}
     due = [run.due_time.ToDatetime(UTC) for run in runs]
     assert before - timedelta(seconds=1) <= due[0] <= datetime.now(UTC)
-    assert [later - earlier for earlier, later in zip(due, due[1:], strict=False)] == [
+    assert [later - earlier for earlier, later in itertools.pairwise(due)] == [
         timedelta(milliseconds=250)
     ] * 287
     assert made.last_due_time.ToDatetime(UTC) == due[-1]
@@ -156,7 +157,8 @@ def test_a_pause_cancels_the_pending_backfill_runs(api: Api) -> None:
     assert len(runs) == 4
     assert {run.state for run in runs[1:]} == {run_pb2.RUN_STATE_CANCELLED}
     error = call_error(
-        lambda: api.jobs.BackfillJob(backfill_request(job.name, start, start + timedelta(hours=1))), PRECONDITION
+        lambda: api.jobs.BackfillJob(backfill_request(job.name, start, start + timedelta(hours=1))),
+        PRECONDITION,
     )
     assert error_info(error).reason == "JOB_PAUSED"
 
