@@ -1,4 +1,4 @@
-"""The checks of a `BackfillJob` request that need no job: its range and its pace."""
+"""The checks of a `BackfillJob` request (its range, its pace, its job) and what a backfill answers."""
 
 from __future__ import annotations
 
@@ -6,9 +6,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from jobmesh.core.backfill import DEFAULT_PACE, MAX_PACE, MIN_PACE
+from jobmesh.core.errors import FailedPrecondition
 from jobmesh.core.names import parse_job_name
+from jobmesh.core.records import JobState
 from jobmesh.server.validation import Violations, check_request_id
-from jobmesh.v1 import job_service_pb2
+from jobmesh.v1 import job_pb2, job_service_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What a backfill made: how many runs, the first and last occurrences, and when the last run is due."""
+
+    run_count: int
+    first_schedule_time: datetime | None = None
+    last_schedule_time: datetime | None = None
+    last_due_time: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +65,18 @@ def _bound(
         found.add(field, "must not be in the future: a backfill runs past occurrences")
         return None
     return moment
+
+
+def check_backfillable(name: str, state: JobState, spec: job_pb2.Job) -> None:
+    """Only an active or completed cron job: a paused one's backfill runs would be cancelled by the pause
+    (resume it first), and a job without a cron schedule has no occurrences."""
+    if not spec.schedule.HasField("cron"):
+        raise FailedPrecondition(
+            f"{name} has no cron schedule: only a cron job's occurrences can be backfilled",
+            reason="JOB_NOT_CRON",
+            metadata={"job": name},
+        )
+    if state is JobState.PAUSED:
+        raise FailedPrecondition(
+            f"{name} is paused: resume it to backfill it", reason="JOB_PAUSED", metadata={"job": name}
+        )

@@ -59,7 +59,7 @@ from jobmesh.core.records import (
 )
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.authorization import Access
-from jobmesh.server.backfill_requests import check_backfill
+from jobmesh.server.backfill_requests import Backfill, check_backfill, check_backfillable
 from jobmesh.server.validation import (
     NO_SECRET_QUEUES,
     Violations,
@@ -386,18 +386,7 @@ class JobCommands:
         bounds = check_backfill(request, now)
         job = self.get_job(request.name, access)
         spec = job_pb2.Job.FromString(job.spec)
-        if not spec.schedule.HasField("cron"):
-            raise FailedPrecondition(
-                f"{request.name} has no cron schedule: only a cron job's occurrences can be backfilled",
-                reason="JOB_NOT_CRON",
-                metadata={"job": request.name},
-            )
-        if job.state is JobState.PAUSED:
-            raise FailedPrecondition(
-                f"{request.name} is paused: resume it to backfill it",
-                reason="JOB_PAUSED",
-                metadata={"job": request.name},
-            )
+        check_backfillable(request.name, job.state, spec)
         times = cron_occurrences_between(spec.schedule.cron, bounds.start, bounds.end, MAX_BACKFILL_RUNS)
         if len(times) > MAX_BACKFILL_RUNS:
             raise InvalidArgument.single(
@@ -434,16 +423,6 @@ class JobCommands:
         if outcome.status is CreateStatus.CREATED:
             self._hand_off([(outcome.run, spec)])
         return outcome.run
-
-
-@dataclass(frozen=True, slots=True)
-class Backfill:
-    """What a backfill made: how many runs, the first and last occurrences, and when the last run is due."""
-
-    run_count: int
-    first_schedule_time: datetime | None = None
-    last_schedule_time: datetime | None = None
-    last_due_time: datetime | None = None
 
 
 def _created(
