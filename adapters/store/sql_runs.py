@@ -94,6 +94,12 @@ def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
     return CreateRunOutcome(CreateStatus.CREATED, run)
 
 
+def insert_runs(connection: Connection, runs: Sequence[RunRecord]) -> None:
+    """New runs of a job whose row create_run locked in this transaction; their ids are fresh."""
+    if runs:
+        connection.execute(job_runs.insert(), [run_values(run) for run in runs])
+
+
 def _find(connection: Connection, job_id: str, run_id: str, *, lock: bool = False) -> RowMapping | None:
     statement = select(job_runs).where(job_runs.c.job_id == job_id, job_runs.c.run_id == run_id)
     window = schedule_window(run_id)

@@ -60,6 +60,7 @@ from jobmesh.client._requests import (
 )
 from jobmesh.client._resources import (
     AuditEvent,
+    Backfill,
     BatchCreated,
     Job,
     LogLine,
@@ -99,6 +100,7 @@ __all__ = [
     "AsyncTaskRun",
     "AuditAction",
     "AuditEvent",
+    "Backfill",
     "BatchCreateJobsView",
     "BatchCreated",
     "Cancelled",

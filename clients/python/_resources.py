@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.client._enums import AuditAction, JobState, LogStream, Priority, RunState, RunTrigger
 from jobmesh.client._errors import JobmeshError
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2
 
 __all__ = [
     "AuditEvent",
@@ -217,6 +217,19 @@ class SchedulePreview:
 
     fire_times: tuple[datetime, ...]
     time_zone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What `backfill_job` made: how many runs (each marked `RunTrigger.BACKFILL`), the first and last
+    occurrences they stand for (their `schedule_time`), and when the last is due at the pace asked. The times
+    are None when the range held no occurrence."""
+
+    run_count: int
+    first_schedule_time: datetime | None
+    last_schedule_time: datetime | None
+    last_due_time: datetime | None
+    proto: job_service_pb2.BackfillJobResponse = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

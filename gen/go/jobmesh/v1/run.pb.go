@@ -117,6 +117,8 @@ const (
 	RunTrigger_RUN_TRIGGER_RUN_NOW RunTrigger = 2
 	// A `ReplayRun` call.
 	RunTrigger_RUN_TRIGGER_REPLAY RunTrigger = 3
+	// A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+	RunTrigger_RUN_TRIGGER_BACKFILL RunTrigger = 4
 )
 
 // Enum value maps for RunTrigger.
@@ -126,12 +128,14 @@ var (
 		1: "RUN_TRIGGER_SCHEDULE",
 		2: "RUN_TRIGGER_RUN_NOW",
 		3: "RUN_TRIGGER_REPLAY",
+		4: "RUN_TRIGGER_BACKFILL",
 	}
 	RunTrigger_value = map[string]int32{
 		"RUN_TRIGGER_UNSPECIFIED": 0,
 		"RUN_TRIGGER_SCHEDULE":    1,
 		"RUN_TRIGGER_RUN_NOW":     2,
 		"RUN_TRIGGER_REPLAY":      3,
+		"RUN_TRIGGER_BACKFILL":    4,
 	}
 )
 
@@ -248,7 +252,8 @@ type Run struct {
 	Progress float64 `protobuf:"fixed64,12,opt,name=progress,proto3" json:"progress,omitempty"`
 	// A short progress message reported by the target.
 	ProgressMessage string `protobuf:"bytes,13,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
-	// How late the first attempt started: `start_time - schedule_time`.
+	// How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+	// is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`
@@ -773,13 +778,14 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\x10RUN_STATE_FAILED\x10\x06\x12\x17\n" +
 	"\x13RUN_STATE_CANCELLED\x10\a\x12\x17\n" +
 	"\x13RUN_STATE_TIMED_OUT\x10\b\x12\x1b\n" +
-	"\x17RUN_STATE_DEAD_LETTERED\x10\t*t\n" +
+	"\x17RUN_STATE_DEAD_LETTERED\x10\t*\x8e\x01\n" +
 	"\n" +
 	"RunTrigger\x12\x1b\n" +
 	"\x17RUN_TRIGGER_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14RUN_TRIGGER_SCHEDULE\x10\x01\x12\x17\n" +
 	"\x13RUN_TRIGGER_RUN_NOW\x10\x02\x12\x16\n" +
-	"\x12RUN_TRIGGER_REPLAY\x10\x03*l\n" +
+	"\x12RUN_TRIGGER_REPLAY\x10\x03\x12\x18\n" +
+	"\x14RUN_TRIGGER_BACKFILL\x10\x04*l\n" +
 	"\tLogStream\x12\x1a\n" +
 	"\x16LOG_STREAM_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11LOG_STREAM_STDOUT\x10\x01\x12\x15\n" +

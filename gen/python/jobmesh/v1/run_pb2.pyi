@@ -87,6 +87,8 @@ class _RunTriggerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunTrigger
     """A `RunJobNow` call."""
     RUN_TRIGGER_REPLAY: _RunTrigger.ValueType  # 3
     """A `ReplayRun` call."""
+    RUN_TRIGGER_BACKFILL: _RunTrigger.ValueType  # 4
+    """A `BackfillJob` call: one occurrence of the job's schedule in a past range."""
 
 class RunTrigger(_RunTrigger, metaclass=_RunTriggerEnumTypeWrapper):
     """What made a run."""
@@ -99,6 +101,8 @@ RUN_TRIGGER_RUN_NOW: RunTrigger.ValueType  # 2
 """A `RunJobNow` call."""
 RUN_TRIGGER_REPLAY: RunTrigger.ValueType  # 3
 """A `ReplayRun` call."""
+RUN_TRIGGER_BACKFILL: RunTrigger.ValueType  # 4
+"""A `BackfillJob` call: one occurrence of the job's schedule in a past range."""
 Global___RunTrigger: _TypeAlias = RunTrigger  # noqa: Y015
 
 class _LogStream:
@@ -213,7 +217,9 @@ class Run(_message.Message):
 
     @_builtins.property
     def lateness(self) -> _duration_pb2.Duration:
-        """How late the first attempt started: `start_time - schedule_time`."""
+        """How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+        is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+        """
 
     @_builtins.property
     def due_time(self) -> _timestamp_pb2.Timestamp:

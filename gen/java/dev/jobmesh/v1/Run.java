@@ -518,7 +518,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -530,7 +531,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -542,7 +544,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3370,7 +3373,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3381,7 +3385,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3396,7 +3401,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3414,7 +3420,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3432,7 +3439,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3457,7 +3465,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3474,7 +3483,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3486,7 +3496,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3501,7 +3512,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

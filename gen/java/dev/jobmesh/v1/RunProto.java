@@ -111,16 +111,16 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
       "\003\022\030\n\024RUN_STATE_CANCELLING\020\004\022\027\n\023RUN_STATE" +
       "_SUCCEEDED\020\005\022\024\n\020RUN_STATE_FAILED\020\006\022\027\n\023RU" +
       "N_STATE_CANCELLED\020\007\022\027\n\023RUN_STATE_TIMED_O" +
-      "UT\020\010\022\033\n\027RUN_STATE_DEAD_LETTERED\020\t*t\n\nRun" +
-      "Trigger\022\033\n\027RUN_TRIGGER_UNSPECIFIED\020\000\022\030\n\024" +
-      "RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN_TRIGGER_RU" +
-      "N_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY\020\003*l\n\tLogSt" +
-      "ream\022\032\n\026LOG_STREAM_UNSPECIFIED\020\000\022\025\n\021LOG_" +
-      "STREAM_STDOUT\020\001\022\025\n\021LOG_STREAM_STDERR\020\002\022\025" +
-      "\n\021LOG_STREAM_SYSTEM\020\003Ba\n\016dev.jobmesh.v1B" +
-      "\010RunProtoP\001Z6github.com/jobmesh/jobmesh/" +
-      "gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V1" +
-      "b\006proto3"
+      "UT\020\010\022\033\n\027RUN_STATE_DEAD_LETTERED\020\t*\216\001\n\nRu" +
+      "nTrigger\022\033\n\027RUN_TRIGGER_UNSPECIFIED\020\000\022\030\n" +
+      "\024RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN_TRIGGER_R" +
+      "UN_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY\020\003\022\030\n\024RUN_" +
+      "TRIGGER_BACKFILL\020\004*l\n\tLogStream\022\032\n\026LOG_S" +
+      "TREAM_UNSPECIFIED\020\000\022\025\n\021LOG_STREAM_STDOUT" +
+      "\020\001\022\025\n\021LOG_STREAM_STDERR\020\002\022\025\n\021LOG_STREAM_" +
+      "SYSTEM\020\003Ba\n\016dev.jobmesh.v1B\010RunProtoP\001Z6" +
+      "github.com/jobmesh/jobmesh/gen/go/jobmes" +
+      "h/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
