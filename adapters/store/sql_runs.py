@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, Select, Text, and_, column, func, literal, select, text, update
 
+from jobmesh.adapters.store import sql_audit
 from jobmesh.adapters.store.schema import FAR_FUTURE, UtcDateTime, job_runs, jobs, run_attempts, run_logs
 from jobmesh.adapters.store.sql_batch import batch_chunks, batch_size, batch_table, batch_values, insert_rows
 from jobmesh.adapters.store.sql_jobs import upsert_ignoring_conflicts
@@ -24,11 +25,12 @@ from jobmesh.adapters.store.sql_rows import (
     run_from_row,
     run_values,
 )
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.errors import NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ids import schedule_window
 from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
-from jobmesh.core.records import JobState, LogRecord, RunRecord, RunState
+from jobmesh.core.records import CANCELLABLE_RUN_STATES, JobState, LogRecord, RunRecord, RunState
 
 
 def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
@@ -190,7 +192,27 @@ def cancel_run(
     elif state is RunState.RUNNING:
         # The reason is kept for the end: the attempt's own report says how it stopped, not why.
         connection.execute(this_run.values(cancelling_values(reason, now)))
-    return get_run(connection, job_id, run_id), state.is_pending or state is RunState.RUNNING
+    return get_run(connection, job_id, run_id), state in CANCELLABLE_RUN_STATES
+
+
+def cancel_runs(
+    connection: Connection, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+) -> list[RunRecord | None]:
+    """Many cancels in the caller's one transaction, each as cancel_run; None for a run that is not there.
+    The audit events of those that changed are written in one statement."""
+    results: list[RunRecord | None] = []
+    events: list[AuditEvent] = []
+    for job_id, run_id, audit in runs:
+        try:
+            run, changed = cancel_run(connection, job_id, run_id, reason=reason, now=now)
+        except NotFound:
+            results.append(None)
+            continue
+        results.append(run)
+        if changed:
+            events.append(audit)
+    sql_audit.record(connection, events)
+    return results
 
 
 def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:

@@ -197,6 +197,13 @@ class Store(Protocol):
         already CANCELLING or terminal is returned unchanged. Raises NotFound."""
         ...
 
+    def cancel_runs(
+        self, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+    ) -> list[RunRecord | None]:
+        """Cancels each `(job_id, run_id, audit)` as cancel_run does, all in one transaction; one result per
+        item, in order: the run, or None for a run that is not there."""
+        ...
+
     # The audit trail ---------------------------------------------------------------------------------------
 
     def list_audit_events(self, query: ListQuery) -> Page[AuditEvent]:

@@ -161,6 +161,27 @@ def _replay(api: Api, md: Metadata) -> Any:
     return api.jobs.ReplayRun(job_service_pb2.ReplayRunRequest(name=failed_run(api)), metadata=md)
 
 
+def _bulk_cancel(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{new_job(api).job.name}"')
+    return api.jobs.BulkCancelRuns(request, metadata=md)
+
+
+def _bulk_replay(api: Api, md: Metadata) -> Any:
+    job = failed_run(api).split("/runs/", 1)[0]
+    request = job_service_pb2.BulkReplayRunsRequest(parent=job)
+    return api.jobs.BulkReplayRuns(request, metadata=md)
+
+
+def _bulk_pause(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkPauseJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkPauseJobs(request, metadata=md)
+
+
+def _bulk_resume(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkResumeJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkResumeJobs(request, metadata=md)
+
+
 def _list_jobs(api: Api, md: Metadata) -> Any:
     return api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=md)
 
@@ -266,6 +287,11 @@ CASES = [
     Case(_JOBS + "RunJobNow", _run_now, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "CancelRun", _cancel, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "ReplayRun", _replay, (DENIED, OK, OK, HIDDEN)),
+    # A call by filter changes only what lies where the caller holds the role: elsewhere it finds nothing.
+    Case(_JOBS + "BulkCancelRuns", _bulk_cancel, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkReplayRuns", _bulk_replay, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "BulkPauseJobs", _bulk_pause, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkResumeJobs", _bulk_resume, (DENIED, OK, OK, OK)),
     # A list or a feed of every job answers everyone with what they may see (tested below).
     Case(_SEARCH + "ListJobs", _list_jobs, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListRuns", _list_runs, (OK, OK, OK, HIDDEN)),

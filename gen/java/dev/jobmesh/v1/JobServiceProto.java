@@ -131,6 +131,51 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_jobmesh_v1_ReplayRunResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -189,35 +234,76 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "R\003run\"_\n\020ReplayRunRequest\022,\n\004name\030\001 \001(\tB" +
       "\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\035\n\nreque" +
       "st_id\030\002 \001(\tR\trequestId\"6\n\021ReplayRunRespo" +
-      "nse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run*\200" +
-      "\001\n\023BatchCreateJobsView\022&\n\"BATCH_CREATE_J" +
-      "OBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_J" +
-      "OBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VI" +
-      "EW_FULL\020\0022\346\006\n\nJobService\022W\n\tCreateJob\022\034." +
-      "jobmesh.v1.CreateJobRequest\032\035.jobmesh.v1" +
-      ".CreateJobResponse\"\r\332A\njob,job_id\022Z\n\017Bat" +
-      "chCreateJobs\022\".jobmesh.v1.BatchCreateJob" +
-      "sRequest\032#.jobmesh.v1.BatchCreateJobsRes" +
-      "ponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJobReque" +
-      "st\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004name\022" +
-      "\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJobReque" +
-      "st\032\035.jobmesh.v1.UpdateJobResponse\"\022\332A\017jo" +
-      "b,update_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1." +
-      "DeleteJobRequest\032\035.jobmesh.v1.DeleteJobR" +
-      "esponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v" +
-      "1.PauseJobRequest\032\034.jobmesh.v1.PauseJobR" +
-      "esponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh." +
-      "v1.ResumeJobRequest\032\035.jobmesh.v1.ResumeJ" +
-      "obResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobme" +
-      "sh.v1.RunJobNowRequest\032\035.jobmesh.v1.RunJ" +
-      "obNowResponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jo" +
-      "bmesh.v1.CancelRunRequest\032\035.jobmesh.v1.C" +
-      "ancelRunResponse\"\025\332A\004name\332A\013name,reason\022" +
-      "Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRunReque" +
-      "st\032\035.jobmesh.v1.ReplayRunResponse\"\007\332A\004na" +
-      "meBh\n\016dev.jobmesh.v1B\017JobServiceProtoP\001Z" +
-      "6github.com/jobmesh/jobmesh/gen/go/jobme" +
-      "sh/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "nse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run\"Q" +
+      "\n\017BulkItemFailure\022\022\n\004name\030\001 \001(\tR\004name\022*\n" +
+      "\006status\030\002 \001(\0132\022.google.rpc.StatusR\006statu" +
+      "s\"\251\001\n\025BulkCancelRunsRequest\022\034\n\006parent\030\001 " +
+      "\001(\tB\004\342A\001\002R\006parent\022\026\n\006filter\030\002 \001(\tR\006filte" +
+      "r\022\026\n\006reason\030\003 \001(\tR\006reason\022#\n\rvalidate_on" +
+      "ly\030\004 \001(\010R\014validateOnly\022\035\n\nrequest_id\030\005 \001" +
+      "(\tR\trequestId\"\233\001\n\026BulkCancelRunsResponse" +
+      "\022#\n\rmatched_count\030\001 \001(\005R\014matchedCount\022#\n" +
+      "\rchanged_count\030\002 \001(\005R\014changedCount\0227\n\010fa" +
+      "ilures\030\003 \003(\0132\033.jobmesh.v1.BulkItemFailur" +
+      "eR\010failures\"\221\001\n\025BulkReplayRunsRequest\022\034\n" +
+      "\006parent\030\001 \001(\tB\004\342A\001\002R\006parent\022\026\n\006filter\030\002 " +
+      "\001(\tR\006filter\022#\n\rvalidate_only\030\003 \001(\010R\014vali" +
+      "dateOnly\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"" +
+      "\233\001\n\026BulkReplayRunsResponse\022#\n\rmatched_co" +
+      "unt\030\001 \001(\005R\014matchedCount\022#\n\rchanged_count" +
+      "\030\002 \001(\005R\014changedCount\0227\n\010failures\030\003 \003(\0132\033" +
+      ".jobmesh.v1.BulkItemFailureR\010failures\"r\n" +
+      "\024BulkPauseJobsRequest\022\026\n\006filter\030\001 \001(\tR\006f" +
+      "ilter\022#\n\rvalidate_only\030\002 \001(\010R\014validateOn" +
+      "ly\022\035\n\nrequest_id\030\003 \001(\tR\trequestId\"\232\001\n\025Bu" +
+      "lkPauseJobsResponse\022#\n\rmatched_count\030\001 \001" +
+      "(\005R\014matchedCount\022#\n\rchanged_count\030\002 \001(\005R" +
+      "\014changedCount\0227\n\010failures\030\003 \003(\0132\033.jobmes" +
+      "h.v1.BulkItemFailureR\010failures\"s\n\025BulkRe" +
+      "sumeJobsRequest\022\026\n\006filter\030\001 \001(\tR\006filter\022" +
+      "#\n\rvalidate_only\030\002 \001(\010R\014validateOnly\022\035\n\n" +
+      "request_id\030\003 \001(\tR\trequestId\"\233\001\n\026BulkResu" +
+      "meJobsResponse\022#\n\rmatched_count\030\001 \001(\005R\014m" +
+      "atchedCount\022#\n\rchanged_count\030\002 \001(\005R\014chan" +
+      "gedCount\0227\n\010failures\030\003 \003(\0132\033.jobmesh.v1." +
+      "BulkItemFailureR\010failures*\200\001\n\023BatchCreat" +
+      "eJobsView\022&\n\"BATCH_CREATE_JOBS_VIEW_UNSP" +
+      "ECIFIED\020\000\022 \n\034BATCH_CREATE_JOBS_VIEW_BASI" +
+      "C\020\001\022\037\n\033BATCH_CREATE_JOBS_VIEW_FULL\020\0022\307\t\n" +
+      "\nJobService\022W\n\tCreateJob\022\034.jobmesh.v1.Cr" +
+      "eateJobRequest\032\035.jobmesh.v1.CreateJobRes" +
+      "ponse\"\r\332A\njob,job_id\022Z\n\017BatchCreateJobs\022" +
+      "\".jobmesh.v1.BatchCreateJobsRequest\032#.jo" +
+      "bmesh.v1.BatchCreateJobsResponse\022H\n\006GetJ" +
+      "ob\022\031.jobmesh.v1.GetJobRequest\032\032.jobmesh." +
+      "v1.GetJobResponse\"\007\332A\004name\022\\\n\tUpdateJob\022" +
+      "\034.jobmesh.v1.UpdateJobRequest\032\035.jobmesh." +
+      "v1.UpdateJobResponse\"\022\332A\017job,update_mask" +
+      "\022Q\n\tDeleteJob\022\034.jobmesh.v1.DeleteJobRequ" +
+      "est\032\035.jobmesh.v1.DeleteJobResponse\"\007\332A\004n" +
+      "ame\022N\n\010PauseJob\022\033.jobmesh.v1.PauseJobReq" +
+      "uest\032\034.jobmesh.v1.PauseJobResponse\"\007\332A\004n" +
+      "ame\022Q\n\tResumeJob\022\034.jobmesh.v1.ResumeJobR" +
+      "equest\032\035.jobmesh.v1.ResumeJobResponse\"\007\332" +
+      "A\004name\022Q\n\tRunJobNow\022\034.jobmesh.v1.RunJobN" +
+      "owRequest\032\035.jobmesh.v1.RunJobNowResponse" +
+      "\"\007\332A\004name\022_\n\tCancelRun\022\034.jobmesh.v1.Canc" +
+      "elRunRequest\032\035.jobmesh.v1.CancelRunRespo" +
+      "nse\"\025\332A\004name\332A\013name,reason\022Q\n\tReplayRun\022" +
+      "\034.jobmesh.v1.ReplayRunRequest\032\035.jobmesh." +
+      "v1.ReplayRunResponse\"\007\332A\004name\022W\n\016BulkCan" +
+      "celRuns\022!.jobmesh.v1.BulkCancelRunsReque" +
+      "st\032\".jobmesh.v1.BulkCancelRunsResponse\022W" +
+      "\n\016BulkReplayRuns\022!.jobmesh.v1.BulkReplay" +
+      "RunsRequest\032\".jobmesh.v1.BulkReplayRunsR" +
+      "esponse\022T\n\rBulkPauseJobs\022 .jobmesh.v1.Bu" +
+      "lkPauseJobsRequest\032!.jobmesh.v1.BulkPaus" +
+      "eJobsResponse\022W\n\016BulkResumeJobs\022!.jobmes" +
+      "h.v1.BulkResumeJobsRequest\032\".jobmesh.v1." +
+      "BulkResumeJobsResponseBh\n\016dev.jobmesh.v1" +
+      "B\017JobServiceProtoP\001Z6github.com/jobmesh/" +
+      "jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJo" +
+      "bmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -356,6 +442,60 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ReplayRunResponse_descriptor,
         new java.lang.String[] { "Run", });
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkItemFailure_descriptor,
+        new java.lang.String[] { "Name", "Status", });
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "Reason", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor =
+      getDescriptor().getMessageType(23);
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor =
+      getDescriptor().getMessageType(24);
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor =
+      getDescriptor().getMessageType(25);
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor =
+      getDescriptor().getMessageType(26);
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
