@@ -151,8 +151,10 @@ class BulkCommands:
         the caller may change: all of them for a dry run, else up to one past the cap (enough to refuse)."""
         job_id, comparisons = self._queries.runs_matching(request.parent, request.filter, access, found)
         namespaces = _changeable(access)
-        runs: list[RunRecord] = []
-        for state in sorted(states):
+        runs: dict[tuple[str, str], RunRecord] = {}
+        # In lifecycle order, so that a run that moves on between two reads (SCHEDULED to QUEUED) is read
+        # again in its new state rather than missed; the dictionary keeps it once.
+        for state in (state for state in RunState if state in states):
             in_state = (*comparisons, Comparison("state", "=", state.value))
 
             def page(token: str, in_state: tuple[Comparison, ...] = in_state) -> Page[RunRecord]:
@@ -160,10 +162,11 @@ class BulkCommands:
                     job_id, ListQuery(in_state, DEFAULT_RUN_ORDER, _PAGE_ITEMS, token, namespaces)
                 )
 
-            runs += _collect(page, everything=request.validate_only)
+            for run in _collect(page, everything=request.validate_only):
+                runs[run.job_id, run.run_id] = run
             if not request.validate_only and len(runs) > MAX_BULK_ITEMS:
                 break
-        return runs
+        return list(runs.values())
 
 
 def _collect(page: Callable[[str], Page[T]], *, everything: bool) -> list[T]:
