@@ -60,6 +60,8 @@ from jobmesh.client._requests import (
 from jobmesh.client._resources import (
     AuditEvent,
     BatchCreated,
+    BulkFailure,
+    BulkResult,
     Job,
     LogLine,
     Run,
@@ -89,6 +91,8 @@ __all__ = [
     "AuditEvent",
     "BatchCreateJobsView",
     "BatchCreated",
+    "BulkFailure",
+    "BulkResult",
     "Cancelled",
     "ChannelTls",
     "Client",

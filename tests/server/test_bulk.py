@@ -1,5 +1,5 @@
-"""Changes by filter (issue 23): runs cancelled and replayed, jobs paused and resumed, by a list filter, with a
-dry-run count first, a cap per call and idempotent retries, on SQLite and PostgreSQL."""
+"""Changes by filter (issue 23): runs cancelled and replayed, jobs paused and resumed by a list filter, with
+a dry-run count first, a cap per call and idempotent retries, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2, search_serv
 from tests.server.conftest import Api
 from tests.server.errors import call_error, field_violations
 from tests.server.test_job_service import command_job, unique
-
 
 PENDING = {run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED}
 
@@ -125,7 +124,9 @@ def test_jobs_paused_and_resumed_by_filter(api: Api) -> None:
     assert {job.state for job in jobs} == {job_pb2.JOB_STATE_ACTIVE}
 
 
-def test_a_filter_past_the_cap_is_refused_and_changes_nothing(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_filter_past_the_cap_is_refused_and_changes_nothing(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     batch = _labelled_jobs(api, 4)
     by_label = f'labels.batch = "{batch}"'
     monkeypatch.setattr(bulk_commands, "MAX_BULK_ITEMS", 3)
