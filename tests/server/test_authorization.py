@@ -162,7 +162,8 @@ def _replay(api: Api, md: Metadata) -> Any:
 
 
 def _bulk_cancel(api: Api, md: Metadata) -> Any:
-    request = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{new_job(api).job.name}"')
+    job = new_job(api).job.name
+    request = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{job}"')
     return api.jobs.BulkCancelRuns(request, metadata=md)
 
 
@@ -470,6 +471,22 @@ def test_request_ids_do_not_cross_namespaces(api: Api) -> None:
         metadata=as_caller("operator"),
     )
     assert again.job.name == mine.job.name
+
+
+def test_a_call_by_filter_changes_only_the_namespaces_where_the_caller_holds_the_role(api: Api) -> None:
+    mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
+    both = f'job = "{mine.job.name}"'
+    cancel = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    answer = api.jobs.BulkCancelRuns(cancel, metadata=as_caller("operator"))
+    assert (answer.matched_count, answer.changed_count) == (0, 0)
+    theirs_now = api.search.GetRun(search_service_pb2.GetRunRequest(name=theirs.run.name)).run
+    assert theirs_now.state in (run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED)
+    mine_only = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both)
+    assert api.jobs.BulkCancelRuns(mine_only, metadata=as_caller("operator")).changed_count == 1
+    refused = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both, validate_only=True)
+    with pytest.raises(grpc.RpcError) as caught:
+        api.jobs.BulkCancelRuns(refused, metadata=as_caller("viewer"))
+    assert caught.value.code() is DENIED  # a viewer may not even count what it would change
 
 
 def test_the_readme_documents_each_rpcs_role() -> None:
