@@ -299,10 +299,9 @@ def build_services(
         per_caller=config.max_live_streams_per_caller,
     )
     queries = JobQueries(store)
+    quotas = NamespaceQuotas(config.quotas, store)
     return Services(
-        JobService(
-            commands, workers, NamespaceQuotas(config.quotas, store), BulkCommands(store, commands, queries)
-        ),
+        JobService(commands, workers, quotas, BulkCommands(store, commands, queries, quotas.admit_runs)),
         SearchService(queries, workers, feed, slots),
         control,
         health.aio.HealthServicer(),

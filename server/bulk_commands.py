@@ -10,7 +10,8 @@ change per call: a filter that matches more is refused, so that a call never sto
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -56,8 +57,17 @@ class BulkOutcome:
 
 
 class BulkCommands:
-    def __init__(self, store: Store, commands: JobCommands, queries: JobQueries) -> None:
+    def __init__(
+        self,
+        store: Store,
+        commands: JobCommands,
+        queries: JobQueries,
+        admit_runs: Callable[[Mapping[str, int]], None],
+    ) -> None:
+        """`admit_runs` takes the runs a call is about to make, by namespace, from their quotas, or refuses
+        them all (`NamespaceQuotas.admit_runs`)."""
         self._store = store
+        self._admit_runs = admit_runs
         self._commands = commands
         self._queries = queries
 
@@ -80,6 +90,7 @@ class BulkCommands:
         if request.validate_only:
             return BulkOutcome(len(runs), 0)
         _check_cap(len(runs), "runs that can be replayed")
+        self._admit_runs(Counter(run.namespace for run in runs))
         jobs: dict[str, JobRecord] = {}
         outcomes: list[RunRecord | JobmeshError] = []
         for run in runs:

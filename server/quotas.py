@@ -158,7 +158,11 @@ class NamespaceQuotas:
 
     def admit_run(self, namespace: str) -> None:
         """One run the API makes now (RunJobNow, ReplayRun)."""
-        wanted = Counter({namespace: 1})
+        self.admit_runs({namespace: 1})
+
+    def admit_runs(self, counts: Mapping[str, int]) -> None:
+        """Runs the API makes now, by namespace (BulkReplayRuns): all of them are admitted, or none."""
+        wanted = Counter(counts)
         with self._lock:
             if violations := self._take_runs(wanted, dry_run=True):
                 raise _refusal(violations)
