@@ -7,7 +7,8 @@ namespace has the server's default limits but those an operator set for it (`Quo
 Counting every create at the store would cost a query per call: a namespace's usage is read at most every
 USAGE_TTL seconds and counted up here meanwhile, so replicas together may pass a quota by what they admit
 within that time. The runs-per-minute budget is per server process, and counts the runs the API makes
-(immediate creates, RunJobNow, ReplayRun): the runs cron jobs make are bounded by the cron quotas.
+(immediate creates, RunJobNow, ReplayRun, BulkReplayRuns): the runs cron jobs make are bounded by the cron
+quotas.
 """
 
 from __future__ import annotations
