@@ -341,7 +341,7 @@ class JobCommands:
         [outcome] = self.cancel_runs([self._store.get_run(job_id, run_id)], reason, access)
         if isinstance(outcome, JobmeshError):
             raise outcome
-        return outcome
+        return self._store.get_run(job_id, run_id)  # with the previous attempts a bulk answer leaves out
 
     def cancel_runs(
         self, runs: Sequence[RunRecord], reason: str, access: Access
