@@ -167,6 +167,8 @@ class RunRecord:
     times_clamped: bool = False
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
+    # What a succeeded handler returned, as JSON text.
+    result: str | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

@@ -5,9 +5,11 @@ message, for `json_format` or anything else that wants the wire form."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -123,6 +125,8 @@ class Run:
     update_time: timestamp_pb2.Timestamp
     times_clamped: bool
     namespace: str
+    # What its handler returned, decoded from JSON; None when nothing was (see `Task.result_of` for types).
+    result: Any
     proto: run_pb2.Run = field(repr=False, compare=False)
 
     @classmethod
@@ -150,6 +154,7 @@ class Run:
             update_time=run.update_time,
             times_clamped=run.times_clamped,
             namespace=run.namespace,
+            result=json.loads(run.result) if run.result else None,
             proto=run,
         )
 

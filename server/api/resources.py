@@ -68,6 +68,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         trigger=_RUN_TRIGGERS[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,
+        result=record.result or "",
     )
     _set_times(run, record)
     if record.exit_code is not None:

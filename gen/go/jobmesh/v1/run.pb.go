@@ -267,7 +267,10 @@ type Run struct {
 	// to that record.
 	TimesClamped bool `protobuf:"varint,21,opt,name=times_clamped,json=timesClamped,proto3" json:"times_clamped,omitempty"`
 	// The namespace of the run's job.
-	Namespace     string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+	// returned nothing (None) or when the target is not a handler.
+	Result        string `protobuf:"bytes,23,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +455,13 @@ func (x *Run) GetTimesClamped() bool {
 func (x *Run) GetNamespace() string {
 	if x != nil {
 		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Run) GetResult() string {
+	if x != nil {
+		return x.Result
 	}
 	return ""
 }
@@ -698,7 +708,8 @@ var File_jobmesh_v1_run_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/run.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\t\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\n" +
+	"\n" +
 	"\x03Run\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12\x1e\n" +
 	"\aattempt\x18\x02 \x01(\x05B\x04\xe2A\x01\x03R\aattempt\x12E\n" +
@@ -726,7 +737,8 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\vupdate_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"updateTime\x12)\n" +
 	"\rtimes_clamped\x18\x15 \x01(\bB\x04\xe2A\x01\x03R\ftimesClamped\x12\"\n" +
-	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace:6\xeaA3\n" +
+	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace\x12\x1c\n" +
+	"\x06result\x18\x17 \x01(\tB\x04\xe2A\x01\x03R\x06result:6\xeaA3\n" +
 	"\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +

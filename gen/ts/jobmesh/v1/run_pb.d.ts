@@ -172,6 +172,14 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
    * @generated from field: string namespace = 22;
    */
   namespace: string;
+
+  /**
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   *
+   * @generated from field: string result = 23;
+   */
+  result: string;
 };
 
 /**

@@ -512,4 +512,26 @@ public interface RunOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNamespaceBytes();
+
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  java.lang.String getResult();
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  com.google.protobuf.ByteString
+      getResultBytes();
 }
