@@ -60,6 +60,8 @@ TERMINAL_RUN_STATES = frozenset(
 )
 PENDING_RUN_STATES = frozenset({RunState.SCHEDULED, RunState.QUEUED})
 REPLAYABLE_RUN_STATES = frozenset({RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED})
+# A cancel ends a pending run at once and asks a running one to stop; any other run it leaves as it is.
+CANCELLABLE_RUN_STATES = PENDING_RUN_STATES | {RunState.RUNNING}
 
 
 class RunTrigger(enum.StrEnum):

@@ -28,6 +28,7 @@ from jobmesh.server.api.malformed import MalformedRequests
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
+from jobmesh.server.bulk_commands import BulkCommands
 from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.client_certificates import ClientCertificates
@@ -297,9 +298,11 @@ def build_services(
         per_client=config.max_live_streams_per_client,
         per_caller=config.max_live_streams_per_caller,
     )
+    queries = JobQueries(store)
+    quotas = NamespaceQuotas(config.quotas, store)
     return Services(
-        JobService(commands, workers, NamespaceQuotas(config.quotas, store)),
-        SearchService(JobQueries(store), workers, feed, slots),
+        JobService(commands, workers, quotas, BulkCommands(store, commands, queries, quotas.admit_runs)),
+        SearchService(queries, workers, feed, slots),
         control,
         health.aio.HealthServicer(),
         sessions,

@@ -11,7 +11,7 @@ from datetime import datetime
 from google.protobuf import field_mask_pb2
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
-from jobmesh.core.audit import AuditAction
+from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.backfill import MAX_BACKFILL_RUNS, backfill_runs
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
@@ -33,6 +33,7 @@ from jobmesh.core.errors import (
     FailedPrecondition,
     InvalidArgument,
     JobmeshError,
+    NotFound,
     RequestIdReused,
 )
 from jobmesh.core.filters import Comparison, ListQuery
@@ -339,24 +340,52 @@ class JobCommands:
 
     def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
-        found = Violations()
-        found.text("reason", reason, limit=1024)
-        found.raise_if_any()
-        reason = reason or "cancelled"
-        current = self._store.get_run(job_id, run_id)
-        access.check(current.namespace, name)
-        now = self._clock()
-        event = access.audited(AuditAction.CANCEL, name, current.namespace, now)
-        return self._cancelled(
-            self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=event), reason
-        )
+        _cancel_reason(reason)
+        [outcome] = self.cancel_runs([self._store.get_run(job_id, run_id)], reason, access)
+        if isinstance(outcome, JobmeshError):
+            raise outcome
+        return self._store.get_run(job_id, run_id)  # with the previous attempts a bulk answer leaves out
 
-    def replay_run(self, request: job_service_pb2.ReplayRunRequest, access: Access) -> RunRecord:
+    def cancel_runs(
+        self, runs: Sequence[RunRecord], reason: str, access: Access
+    ) -> list[RunRecord | JobmeshError]:
+        """Cancels each run the caller may cancel, in one transaction; one outcome per run, in order: the
+        run as it is now, or why it was not cancelled."""
+        reason = _cancel_reason(reason)
+        now = self._clock()
+        outcomes: list[RunRecord | JobmeshError] = []
+        allowed: list[tuple[int, tuple[str, str, AuditEvent]]] = []
+        for run in runs:
+            name = run_name(run.job_id, run.run_id)
+            try:
+                access.check(run.namespace, name)
+            except JobmeshError as error:
+                outcomes.append(error)
+                continue
+            event = access.audited(AuditAction.CANCEL, name, run.namespace, now)
+            allowed.append((len(outcomes), (run.job_id, run.run_id, event)))
+            outcomes.append(NotFound(name))
+        cancelled = self._store.cancel_runs([item for _, item in allowed], reason=reason, now=now)
+        for (index, _), stored in zip(allowed, cancelled, strict=True):
+            if stored is not None:
+                outcomes[index] = self._cancelled(stored, reason)
+        return outcomes
+
+    def replay_run(
+        self,
+        request: job_service_pb2.ReplayRunRequest,
+        access: Access,
+        *,
+        source: RunRecord | None = None,
+        job: JobRecord | None = None,
+    ) -> RunRecord:
+        """`source` and `job`: the run `request` names and its job, when the caller read them already."""
         job_id, run_id = parse_run_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
         found.raise_if_any()
-        source = self._store.get_run(job_id, run_id)
+        if source is None:
+            source = self._store.get_run(job_id, run_id)
         access.check(source.namespace, request.name)
         if source.state not in REPLAYABLE_RUN_STATES:
             raise FailedPrecondition(
@@ -365,7 +394,7 @@ class JobCommands:
                 reason="RUN_NOT_REPLAYABLE",
                 metadata={"run": request.name, "state": source.state.value},
             )
-        job = self._store.get_job(job_id)
+        job = job or self._store.get_job(job_id)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(
@@ -434,6 +463,14 @@ def _created(
         name = job_name(item.job.job_id)
         return Created(error=AlreadyExists(f"{name} already exists", metadata={"resource": name}))
     return Created(job=job, first_run=first_run)
+
+
+def _cancel_reason(reason: str) -> str:
+    """The reason recorded on a cancelled run: the caller's, checked, or a default."""
+    found = Violations()
+    found.text("reason", reason, limit=1024)
+    found.raise_if_any()
+    return reason or "cancelled"
 
 
 def _expected_version(etag: str, field: str) -> int | None:

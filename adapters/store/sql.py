@@ -231,6 +231,13 @@ class SqlStore:
                 sql_audit.record(connection, [audit])
             return run
 
+    @translate_errors
+    def cancel_runs(
+        self, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+    ) -> list[RunRecord | None]:
+        with self._writing() as connection:
+            return sql_runs.cancel_runs(connection, runs, reason=reason, now=now)
+
     # The audit trail ---------------------------------------------------------------------------------------
 
     @translate_errors

@@ -22,6 +22,7 @@ from jobmesh.client._requests import (
     backfill_of,
     batch_create_jobs_request,
     batch_created,
+    bulk_result,
     create_job_request,
     created_job,
     deadline,
@@ -40,6 +41,7 @@ from jobmesh.client._resources import (
     AuditEvent,
     Backfill,
     BatchCreated,
+    BulkResult,
     Job,
     LogLine,
     Run,
@@ -246,6 +248,58 @@ class AsyncClient:
     async def replay_run(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.ReplayRunRequest(name=name, request_id=request_id or new_request_id())
         return Run.of((await self._call(self._jobs.ReplayRun, request)).run)
+
+    # Changes by filter (at most 1,000 runs or jobs a call; `dry_run` changes nothing and counts them) -----
+
+    async def cancel_runs(
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str,
+        reason: str = "",
+        dry_run: bool = False,
+        request_id: str | None = None,
+    ) -> BulkResult:
+        """Cancels the pending and running runs of `parent` that `filter` matches, as `cancel_run` does."""
+        request = job_service_pb2.BulkCancelRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            reason=reason,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result((await self._call(self._jobs.BulkCancelRuns, request)), dry_run)
+
+    async def replay_runs(
+        self, parent: str = "jobs/-", *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Replays the failed, timed-out and dead-lettered runs that `filter` matches, as `replay_run` does;
+        a retry with the same `request_id` makes no second replay of a run."""
+        request = job_service_pb2.BulkReplayRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result((await self._call(self._jobs.BulkReplayRuns, request)), dry_run)
+
+    async def pause_jobs(
+        self, *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Pauses the active jobs that `filter` matches, as `pause_job` does."""
+        request = job_service_pb2.BulkPauseJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result((await self._call(self._jobs.BulkPauseJobs, request)), dry_run)
+
+    async def resume_jobs(
+        self, *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Resumes the paused jobs that `filter` matches, as `resume_job` does."""
+        request = job_service_pb2.BulkResumeJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result((await self._call(self._jobs.BulkResumeJobs, request)), dry_run)
 
     async def wait_for_run(
         self,

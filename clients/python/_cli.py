@@ -17,6 +17,7 @@ from jobmesh.client._cli_session import (
     EXIT_CONFLICT,
     EXIT_FAILED_RUN,
     EXIT_INVALID,
+    EXIT_OTHER,
     Session,
     complete_jobs,
     connected,
@@ -33,7 +34,7 @@ from jobmesh.client._job_options import (
 )
 from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
-from jobmesh.client._resources import Run
+from jobmesh.client._resources import BulkResult, Run
 from jobmesh.client._specs import immediately
 
 __all__ = ["apply", "jobs", "runs"]
@@ -136,6 +137,58 @@ def _spec_options(function: Any) -> Any:
 def _fields(values: dict[str, Any], fields: JobFields) -> JobFields:
     """The job's fields that options set, added to `fields`."""
     return job_fields({**values, "labels": _labels(values["labels"])}, fields)
+
+
+# Changes by filter ------------------------------------------------------------------------------------------
+
+_BULK_FILTER = click.option(
+    "--filter",
+    "filter_",
+    metavar="EXPR",
+    help="instead of one: every one this list filter matches, at most 1,000 a call (for example "
+    "'labels.team = \"a\"')",
+)
+_BULK_JOB = click.option(
+    "--job",
+    default="jobs/-",
+    show_default=True,
+    shell_complete=complete_jobs,
+    help="with --filter: one job's runs (default: every job's)",
+)
+_DRY_RUN = click.option("--dry-run", is_flag=True, help="with --filter: count them, change nothing")
+
+
+def _single(name: str | None, filter_: str | None, dry_run: bool, metavar: str) -> str | None:
+    """The one resource named, or None for a call by --filter; a usage error for neither or both."""
+    if (name is None) == (filter_ is None):
+        raise click.UsageError(f"give either {metavar} or --filter")
+    if name is not None and dry_run:
+        raise click.UsageError("--dry-run goes with --filter")
+    return name
+
+
+def _bulk_told(session: Session, result: BulkResult, done: str, what: str) -> None:
+    """Prints a bulk call's counts and each failure; exit 1 when some failed."""
+    if session.json:
+        click.echo(
+            json.dumps(
+                {
+                    "matched": result.matched,
+                    "changed": result.changed,
+                    "dry_run": result.dry_run,
+                    "failures": [{"name": f.name, "error": str(f.error)} for f in result.failures],
+                },
+                sort_keys=True,
+            )
+        )
+    elif result.dry_run:
+        click.echo(f"would be {done}: {result.matched} {what} (dry run, nothing changed)")
+    else:
+        click.echo(f"{done}: {result.changed} of {result.matched} {what}")
+    for failure in result.failures:
+        click.echo(f"jobmesh: {failure.name}: {failure.error}", err=True)
+    if result.failures:
+        raise click.exceptions.Exit(EXIT_OTHER)
 
 
 # jobs -----------------------------------------------------------------------------------------------------
@@ -242,15 +295,26 @@ def update_job(session: Session, job: str, etag: str, **values: Any) -> None:
 
 def _job_verb(name: str, help_text: str, call: str) -> None:
     @jobs.command(name, context_settings=_CONTEXT, epilog=EXIT_CODES_HELP, help=help_text)
-    @click.argument("job", shell_complete=complete_jobs)
+    @click.argument("job", required=False, shell_complete=complete_jobs)
+    @_BULK_FILTER
+    @_DRY_RUN
     @connected
-    def verb(session: Session, job: str) -> None:
+    def verb(session: Session, job: str | None, filter_: str | None, dry_run: bool) -> None:
         with session.client() as client:
-            _print(session, [getattr(client, call)(job)], job_columns(), single=True)
+            if _single(job, filter_, dry_run, "JOB") is not None:
+                _print(session, [getattr(client, call)(job)], job_columns(), single=True)
+                return
+            _bulk_told(
+                session, getattr(client, f"{call}s")(filter=filter_, dry_run=dry_run), f"{name}d", "jobs"
+            )
 
 
-_job_verb("pause", "Pauses a job: no new runs until it is resumed.", "pause_job")
-_job_verb("resume", "Resumes a paused job.", "resume_job")
+_job_verb(
+    "pause",
+    "Pauses a job, or with --filter every active job it matches: no new runs until resumed.",
+    "pause_job",
+)
+_job_verb("resume", "Resumes a paused job, or with --filter every paused job it matches.", "resume_job")
 
 
 @jobs.command("delete", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
@@ -363,22 +427,40 @@ def get_run(session: Session, run: str, wait: bool, timeout: timedelta | None) -
 
 
 @runs.command("cancel", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("run")
+@click.argument("run", required=False)
 @click.option("--reason", default="", help="why, recorded on the run")
+@_BULK_FILTER
+@_BULK_JOB
+@_DRY_RUN
 @connected
-def cancel_run(session: Session, run: str, reason: str) -> None:
-    """Cancels a pending or running run."""
+def cancel_run(  # noqa: PLR0917 - one argument per option
+    session: Session, run: str | None, reason: str, filter_: str | None, job: str, dry_run: bool
+) -> None:
+    """Cancels a pending or running run, or with --filter every one it matches."""
     with session.client() as client:
-        _print(session, [client.cancel_run(run, reason=reason)], run_columns(), single=True)
+        if (single := _single(run, filter_, dry_run, "RUN")) is not None:
+            _print(session, [client.cancel_run(single, reason=reason)], run_columns(), single=True)
+            return
+        result = client.cancel_runs(job, filter=filter_ or "", reason=reason, dry_run=dry_run)
+        _bulk_told(session, result, "cancelled", "runs")
 
 
 @runs.command("replay", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("run")
+@click.argument("run", required=False)
+@_BULK_FILTER
+@_BULK_JOB
+@_DRY_RUN
 @connected
-def replay_run(session: Session, run: str) -> None:
-    """Runs a failed, timed-out or dead-lettered run again, as a new run."""
+def replay_run(session: Session, run: str | None, filter_: str | None, job: str, dry_run: bool) -> None:
+    """Runs a failed, timed-out or dead-lettered run again, as a new run; with --filter, every one it
+    matches."""
     with session.client() as client:
-        _print(session, [client.replay_run(run)], run_columns(), single=True)
+        if (single := _single(run, filter_, dry_run, "RUN")) is not None:
+            _print(session, [client.replay_run(single)], run_columns(), single=True)
+            return
+        _bulk_told(
+            session, client.replay_runs(job, filter=filter_ or "", dry_run=dry_run), "replayed", "runs"
+        )
 
 
 @runs.command("logs", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)

@@ -15,7 +15,15 @@ from google.protobuf import field_mask_pb2, timestamp_pb2
 
 from jobmesh.client._enums import BatchCreateJobsView, Priority, RunState
 from jobmesh.client._errors import DeadlineExceeded, JobmeshError, error_from_status
-from jobmesh.client._resources import Backfill, BatchCreated, Job, Run, SchedulePreview
+from jobmesh.client._resources import (
+    Backfill,
+    BatchCreated,
+    BulkFailure,
+    BulkResult,
+    Job,
+    Run,
+    SchedulePreview,
+)
 from jobmesh.client._specs import duration, timestamp
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
 from jobmesh.v1 import search_service_pb2 as search
@@ -246,3 +254,17 @@ def list_audit_events_request(
     return search.ListAuditEventsRequest(
         filter=filter, order_by=order_by, page_size=page_size, page_token=page_token
     )
+
+
+BulkResponse = (
+    job_service_pb2.BulkCancelRunsResponse
+    | job_service_pb2.BulkReplayRunsResponse
+    | job_service_pb2.BulkPauseJobsResponse
+    | job_service_pb2.BulkResumeJobsResponse
+)
+
+
+def bulk_result(answer: BulkResponse, dry_run: bool) -> BulkResult:
+    """A bulk call's counts, and each failed item's typed error."""
+    failures = tuple(BulkFailure(item.name, error_from_status(item.status)) for item in answer.failures)
+    return BulkResult(answer.matched_count, answer.changed_count, failures, dry_run)

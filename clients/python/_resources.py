@@ -246,3 +246,23 @@ class BatchCreated:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class BulkFailure:
+    """A run or job a bulk call matched but could not change, and the typed error of why."""
+
+    name: str
+    error: JobmeshError
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """The outcome of a change by filter (`cancel_runs`, `replay_runs`, `pause_jobs`, `resume_jobs`): how many
+    runs or jobs matched that it changed (or, for a dry run, would change), how many it changed, and the
+    ones that failed."""
+
+    matched: int
+    changed: int
+    failures: tuple[BulkFailure, ...]
+    dry_run: bool

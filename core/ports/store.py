@@ -205,6 +205,15 @@ class Store(Protocol):
         already CANCELLING or terminal is returned unchanged. Raises NotFound."""
         ...
 
+    def cancel_runs(
+        self, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+    ) -> list[RunRecord | None]:
+        """Cancels each `(job_id, run_id, audit)` as cancel_run does (writing the audit events of those that
+        changed), all in one transaction and in a few statements rather than a few per run; one result per
+        item, in order: the run (its `previous_attempts` may be left empty), or None for a run that is not
+        there."""
+        ...
+
     # The audit trail ---------------------------------------------------------------------------------------
 
     def list_audit_events(self, query: ListQuery) -> Page[AuditEvent]:

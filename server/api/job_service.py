@@ -14,6 +14,7 @@ from jobmesh.core.timestamps import set_timestamp
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
 from jobmesh.server.authorization import Access, access_to
+from jobmesh.server.bulk_commands import BulkCommands, BulkOutcome
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.server.quotas import NamespaceQuotas, namespace_of
 from jobmesh.server.workers import Workers
@@ -56,8 +57,11 @@ _VIEWS: dict[int, Results] = {
 
 
 class JobService(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, commands: JobCommands, workers: Workers, quotas: NamespaceQuotas) -> None:
+    def __init__(
+        self, commands: JobCommands, workers: Workers, quotas: NamespaceQuotas, bulk: BulkCommands
+    ) -> None:
         self._commands = commands
+        self._bulk = bulk
         self._workers = workers
         self._quotas = quotas
 
@@ -160,6 +164,38 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
                 set_timestamp(getattr(response, field), moment)
         return response
 
+    @unary
+    async def BulkCancelRuns(
+        self, request: pb.BulkCancelRunsRequest, context: Context
+    ) -> pb.BulkCancelRunsResponse:
+        access = access_to(_RPC + "BulkCancelRuns")
+        outcome = await self._workers.write(self._bulk.cancel_runs, request, access)
+        return pb.BulkCancelRunsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkReplayRuns(
+        self, request: pb.BulkReplayRunsRequest, context: Context
+    ) -> pb.BulkReplayRunsResponse:
+        access = access_to(_RPC + "BulkReplayRuns")
+        outcome = await self._workers.write(self._bulk.replay_runs, request, access)
+        return pb.BulkReplayRunsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkPauseJobs(
+        self, request: pb.BulkPauseJobsRequest, context: Context
+    ) -> pb.BulkPauseJobsResponse:
+        access = access_to(_RPC + "BulkPauseJobs")
+        outcome = await self._workers.write(self._bulk.pause_jobs, request, access)
+        return pb.BulkPauseJobsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkResumeJobs(
+        self, request: pb.BulkResumeJobsRequest, context: Context
+    ) -> pb.BulkResumeJobsResponse:
+        access = access_to(_RPC + "BulkResumeJobs")
+        outcome = await self._workers.write(self._bulk.resume_jobs, request, access)
+        return pb.BulkResumeJobsResponse(**_bulk_fields(outcome))
+
     async def _admit_jobs(self, jobs: list[job_pb2.Job], access: Access) -> None:
         """New jobs against their namespaces' quotas: only those the caller may create there are counted (a
         refusal must not tell a stranger how full a namespace is; the create refuses the others)."""
@@ -182,3 +218,14 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         if self._quotas.limits_runs:
             job = await self._workers.read(self._commands.get_job, job_name, access_to(method))
             await self._workers.read(self._quotas.admit_run, job.namespace)
+
+
+def _bulk_fields(outcome: BulkOutcome) -> dict[str, Any]:
+    """The fields every bulk response shares."""
+    return {
+        "matched_count": outcome.matched,
+        "changed_count": outcome.changed,
+        "failures": [
+            pb.BulkItemFailure(name=name, status=status_of(error)) for name, error in outcome.failures
+        ],
+    }

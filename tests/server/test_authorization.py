@@ -170,6 +170,28 @@ def _replay(api: Api, md: Metadata) -> Any:
     return api.jobs.ReplayRun(job_service_pb2.ReplayRunRequest(name=failed_run(api)), metadata=md)
 
 
+def _bulk_cancel(api: Api, md: Metadata) -> Any:
+    job = new_job(api).job.name
+    request = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{job}"')
+    return api.jobs.BulkCancelRuns(request, metadata=md)
+
+
+def _bulk_replay(api: Api, md: Metadata) -> Any:
+    job = failed_run(api).split("/runs/", 1)[0]
+    request = job_service_pb2.BulkReplayRunsRequest(parent=job)
+    return api.jobs.BulkReplayRuns(request, metadata=md)
+
+
+def _bulk_pause(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkPauseJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkPauseJobs(request, metadata=md)
+
+
+def _bulk_resume(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkResumeJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkResumeJobs(request, metadata=md)
+
+
 def _list_jobs(api: Api, md: Metadata) -> Any:
     return api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=md)
 
@@ -276,6 +298,11 @@ CASES = [
     Case(_JOBS + "CancelRun", _cancel, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "ReplayRun", _replay, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "BackfillJob", _backfill, (DENIED, OK, OK, HIDDEN)),
+    # A call by filter changes only what lies where the caller holds the role: elsewhere it finds nothing.
+    Case(_JOBS + "BulkCancelRuns", _bulk_cancel, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkReplayRuns", _bulk_replay, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "BulkPauseJobs", _bulk_pause, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkResumeJobs", _bulk_resume, (DENIED, OK, OK, OK)),
     # A list or a feed of every job answers everyone with what they may see (tested below).
     Case(_SEARCH + "ListJobs", _list_jobs, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListRuns", _list_runs, (OK, OK, OK, HIDDEN)),
@@ -454,6 +481,22 @@ def test_request_ids_do_not_cross_namespaces(api: Api) -> None:
         metadata=as_caller("operator"),
     )
     assert again.job.name == mine.job.name
+
+
+def test_a_call_by_filter_changes_only_the_namespaces_where_the_caller_holds_the_role(api: Api) -> None:
+    mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
+    both = f'job = "{mine.job.name}"'
+    cancel = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    answer = api.jobs.BulkCancelRuns(cancel, metadata=as_caller("operator"))
+    assert (answer.matched_count, answer.changed_count) == (0, 0)
+    theirs_now = api.search.GetRun(search_service_pb2.GetRunRequest(name=theirs.run.name)).run
+    assert theirs_now.state in (run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED)
+    mine_only = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both)
+    assert api.jobs.BulkCancelRuns(mine_only, metadata=as_caller("operator")).changed_count == 1
+    refused = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both, validate_only=True)
+    with pytest.raises(grpc.RpcError) as caught:
+        api.jobs.BulkCancelRuns(refused, metadata=as_caller("viewer"))
+    assert caught.value.code() is DENIED  # a viewer may not even count what it would change
 
 
 def test_the_readme_documents_each_rpcs_role() -> None:

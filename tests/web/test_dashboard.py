@@ -446,6 +446,43 @@ INJECTED = 'img[src="/xss.png"], [onerror], b:text-is("bold"), u:text-is("under"
 NEXT_YEAR = job_pb2.Schedule(run_at=timestamp_pb2.Timestamp(seconds=int(time.time()) + 365 * 86400))
 
 
+def test_dead_letters_appear_live_and_are_replayed_in_bulk_after_a_dry_run_count(
+    dashboard: Dashboard, page: Page
+) -> None:
+    """The dead letters' page, open before the runs fail, shows each as it is dead-lettered; "Replay all"
+    narrowed by a label counts them (nothing replayed yet), then replays exactly those once confirmed."""
+    label = unique("bulk")
+    page.goto("/#/dead-letters")
+    expect(page.get_by_role("status").filter(has_text="live")).to_be_visible()
+    retry = job_pb2.RetryPolicy(max_attempts=2, initial_backoff=duration_pb2.Duration(nanos=100_000_000))
+    runs = [
+        create_now(dashboard, unique("doomed"), command("false"), retry_policy=retry, labels={"batch": label})
+        for _ in range(3)
+    ]
+    for run in runs:  # never reloaded: the stream brings them
+        expect(page.locator(f'tr[data-run="{run.name}"]')).to_contain_text("ExitCode", timeout=30_000)
+    narrow = page.locator('input[name="narrow"]')
+    narrow.fill("colour = red")
+    page.get_by_role("button", name="Replay all…").click()
+    expect(page.locator(".field-error")).to_contain_text("unknown field 'colour'")
+    narrow.fill(f'labels.batch = "{label}"')
+    page.get_by_role("button", name="Replay all…").click()
+    confirm = page.get_by_role("dialog", name="Confirm the replay")
+    expect(confirm).to_contain_text("Replay 3 dead-lettered runs")
+    screenshot(page, "dead-letters-bulk-replay")
+
+    def replays() -> list[run_pb2.Run]:
+        request = search_service_pb2.ListRunsRequest(
+            parent="jobs/-", filter=f'labels.batch = "{label}" AND trigger = REPLAY'
+        )
+        return list(dashboard.search.ListRuns(request).runs)
+
+    assert replays() == []  # the count changed nothing
+    confirm.get_by_role("button", name="Replay 3 runs").click()
+    expect(page.get_by_role("status").filter(has_text="Replayed")).to_have_text("Replayed 3 of 3 runs.")
+    assert sorted(run.replay_of for run in replays()) == sorted(run.name for run in runs)
+
+
 @dataclasses.dataclass(frozen=True)
 class MarkedUp:
     """Jobs and runs whose user-written text is markup, each where a view shows it."""

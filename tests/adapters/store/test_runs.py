@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy.exc import StatementError
 
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.errors import NotFound
+from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ports.store import CreateStatus
 from jobmesh.core.records import AttemptRecord, RunState, RunTrigger
 from tests.adapters.store.backend import Backend
@@ -165,6 +167,39 @@ def test_cancel_a_stopping_or_finished_run_changes_nothing(
 def test_cancel_missing_run_is_not_found(store: SqlStore, alpha: str, now: datetime) -> None:
     with pytest.raises(NotFound):
         store.cancel_run(alpha, "nope", reason="x", now=now)
+
+
+def test_cancel_runs_cancels_each_as_cancel_run_and_audits_those_that_changed(
+    store: SqlStore, alpha: str, now: datetime
+) -> None:
+    store.create_run(run(alpha, "r1", state=RunState.QUEUED))
+    store.create_run(run(alpha, "r2", state=RunState.RUNNING, executor="ex1", start_time=at(61)))
+    finished = run(alpha, "r3", state=RunState.SUCCEEDED)
+    store.create_run(finished)
+    items = [(alpha, name, _cancel_event(alpha, name, now)) for name in ("r1", "nope", "r2", "r3")]
+    results = store.cancel_runs(items, reason="bulk", now=now)
+    assert [result.state if result else None for result in results] == [
+        RunState.CANCELLED,
+        None,
+        RunState.CANCELLING,
+        RunState.SUCCEEDED,
+    ]
+    assert results[3] == finished
+    query = ListQuery((Comparison("job", "=", alpha),), (), 100, "")
+    audited = {event.resource for event in store.list_audit_events(query).items}
+    assert audited == {f"jobs/{alpha}/runs/r1", f"jobs/{alpha}/runs/r2"}
+
+
+def _cancel_event(job_id: str, run_id: str, now: datetime) -> AuditEvent:
+    return AuditEvent(
+        event_id=f"{run_id}-event",
+        time=now,
+        actor="tester",
+        action=AuditAction.CANCEL,
+        resource=f"jobs/{job_id}/runs/{run_id}",
+        job_id=job_id,
+        namespace="default",
+    )
 
 
 # Logs ---------------------------------------------------------------------------------------

@@ -141,6 +141,51 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_jobmesh_v1_BackfillJobResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -215,37 +260,78 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "le_time\030\003 \001(\0132\032.google.protobuf.Timestam" +
       "pR\020lastScheduleTime\022>\n\rlast_due_time\030\004 \001" +
       "(\0132\032.google.protobuf.TimestampR\013lastDueT" +
-      "ime*\200\001\n\023BatchCreateJobsView\022&\n\"BATCH_CRE" +
-      "ATE_JOBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CRE" +
-      "ATE_JOBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JO" +
-      "BS_VIEW_FULL\020\0022\323\007\n\nJobService\022W\n\tCreateJ" +
-      "ob\022\034.jobmesh.v1.CreateJobRequest\032\035.jobme" +
-      "sh.v1.CreateJobResponse\"\r\332A\njob,job_id\022Z" +
-      "\n\017BatchCreateJobs\022\".jobmesh.v1.BatchCrea" +
-      "teJobsRequest\032#.jobmesh.v1.BatchCreateJo" +
-      "bsResponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJob" +
-      "Request\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004" +
-      "name\022\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJob" +
-      "Request\032\035.jobmesh.v1.UpdateJobResponse\"\022" +
-      "\332A\017job,update_mask\022Q\n\tDeleteJob\022\034.jobmes" +
-      "h.v1.DeleteJobRequest\032\035.jobmesh.v1.Delet" +
-      "eJobResponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobm" +
-      "esh.v1.PauseJobRequest\032\034.jobmesh.v1.Paus" +
-      "eJobResponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.job" +
-      "mesh.v1.ResumeJobRequest\032\035.jobmesh.v1.Re" +
-      "sumeJobResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034." +
-      "jobmesh.v1.RunJobNowRequest\032\035.jobmesh.v1" +
-      ".RunJobNowResponse\"\007\332A\004name\022_\n\tCancelRun" +
-      "\022\034.jobmesh.v1.CancelRunRequest\032\035.jobmesh" +
-      ".v1.CancelRunResponse\"\025\332A\004name\332A\013name,re" +
-      "ason\022Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRun" +
-      "Request\032\035.jobmesh.v1.ReplayRunResponse\"\007" +
-      "\332A\004name\022k\n\013BackfillJob\022\036.jobmesh.v1.Back" +
-      "fillJobRequest\032\037.jobmesh.v1.BackfillJobR" +
-      "esponse\"\033\332A\030name,start_time,end_timeBh\n\016" +
-      "dev.jobmesh.v1B\017JobServiceProtoP\001Z6githu" +
-      "b.com/jobmesh/jobmesh/gen/go/jobmesh/v1;" +
-      "jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "ime\"Q\n\017BulkItemFailure\022\022\n\004name\030\001 \001(\tR\004na" +
+      "me\022*\n\006status\030\002 \001(\0132\022.google.rpc.StatusR\006" +
+      "status\"\251\001\n\025BulkCancelRunsRequest\022\034\n\006pare" +
+      "nt\030\001 \001(\tB\004\342A\001\002R\006parent\022\026\n\006filter\030\002 \001(\tR\006" +
+      "filter\022\026\n\006reason\030\003 \001(\tR\006reason\022#\n\rvalida" +
+      "te_only\030\004 \001(\010R\014validateOnly\022\035\n\nrequest_i" +
+      "d\030\005 \001(\tR\trequestId\"\233\001\n\026BulkCancelRunsRes" +
+      "ponse\022#\n\rmatched_count\030\001 \001(\005R\014matchedCou" +
+      "nt\022#\n\rchanged_count\030\002 \001(\005R\014changedCount\022" +
+      "7\n\010failures\030\003 \003(\0132\033.jobmesh.v1.BulkItemF" +
+      "ailureR\010failures\"\221\001\n\025BulkReplayRunsReque" +
+      "st\022\034\n\006parent\030\001 \001(\tB\004\342A\001\002R\006parent\022\026\n\006filt" +
+      "er\030\002 \001(\tR\006filter\022#\n\rvalidate_only\030\003 \001(\010R" +
+      "\014validateOnly\022\035\n\nrequest_id\030\004 \001(\tR\treque" +
+      "stId\"\233\001\n\026BulkReplayRunsResponse\022#\n\rmatch" +
+      "ed_count\030\001 \001(\005R\014matchedCount\022#\n\rchanged_" +
+      "count\030\002 \001(\005R\014changedCount\0227\n\010failures\030\003 " +
+      "\003(\0132\033.jobmesh.v1.BulkItemFailureR\010failur" +
+      "es\"r\n\024BulkPauseJobsRequest\022\026\n\006filter\030\001 \001" +
+      "(\tR\006filter\022#\n\rvalidate_only\030\002 \001(\010R\014valid" +
+      "ateOnly\022\035\n\nrequest_id\030\003 \001(\tR\trequestId\"\232" +
+      "\001\n\025BulkPauseJobsResponse\022#\n\rmatched_coun" +
+      "t\030\001 \001(\005R\014matchedCount\022#\n\rchanged_count\030\002" +
+      " \001(\005R\014changedCount\0227\n\010failures\030\003 \003(\0132\033.j" +
+      "obmesh.v1.BulkItemFailureR\010failures\"s\n\025B" +
+      "ulkResumeJobsRequest\022\026\n\006filter\030\001 \001(\tR\006fi" +
+      "lter\022#\n\rvalidate_only\030\002 \001(\010R\014validateOnl" +
+      "y\022\035\n\nrequest_id\030\003 \001(\tR\trequestId\"\233\001\n\026Bul" +
+      "kResumeJobsResponse\022#\n\rmatched_count\030\001 \001" +
+      "(\005R\014matchedCount\022#\n\rchanged_count\030\002 \001(\005R" +
+      "\014changedCount\0227\n\010failures\030\003 \003(\0132\033.jobmes" +
+      "h.v1.BulkItemFailureR\010failures*\200\001\n\023Batch" +
+      "CreateJobsView\022&\n\"BATCH_CREATE_JOBS_VIEW" +
+      "_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_JOBS_VIEW" +
+      "_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VIEW_FULL\020" +
+      "\0022\264\n\n\nJobService\022W\n\tCreateJob\022\034.jobmesh." +
+      "v1.CreateJobRequest\032\035.jobmesh.v1.CreateJ" +
+      "obResponse\"\r\332A\njob,job_id\022Z\n\017BatchCreate" +
+      "Jobs\022\".jobmesh.v1.BatchCreateJobsRequest" +
+      "\032#.jobmesh.v1.BatchCreateJobsResponse\022H\n" +
+      "\006GetJob\022\031.jobmesh.v1.GetJobRequest\032\032.job" +
+      "mesh.v1.GetJobResponse\"\007\332A\004name\022\\\n\tUpdat" +
+      "eJob\022\034.jobmesh.v1.UpdateJobRequest\032\035.job" +
+      "mesh.v1.UpdateJobResponse\"\022\332A\017job,update" +
+      "_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1.DeleteJo" +
+      "bRequest\032\035.jobmesh.v1.DeleteJobResponse\"" +
+      "\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v1.PauseJ" +
+      "obRequest\032\034.jobmesh.v1.PauseJobResponse\"" +
+      "\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh.v1.Resum" +
+      "eJobRequest\032\035.jobmesh.v1.ResumeJobRespon" +
+      "se\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobmesh.v1.Ru" +
+      "nJobNowRequest\032\035.jobmesh.v1.RunJobNowRes" +
+      "ponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jobmesh.v1" +
+      ".CancelRunRequest\032\035.jobmesh.v1.CancelRun" +
+      "Response\"\025\332A\004name\332A\013name,reason\022Q\n\tRepla" +
+      "yRun\022\034.jobmesh.v1.ReplayRunRequest\032\035.job" +
+      "mesh.v1.ReplayRunResponse\"\007\332A\004name\022k\n\013Ba" +
+      "ckfillJob\022\036.jobmesh.v1.BackfillJobReques" +
+      "t\032\037.jobmesh.v1.BackfillJobResponse\"\033\332A\030n" +
+      "ame,start_time,end_time\022W\n\016BulkCancelRun" +
+      "s\022!.jobmesh.v1.BulkCancelRunsRequest\032\".j" +
+      "obmesh.v1.BulkCancelRunsResponse\022W\n\016Bulk" +
+      "ReplayRuns\022!.jobmesh.v1.BulkReplayRunsRe" +
+      "quest\032\".jobmesh.v1.BulkReplayRunsRespons" +
+      "e\022T\n\rBulkPauseJobs\022 .jobmesh.v1.BulkPaus" +
+      "eJobsRequest\032!.jobmesh.v1.BulkPauseJobsR" +
+      "esponse\022W\n\016BulkResumeJobs\022!.jobmesh.v1.B" +
+      "ulkResumeJobsRequest\032\".jobmesh.v1.BulkRe" +
+      "sumeJobsResponseBh\n\016dev.jobmesh.v1B\017JobS" +
+      "erviceProtoP\001Z6github.com/jobmesh/jobmes" +
+      "h/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh." +
+      "V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -398,6 +484,60 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_BackfillJobResponse_descriptor,
         new java.lang.String[] { "RunCount", "FirstScheduleTime", "LastScheduleTime", "LastDueTime", });
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor =
+      getDescriptor().getMessageType(23);
+    internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkItemFailure_descriptor,
+        new java.lang.String[] { "Name", "Status", });
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor =
+      getDescriptor().getMessageType(24);
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "Reason", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor =
+      getDescriptor().getMessageType(25);
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor =
+      getDescriptor().getMessageType(26);
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
