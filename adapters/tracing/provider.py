@@ -32,7 +32,7 @@ def exporter_of(environ: Mapping[str, str]) -> str:
         return "none"
     named = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if not named:
-        return "otlp" if any(environ.get(name, "").strip() for name in _ENDPOINTS) else "none"
+        named = "otlp" if any(environ.get(name, "").strip() for name in _ENDPOINTS) else "none"
     if "," in named:
         raise TracingMisconfigured(f"OTEL_TRACES_EXPORTER={named!r}: name one exporter, one of {EXPORTERS}")
     if named not in EXPORTERS:
