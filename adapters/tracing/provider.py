@@ -12,7 +12,6 @@ Off, nothing is loaded and the hook is `NO_HOOKS`: the hops make no span and car
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
@@ -26,29 +25,29 @@ class TracingMisconfigured(ValueError):
     """The `OTEL_*` variables ask for something this build cannot do; the message says what and why."""
 
 
-def exporter_of(environ: Mapping[str, str]) -> str:
+def exporter_of(variables: Mapping[str, str]) -> str:
     """The exporter the variables ask for: `none` when traces are off."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if variables.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return "none"
-    named = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    named = variables.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if not named:
-        named = "otlp" if any(environ.get(name, "").strip() for name in _ENDPOINTS) else "none"
+        named = "otlp" if any(variables.get(name, "").strip() for name in _ENDPOINTS) else "none"
     if "," in named:
         raise TracingMisconfigured(f"OTEL_TRACES_EXPORTER={named!r}: name one exporter, one of {EXPORTERS}")
     if named not in EXPORTERS:
         raise TracingMisconfigured(f"OTEL_TRACES_EXPORTER={named!r}: jobmesh exports to one of {EXPORTERS}")
     if named == "otlp":
-        protocol = next((environ[name] for name in _PROTOCOLS if environ.get(name)), "grpc").strip()
+        protocol = next((variables[name] for name in _PROTOCOLS if variables.get(name)), "grpc").strip()
         if protocol != "grpc":
             raise TracingMisconfigured(f"OTLP protocol {protocol!r}: jobmesh exports traces over 'grpc' only")
     return named
 
 
-def tracing_hooks(role: str, environ: Mapping[str, str] | None = None) -> RunHooks:
-    """The hook that traces this process's hops, or `NO_HOOKS` when the variables leave traces off.
-    TracingMisconfigured for variables that ask for what cannot be done."""
-    environ = os.environ if environ is None else environ
-    exporter = exporter_of(environ)
+def tracing_hooks(role: str, variables: Mapping[str, str]) -> RunHooks:
+    """The hook that traces this process's hops, or `NO_HOOKS` when the `variables` (the process's
+    environment, which the SDK's exporter and processor read too) leave traces off. TracingMisconfigured for
+    variables that ask for what cannot be done."""
+    exporter = exporter_of(variables)
     if exporter == "none":
         return NO_HOOKS
     # Loaded only when on: a process with traces off imports none of the SDK's exporters.
@@ -58,7 +57,7 @@ def tracing_hooks(role: str, environ: Mapping[str, str] | None = None) -> RunHoo
 
     from jobmesh.adapters.tracing.spans import RunIdGenerator, TracingHooks
 
-    attributes = {} if environ.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: f"jobmesh-{role}"}
+    attributes = {} if variables.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: f"jobmesh-{role}"}
     provider = TracerProvider(resource=Resource.create(attributes), id_generator=RunIdGenerator())
     span_exporter: SpanExporter
     if exporter == "console":
