@@ -12,8 +12,9 @@ watcher and the executors add to the same trace without storing or sending anyth
     │       └── report  (the result sent)
     └── end (where the attempt's end was written: the run's next state, a retry or a dead letter)
 
-A retry is the run's next attempt: a publish and an attempt of its own in the same trace, linked to the
-attempt before. A cron occurrence is a run: a trace of its own, whose create span is linked to the job's.
+A retry is the run's next attempt: a publish and an attempt of their own in the same trace, under its create
+span, so that a run's trace goes unbroken from its create call to its final result. A cron occurrence is a
+run: a trace of its own, whose create span is linked to the job's.
 """
 
 from __future__ import annotations
@@ -177,12 +178,10 @@ class TracingHooks(RunHooks):
 
     def dispatch(self, runs: Sequence[dispatch_pb2.DispatchedRun]) -> None:
         for run in runs:
-            links = [] if run.attempt.attempt == 1 else [_root_link(run.attempt.run)]
             span = self._tracer.start_span(
                 "jobmesh.run.publish",
                 context=root_context(run.attempt.run),
                 kind=SpanKind.PRODUCER,
-                links=links,
                 attributes={**_attempt_attributes(run), "messaging.system": "kafka"},
             )
             run.trace_context.clear()
