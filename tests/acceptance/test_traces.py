@@ -48,7 +48,11 @@ def _trace_of(backend: TraceBackend, run: str, ends: int) -> list[ReceivedSpan]:
         done = names.count("jobmesh.attempt.end") >= ends and names.count("jobmesh.attempt.report") >= ends
         return spans if done else None
 
-    return eventually(complete, 30, f"the trace of {run}")
+    try:
+        return eventually(complete, 60, f"the trace of {run}")
+    except AssertionError as error:
+        had = sorted((span.service, span.name) for span in backend.trace(trace_id_hex(run)))
+        raise AssertionError(f"{error}; it has {had}") from None
 
 
 def _attempt_of(span: ReceivedSpan) -> int:
