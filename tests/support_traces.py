@@ -91,7 +91,8 @@ def trace_backend(port: int) -> Iterator[TraceBackend]:
     backend = TraceBackend()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(backend, server)  # type: ignore[no-untyped-call]
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    if server.add_insecure_port(f"127.0.0.1:{port}") != port:
+        raise RuntimeError(f"the trace backend could not listen on 127.0.0.1:{port}")
     server.start()
     try:
         yield backend
