@@ -265,7 +265,7 @@ class JobCommands:
             updated, expected_version=current.version, audit=event, withdraw=withdraw
         )
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "UpdateJob")
         return stored
 
     def _reschedule(
@@ -278,10 +278,12 @@ class JobCommands:
             first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
         return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
 
-    def _create_first_run(self, job: JobRecord, first_run: RunRecord) -> None:
+    def _create_first_run(self, job: JobRecord, first_run: RunRecord, rpc: str) -> None:
         """The new schedule's first run, handed out at once when it is due soon."""
+        start_ns = time.time_ns()
         outcome = self._store.create_run(first_run)
         if outcome.run is not None:
+            self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
             self._hand_off([(outcome.run, job.spec)])
 
     def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
@@ -331,7 +333,7 @@ class JobCommands:
         event = access.audited(AuditAction.RESUME, name, current.namespace, now)
         stored = self._store.update_job(resumed, expected_version=current.version, audit=event)
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "ResumeJob")
         return stored
 
     # Runs -------------------------------------------------------------------------------------------------
