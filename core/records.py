@@ -66,6 +66,7 @@ class RunTrigger(enum.StrEnum):
     SCHEDULE = "SCHEDULE"
     RUN_NOW = "RUN_NOW"
     REPLAY = "REPLAY"
+    BACKFILL = "BACKFILL"  # one occurrence of the job's schedule in a past range (core/backfill.py)
 
 
 CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
@@ -89,9 +90,9 @@ JOB_DELETED = Withdrawal("job deleted")
 SCHEDULE_CHANGED = Withdrawal("schedule changed", frozenset({RunTrigger.SCHEDULE}))
 # What a claim withdraws instead of starting, by its job's state: a run that raced the job's pause or delete
 # (made by a watcher that read the job before, or already on the queue). Runs asked for by hand while the
-# job is paused (run now, replay) are run.
+# job is paused (run now, replay) are run; a backfill's are the schedule's and stop with it.
 REFUSED_CLAIMS = {
-    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE})),
+    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE, RunTrigger.BACKFILL})),
     JobState.DELETED: JOB_DELETED,
 }
 
@@ -165,6 +166,8 @@ class RunRecord:
     times_clamped: bool = False
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
+    # What a succeeded handler returned, as JSON text.
+    result: str | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
 

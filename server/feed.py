@@ -48,7 +48,7 @@ class FellBehind(Exception):
 
 
 @dataclass(eq=False)
-class Watcher:
+class FeedSubscription:
     """One stream's view of the feed: the changes it asked for, in feed order, after `cursor`."""
 
     job_id: str | None
@@ -141,7 +141,7 @@ class RunFeed:
         self._min_interval = min_interval.total_seconds()
         self._narrow_interval = narrow_interval.total_seconds()
         self.watcher_capacity = watcher_capacity
-        self._watchers: set[Watcher] = set()
+        self._watchers: set[FeedSubscription] = set()
         self._log_waiters: set[asyncio.Event] = set()
         self._listeners: list[Callable[[Sequence[RunChange]], None]] = []
         self._listened: frozenset[RunState] | None = frozenset()  # None: some listener wants every change
@@ -180,7 +180,7 @@ class RunFeed:
             self._listened |= states
 
     @property
-    def watchers(self) -> frozenset[Watcher]:
+    def watchers(self) -> frozenset[FeedSubscription]:
         return frozenset(self._watchers)
 
     @property
@@ -195,10 +195,10 @@ class RunFeed:
         comparisons: Sequence[Comparison],
         after: FeedCursor | None,
         namespaces: frozenset[str] | None = None,
-    ) -> AsyncIterator[Watcher]:
+    ) -> AsyncIterator[FeedSubscription]:
         """A watcher of the changes after `after` (from now, without it) in `namespaces` (None: all) until
         the block ends."""
-        watcher = Watcher(
+        watcher = FeedSubscription(
             job_id,
             comparisons,
             after or self.cursor,
@@ -225,7 +225,7 @@ class RunFeed:
             self._log_waiters.discard(event)
 
     async def _missed(
-        self, watcher: Watcher, after: FeedCursor, target: FeedCursor
+        self, watcher: FeedSubscription, after: FeedCursor, target: FeedCursor
     ) -> AsyncIterator[list[RunChange]]:
         """What a resumed watcher missed, read from the store page by page up to where the live feed stood
         when it came (the live feed brings what lies beyond)."""

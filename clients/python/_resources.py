@@ -5,15 +5,17 @@ message, for `json_format` or anything else that wants the wire form."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.client._enums import AuditAction, JobState, LogStream, Priority, RunState, RunTrigger
 from jobmesh.client._errors import JobmeshError
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2
 
 __all__ = [
     "AuditEvent",
@@ -123,6 +125,8 @@ class Run:
     update_time: timestamp_pb2.Timestamp
     times_clamped: bool
     namespace: str
+    # What its handler returned, decoded from JSON; None when nothing was (see `Task.result_of` for types).
+    result: Any
     proto: run_pb2.Run = field(repr=False, compare=False)
 
     @classmethod
@@ -150,6 +154,7 @@ class Run:
             update_time=run.update_time,
             times_clamped=run.times_clamped,
             namespace=run.namespace,
+            result=json.loads(run.result) if run.result else None,
             proto=run,
         )
 
@@ -212,6 +217,19 @@ class SchedulePreview:
 
     fire_times: tuple[datetime, ...]
     time_zone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What `backfill_job` made: how many runs (each marked `RunTrigger.BACKFILL`), the first and last
+    occurrences they stand for (their `schedule_time`), and when the last is due at the pace asked. The times
+    are None when the range held no occurrence."""
+
+    run_count: int
+    first_schedule_time: datetime | None
+    last_schedule_time: datetime | None
+    last_due_time: datetime | None
+    proto: job_service_pb2.BackfillJobResponse = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.records import (
     AttemptRecord,
@@ -68,6 +69,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         trigger=_RUN_TRIGGERS[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,
+        result=record.result or "",
     )
     _set_times(run, record)
     if record.exit_code is not None:
@@ -75,8 +77,8 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
     if record.error_type or record.error_message:
         run.error.type = record.error_type or ""
         run.error.message = record.error_message or ""
-    if record.first_start_time is not None:
-        run.lateness.CopyFrom(to_duration(record.first_start_time - record.schedule_time))
+    if (lateness := run_lateness(record)) is not None:
+        run.lateness.CopyFrom(to_duration(lateness))
     run.previous_attempts.extend(attempt_to_proto(attempt) for attempt in record.previous_attempts)
     return run
 

@@ -109,7 +109,8 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
   progressMessage: string;
 
   /**
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */
@@ -172,6 +173,14 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
    * @generated from field: string namespace = 22;
    */
   namespace: string;
+
+  /**
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   *
+   * @generated from field: string result = 23;
+   */
+  result: string;
 };
 
 /**
@@ -432,6 +441,13 @@ export enum RunTrigger {
    * @generated from enum value: RUN_TRIGGER_REPLAY = 3;
    */
   REPLAY = 3,
+
+  /**
+   * A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+   *
+   * @generated from enum value: RUN_TRIGGER_BACKFILL = 4;
+   */
+  BACKFILL = 4,
 }
 
 /**

@@ -40,6 +40,7 @@ private static final long serialVersionUID = 0L;
     replayOf_ = "";
     previousAttempts_ = java.util.Collections.emptyList();
     namespace_ = "";
+    result_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -517,7 +518,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -529,7 +531,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -541,7 +544,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -863,6 +867,55 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int RESULT_FIELD_NUMBER = 23;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object result_ = "";
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  @java.lang.Override
+  public java.lang.String getResult() {
+    java.lang.Object ref = result_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      result_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getResultBytes() {
+    java.lang.Object ref = result_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      result_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -942,6 +995,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 22, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 23, result_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1034,6 +1090,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(22, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(23, result_);
     }
     return size;
   }
@@ -1135,6 +1194,8 @@ private static final long serialVersionUID = 0L;
         != other.getTimesClamped()) return false;
     if (!getNamespace()
         .equals(other.getNamespace())) return false;
+    if (!getResult()
+        .equals(other.getResult())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1216,6 +1277,8 @@ private static final long serialVersionUID = 0L;
         getTimesClamped());
     hash = (37 * hash) + NAMESPACE_FIELD_NUMBER;
     hash = (53 * hash) + getNamespace().hashCode();
+    hash = (37 * hash) + RESULT_FIELD_NUMBER;
+    hash = (53 * hash) + getResult().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1435,6 +1498,7 @@ private static final long serialVersionUID = 0L;
       }
       timesClamped_ = false;
       namespace_ = "";
+      result_ = "";
       return this;
     }
 
@@ -1576,6 +1640,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00200000) != 0)) {
         result.namespace_ = namespace_;
       }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
+        result.result_ = result_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1688,6 +1755,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getNamespace().isEmpty()) {
         namespace_ = other.namespace_;
         bitField0_ |= 0x00200000;
+        onChanged();
+      }
+      if (!other.getResult().isEmpty()) {
+        result_ = other.result_;
+        bitField0_ |= 0x00400000;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -1852,6 +1924,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00200000;
               break;
             } // case 178
+            case 186: {
+              result_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00400000;
+              break;
+            } // case 186
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3296,7 +3373,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3307,7 +3385,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3322,7 +3401,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3340,7 +3420,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3358,7 +3439,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3383,7 +3465,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3400,7 +3483,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3412,7 +3496,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3427,7 +3512,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -4519,6 +4605,103 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       namespace_ = value;
       bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object result_ = "";
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The result.
+     */
+    public java.lang.String getResult() {
+      java.lang.Object ref = result_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        result_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The bytes for result.
+     */
+    public com.google.protobuf.ByteString
+        getResultBytes() {
+      java.lang.Object ref = result_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        result_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The result to set.
+     * @return This builder for chaining.
+     */
+    public Builder setResult(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      result_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearResult() {
+      result_ = getDefaultInstance().getResult();
+      bitField0_ = (bitField0_ & ~0x00400000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The bytes for result to set.
+     * @return This builder for chaining.
+     */
+    public Builder setResultBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      result_ = value;
+      bitField0_ |= 0x00400000;
       onChanged();
       return this;
     }

@@ -292,7 +292,8 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -301,7 +302,8 @@ public interface RunOrBuilder extends
   boolean hasLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -310,7 +312,8 @@ public interface RunOrBuilder extends
   com.google.protobuf.Duration getLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
+   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -512,4 +515,26 @@ public interface RunOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNamespaceBytes();
+
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  java.lang.String getResult();
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  com.google.protobuf.ByteString
+      getResultBytes();
 }
