@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,7 @@ from jobmesh.core.errors import (
 )
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.group_commit import GroupCommit
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
@@ -94,7 +96,8 @@ class JobCommands:
     one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor.
     `secret_queues`: the secrets a job may reference on some queues only. `fenced`: which of some attempts
     were granted on their fences while the database was away (`OutageMode.fenced`); a pause, delete or
-    schedule change spares their runs, which started although the database may not know it yet."""
+    schedule change spares their runs, which started although the database may not know it yet. `hooks`
+    observe the runs each create call made (`RunHooks.create`)."""
 
     def __init__(
         self,
@@ -106,8 +109,10 @@ class JobCommands:
         cancels: CancelRouter | None = None,
         secret_queues: SecretQueues = NO_SECRET_QUEUES,
         fenced: Callable[[Sequence[AttemptRef]], set[AttemptRef]] | None = None,
+        hooks: RunHooks = NO_HOOKS,
     ) -> None:
         self._store = store
+        self._hooks = hooks
         self._fenced = fenced
         self._secret_queues = secret_queues  # the secrets granted to some queues only
         # Concurrent creates share a transaction: one job per call scales with the callers.
@@ -161,9 +166,14 @@ class JobCommands:
     # Creating -----------------------------------------------------------------------------------------
 
     def create_jobs(
-        self, requests: Sequence[job_service_pb2.CreateJobRequest], access: Access
+        self,
+        requests: Sequence[job_service_pb2.CreateJobRequest],
+        access: Access,
+        call: str = "jobmesh.v1.JobService/CreateJob",
     ) -> list[Created]:
-        """Validates and authorizes each request on its own, stores the valid ones in one transaction."""
+        """Validates and authorizes each request on its own, stores the valid ones in one transaction.
+        `call`: the RPC that asked, as the hooks name it."""
+        start_ns = time.time_ns()
         if len(requests) > MAX_BATCH:
             raise InvalidArgument.single(
                 "requests", f"at most {MAX_BATCH} jobs per call, got {len(requests)}"
@@ -184,13 +194,16 @@ class JobCommands:
             created += outcome.status is CreateStatus.CREATED
         if created:
             JOBS_CREATED.inc(created)
-        self._hand_off(
-            [
-                (outcome.first_run, item.job.spec)
-                for (_, item), outcome in zip(pending, outcomes, strict=True)
-                if outcome.status is CreateStatus.CREATED and outcome.first_run is not None
-            ]
-        )
+        made = [
+            (outcome, item.job.spec)
+            for (_, item), outcome in zip(pending, outcomes, strict=True)
+            if outcome.status is CreateStatus.CREATED
+        ]
+        first_runs = [(outcome.first_run, spec) for outcome, spec in made if outcome.first_run is not None]
+        if made:
+            jobs = [outcome.job for outcome, _ in made if outcome.job is not None]
+            self._hooks.create(call, start_ns, [run for run, _ in first_runs], jobs)
+        self._hand_off(first_runs)
         return [result or Created() for result in results]
 
     def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime, access: Access) -> NewJob:
@@ -256,7 +269,7 @@ class JobCommands:
             updated, expected_version=current.version, audit=event, withdraw=withdraw
         )
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "UpdateJob")
         return stored
 
     def _reschedule(
@@ -269,10 +282,12 @@ class JobCommands:
             first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
         return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
 
-    def _create_first_run(self, job: JobRecord, first_run: RunRecord) -> None:
+    def _create_first_run(self, job: JobRecord, first_run: RunRecord, rpc: str) -> None:
         """The new schedule's first run, handed out at once when it is due soon."""
+        start_ns = time.time_ns()
         outcome = self._store.create_run(first_run)
         if outcome.run is not None:
+            self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
             self._hand_off([(outcome.run, job.spec)])
 
     def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
@@ -322,7 +337,7 @@ class JobCommands:
         event = access.audited(AuditAction.RESUME, name, current.namespace, now)
         stored = self._store.update_job(resumed, expected_version=current.version, audit=event)
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "ResumeJob")
         return stored
 
     # Runs -------------------------------------------------------------------------------------------------
@@ -336,7 +351,7 @@ class JobCommands:
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW, "RunJobNow")
 
     def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
@@ -406,11 +421,12 @@ class JobCommands:
             request_id=request.request_id,
             request_digest=digest,
         )
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY, "ReplayRun")
 
     def backfill_job(self, request: job_service_pb2.BackfillJobRequest, access: Access) -> Backfill:
         """The job's cron occurrences in [start_time, end_time) as paced BACKFILL runs (core/backfill.py),
         stored in one transaction with one audit event; a retried request id answers the same count."""
+        start_ns = time.time_ns()
         now = self._clock()
         bounds = check_backfill(request, now)
         job = self.get_job(request.name, access)
@@ -432,6 +448,7 @@ class JobCommands:
         if outcome.status is CreateStatus.REQUEST_ID_REUSED:
             raise RequestIdReused(request.request_id)
         if outcome.status is CreateStatus.CREATED:
+            self._hooks.create("jobmesh.v1.JobService/BackfillJob", start_ns, runs)
             self._hand_off([(runs[0], job.spec)])  # the watcher releases the others at their pace
             return Backfill(len(runs), times[0], times[-1], runs[-1].due_time)
         # A retry: the first call's runs, whose due times counted from its own time.
@@ -439,9 +456,10 @@ class JobCommands:
         assert first is not None
         return Backfill(len(runs), times[0], times[-1], first.create_time + bounds.pace * (len(runs) - 1))
 
-    def _insert_run(
-        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction
+    def _insert_run(  # noqa: PLR0917 - the one path of RunJobNow and ReplayRun
+        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction, rpc: str
     ) -> RunRecord:
+        start_ns = time.time_ns()
         name = run_name(run.job_id, run.run_id)
         event = access.audited(action, name, run.namespace, run.create_time, request_id)
         outcome = self._store.create_run(run, audit=event)
@@ -450,6 +468,7 @@ class JobCommands:
         if outcome.run is None:
             raise AlreadyExists(f"{run_name(run.job_id, run.run_id)} already exists")
         if outcome.status is CreateStatus.CREATED:
+            self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
             self._hand_off([(outcome.run, spec)])
         return outcome.run
 

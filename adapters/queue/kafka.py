@@ -273,10 +273,9 @@ class KafkaRunQueue:
         acks: _Acks,
         deadline: float,
     ) -> None:
-        headers: list[tuple[str, str | bytes | None]] = [(codec.CONTENT_TYPE_HEADER, codec.CONTENT_TYPE)]
-        headers += codec.current_trace_context().items()
         for topic, run in items:
             key = codec.job_key(run).encode()
+            headers = codec.headers_of(run)
             while True:
                 try:
                     producer.produce(topic, codec.encode(run), key, headers=headers, on_delivery=acks)

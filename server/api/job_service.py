@@ -92,7 +92,9 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
             raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
             await self._admit_jobs([item.job for item in request.requests], access)
-            created = await self._workers.write(self._commands.create_jobs, list(request.requests), access)
+            created = await self._workers.write(
+                self._commands.create_jobs, list(request.requests), access, _RPC[1:] + "BatchCreateJobs"
+            )
         return pb.BatchCreateJobsResponse(results=results(created))
 
     @unary
