@@ -98,7 +98,10 @@ REFUSED_CLAIMS = {
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job as stored. `version` grows by one on every change; the etag is derived from it."""
+    """A job as stored. `version` grows by one on every change; the etag is derived from it.
+
+    `next_run_time` is the watcher's cursor, internal: the next occurrence not yet made into a run. The API's
+    `Job.next_run_time` is the schedule's next fire time from now, computed on read (`core.occurrences`)."""
 
     job_id: str
     spec: bytes
@@ -166,6 +169,20 @@ class RunRecord:
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
+
+    @property
+    def created_after_schedule_time(self) -> bool:
+        """The run was made when its schedule time had already passed (a `run_at` in the past, a caught-up
+        occurrence): it is due at once."""
+        return self.create_time > self.schedule_time
+
+    @property
+    def lateness(self) -> timedelta | None:
+        """How late the first attempt started, counted from when the run could first have started: its
+        schedule time, or its create time when that came later. None before it started."""
+        if self.first_start_time is None:
+            return None
+        return self.first_start_time - max(self.schedule_time, self.create_time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,7 +248,8 @@ type Run struct {
 	Progress float64 `protobuf:"fixed64,12,opt,name=progress,proto3" json:"progress,omitempty"`
 	// A short progress message reported by the target.
 	ProgressMessage string `protobuf:"bytes,13,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
-	// How late the first attempt started: `start_time - schedule_time`.
+	// How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+	// `created_after_schedule_time` is set (the run could not have started before it was made).
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`
@@ -267,9 +268,13 @@ type Run struct {
 	// to that record.
 	TimesClamped bool `protobuf:"varint,21,opt,name=times_clamped,json=timesClamped,proto3" json:"times_clamped,omitempty"`
 	// The namespace of the run's job.
-	Namespace     string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Namespace string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+	// occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+	// `create_time`.
+	CreatedAfterScheduleTime bool `protobuf:"varint,23,opt,name=created_after_schedule_time,json=createdAfterScheduleTime,proto3" json:"created_after_schedule_time,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -454,6 +459,13 @@ func (x *Run) GetNamespace() string {
 		return x.Namespace
 	}
 	return ""
+}
+
+func (x *Run) GetCreatedAfterScheduleTime() bool {
+	if x != nil {
+		return x.CreatedAfterScheduleTime
+	}
+	return false
 }
 
 // Why an attempt failed.
@@ -698,7 +710,8 @@ var File_jobmesh_v1_run_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/run.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\t\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\n" +
+	"\n" +
 	"\x03Run\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12\x1e\n" +
 	"\aattempt\x18\x02 \x01(\x05B\x04\xe2A\x01\x03R\aattempt\x12E\n" +
@@ -726,7 +739,8 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\vupdate_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"updateTime\x12)\n" +
 	"\rtimes_clamped\x18\x15 \x01(\bB\x04\xe2A\x01\x03R\ftimesClamped\x12\"\n" +
-	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace:6\xeaA3\n" +
+	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace\x12C\n" +
+	"\x1bcreated_after_schedule_time\x18\x17 \x01(\bB\x04\xe2A\x01\x03R\x18createdAfterScheduleTime:6\xeaA3\n" +
 	"\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +

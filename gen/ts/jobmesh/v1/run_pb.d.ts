@@ -109,7 +109,8 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
   progressMessage: string;
 
   /**
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */
@@ -172,6 +173,15 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
    * @generated from field: string namespace = 22;
    */
   namespace: string;
+
+  /**
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+   * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+   * `create_time`.
+   *
+   * @generated from field: bool created_after_schedule_time = 23;
+   */
+  createdAfterScheduleTime: boolean;
 };
 
 /**

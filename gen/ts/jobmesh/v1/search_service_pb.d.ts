@@ -131,6 +131,16 @@ export declare type ListRunsRequest = Message<"jobmesh.v1.ListRunsRequest"> & {
    * @generated from field: string order_by = 5;
    */
   orderBy: string;
+
+  /**
+   * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+   * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+   * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+   * fire times are `Job.next_run_time` and `PreviewSchedule`.
+   *
+   * @generated from field: bool show_upcoming = 6;
+   */
+  showUpcoming: boolean;
 };
 
 /**
@@ -241,6 +251,14 @@ export declare type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & 
    * @generated from field: string resume_token = 4;
    */
   resumeToken: string;
+
+  /**
+   * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+   * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+   *
+   * @generated from field: bool show_upcoming = 5;
+   */
+  showUpcoming: boolean;
 };
 
 /**

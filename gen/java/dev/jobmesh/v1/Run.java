@@ -517,7 +517,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -529,7 +530,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -541,7 +543,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -863,6 +866,23 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER = 23;
+  private boolean createdAfterScheduleTime_ = false;
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+   * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+   * `create_time`.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  @java.lang.Override
+  public boolean getCreatedAfterScheduleTime() {
+    return createdAfterScheduleTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -942,6 +962,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 22, namespace_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      output.writeBool(23, createdAfterScheduleTime_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1034,6 +1057,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(22, namespace_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(23, createdAfterScheduleTime_);
     }
     return size;
   }
@@ -1135,6 +1162,8 @@ private static final long serialVersionUID = 0L;
         != other.getTimesClamped()) return false;
     if (!getNamespace()
         .equals(other.getNamespace())) return false;
+    if (getCreatedAfterScheduleTime()
+        != other.getCreatedAfterScheduleTime()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1216,6 +1245,9 @@ private static final long serialVersionUID = 0L;
         getTimesClamped());
     hash = (37 * hash) + NAMESPACE_FIELD_NUMBER;
     hash = (53 * hash) + getNamespace().hashCode();
+    hash = (37 * hash) + CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getCreatedAfterScheduleTime());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1435,6 +1467,7 @@ private static final long serialVersionUID = 0L;
       }
       timesClamped_ = false;
       namespace_ = "";
+      createdAfterScheduleTime_ = false;
       return this;
     }
 
@@ -1576,6 +1609,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00200000) != 0)) {
         result.namespace_ = namespace_;
       }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
+        result.createdAfterScheduleTime_ = createdAfterScheduleTime_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1689,6 +1725,9 @@ private static final long serialVersionUID = 0L;
         namespace_ = other.namespace_;
         bitField0_ |= 0x00200000;
         onChanged();
+      }
+      if (other.getCreatedAfterScheduleTime() != false) {
+        setCreatedAfterScheduleTime(other.getCreatedAfterScheduleTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1852,6 +1891,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00200000;
               break;
             } // case 178
+            case 184: {
+              createdAfterScheduleTime_ = input.readBool();
+              bitField0_ |= 0x00400000;
+              break;
+            } // case 184
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3296,7 +3340,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3307,7 +3352,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3322,7 +3368,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3340,7 +3387,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3358,7 +3406,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3383,7 +3432,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3400,7 +3450,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3412,7 +3463,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3427,7 +3479,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made).
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -4519,6 +4572,56 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       namespace_ = value;
       bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+
+    private boolean createdAfterScheduleTime_ ;
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+     * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+     * `create_time`.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The createdAfterScheduleTime.
+     */
+    @java.lang.Override
+    public boolean getCreatedAfterScheduleTime() {
+      return createdAfterScheduleTime_;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+     * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+     * `create_time`.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The createdAfterScheduleTime to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCreatedAfterScheduleTime(boolean value) {
+
+      createdAfterScheduleTime_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+     * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+     * `create_time`.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCreatedAfterScheduleTime() {
+      bitField0_ = (bitField0_ & ~0x00400000);
+      createdAfterScheduleTime_ = false;
       onChanged();
       return this;
     }

@@ -292,7 +292,8 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -301,7 +302,8 @@ public interface RunOrBuilder extends
   boolean hasLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -310,7 +312,8 @@ public interface RunOrBuilder extends
   com.google.protobuf.Duration getLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made).
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -512,4 +515,16 @@ public interface RunOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNamespaceBytes();
+
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
+   * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
+   * `create_time`.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  boolean getCreatedAfterScheduleTime();
 }
