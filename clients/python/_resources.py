@@ -123,6 +123,7 @@ class Run:
     update_time: timestamp_pb2.Timestamp
     times_clamped: bool
     namespace: str
+    created_after_schedule_time: bool
     proto: run_pb2.Run = field(repr=False, compare=False)
 
     @classmethod
@@ -150,6 +151,7 @@ class Run:
             update_time=run.update_time,
             times_clamped=run.times_clamped,
             namespace=run.namespace,
+            created_after_schedule_time=run.created_after_schedule_time,
             proto=run,
         )
 
