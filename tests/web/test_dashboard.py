@@ -630,7 +630,8 @@ def test_the_form_warns_before_sending_a_time_already_passed_and_the_run_is_mark
     warning = page.locator('[data-warning="run-at-passed"]')
     page.locator('input[name="runAt"]').fill("2031-06-01T12:30")
     expect(warning).to_have_count(0)
-    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")  # the page's zone is UTC
+    # The page's zone is UTC.
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
     page.locator('input[name="runAt"]').fill(an_hour_ago)
     expect(warning).to_be_visible()
     expect(warning).to_have_attribute("role", "alert")
