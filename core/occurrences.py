@@ -61,9 +61,11 @@ def fire_times(schedule: job_pb2.Schedule, after: datetime, count: int) -> list[
         return []
     times: list[datetime] = []
     try:
-        occurrence = first_cron_occurrence(schedule.cron, after)
-        while occurrence is not None and len(times) < count:
+        occurrence = first_cron_occurrence(schedule.cron, after) if count > 0 else None
+        while occurrence is not None:
             times.append(occurrence)
+            if len(times) == count:
+                break  # each occurrence costs a croniter: none past those asked for
             occurrence = next_cron_occurrence(schedule.cron, occurrence)
     except (OverflowError, CronError):  # nothing after year 9999, or nothing at all: the times end here
         pass

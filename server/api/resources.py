@@ -31,11 +31,11 @@ _LOG_STREAMS = {
 }
 
 
-def job_to_proto(record: JobRecord, now: datetime | None = None) -> job_pb2.Job:
+def job_to_proto(record: JobRecord) -> job_pb2.Job:
     job = job_pb2.Job.FromString(record.spec)
     job.name = job_name(record.job_id)
     job.state = _JOB_STATES[record.state]
-    _set_next_run_time(job, record.state, job.schedule, now or utcnow())
+    _set_next_run_time(job, record.state, job.schedule, utcnow())
     set_timestamp(job.create_time, record.create_time)
     set_timestamp(job.update_time, record.update_time)
     job.etag = etag_of(record.version)
