@@ -121,7 +121,9 @@ class AttemptLifecycle:
             return None
         outcome = settle_cancelling(current.run, reported)
         policy = job_pb2.Job.FromString(current.spec).retry_policy
-        return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+        return decide(
+            report.ref, outcome, policy, rng=self._rng, executor=report.executor, decided_at=self._clock()
+        )
 
 
 def _measure(written: Sequence[tuple[Dispatchable, AttemptEnd]]) -> None:

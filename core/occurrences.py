@@ -78,6 +78,21 @@ def next_fire_time(schedule: job_pb2.Schedule, after: datetime) -> datetime | No
     return times[0] if times else None
 
 
+def cron_occurrences_between(
+    cron: job_pb2.Schedule.Cron, start: datetime, end: datetime, limit: int
+) -> list[datetime]:
+    """The schedule's occurrences in [start, end), within its own start and end times, without jitter; at
+    most `limit` + 1 of them, so that a caller can tell a range holding more than `limit`."""
+    if cron.HasField("start_time"):
+        start = max(start, to_datetime(cron.start_time))
+    times: list[datetime] = []
+    occurrence = next_cron_occurrence(cron, start - timedelta(microseconds=1))
+    while occurrence is not None and occurrence < end and len(times) <= limit:
+        times.append(occurrence)
+        occurrence = next_cron_occurrence(cron, occurrence)
+    return times
+
+
 def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta:
     if jitter <= timedelta(0):
         return timedelta(0)

@@ -66,6 +66,7 @@ class RunTrigger(enum.StrEnum):
     SCHEDULE = "SCHEDULE"
     RUN_NOW = "RUN_NOW"
     REPLAY = "REPLAY"
+    BACKFILL = "BACKFILL"  # one occurrence of the job's schedule in a past range (core/backfill.py)
 
 
 CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
@@ -89,9 +90,9 @@ JOB_DELETED = Withdrawal("job deleted")
 SCHEDULE_CHANGED = Withdrawal("schedule changed", frozenset({RunTrigger.SCHEDULE}))
 # What a claim withdraws instead of starting, by its job's state: a run that raced the job's pause or delete
 # (made by a watcher that read the job before, or already on the queue). Runs asked for by hand while the
-# job is paused (run now, replay) are run.
+# job is paused (run now, replay) are run; a backfill's are the schedule's and stop with it.
 REFUSED_CLAIMS = {
-    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE})),
+    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE, RunTrigger.BACKFILL})),
     JobState.DELETED: JOB_DELETED,
 }
 
@@ -168,21 +169,15 @@ class RunRecord:
     times_clamped: bool = False
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
+    # What a succeeded handler returned, as JSON text.
+    result: str | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
     @property
     def created_after_schedule_time(self) -> bool:
-        """The run was made when its schedule time had already passed (a `run_at` in the past, a caught-up
-        occurrence): it is due at once."""
+        """The run was made when its schedule time had already passed: a `run_at` in the past or a caught-up
+        occurrence (due at once; its lateness counts from its create time, `core.lateness`), or a backfill."""
         return self.create_time > self.schedule_time
-
-    @property
-    def lateness(self) -> timedelta | None:
-        """How late the first attempt started, counted from when the run could first have started: its
-        schedule time, or its create time when that came later. None before it started."""
-        if self.first_start_time is None:
-            return None
-        return self.first_start_time - max(self.schedule_time, self.create_time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,4 +256,5 @@ class Attempts:
             result.error.message = storable(outcome.error_message, MAX_ERROR_MESSAGE)
         if attempt.started_ns is not None:
             result.start_time.CopyFrom(timestamp_of_ns(attempt.started_ns))
+        result.result = outcome.result
         self._outbox.result(attempt.key, result)

@@ -116,7 +116,7 @@ class Executor:
         )
         self.attempts = Attempts(settings=settings, outbox=self.outbox, capacity=config.concurrency)
         self.heartbeats = HeartbeatLedger()
-        self.stream = ControlStream(config, _Listener(self))
+        self.stream = ControlStream(config, _StreamEvents(self))
 
     @property
     def executor_id(self) -> str:
@@ -415,7 +415,7 @@ class Executor:
         return await asyncio.get_running_loop().run_in_executor(thread, function, *args)
 
 
-class _Listener:
+class _StreamEvents:
     """What the stream reports, routed to the outbox and the attempts."""
 
     def __init__(self, executor: Executor) -> None:

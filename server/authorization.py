@@ -38,6 +38,7 @@ RPC_ROLES: Mapping[str, Role] = MappingProxyType(
         f"/{_JOBS}/RunJobNow": Role.OPERATOR,
         f"/{_JOBS}/CancelRun": Role.OPERATOR,
         f"/{_JOBS}/ReplayRun": Role.OPERATOR,
+        f"/{_JOBS}/BackfillJob": Role.OPERATOR,
         f"/{_SEARCH}/ListJobs": Role.VIEWER,
         f"/{_SEARCH}/ListRuns": Role.VIEWER,
         f"/{_SEARCH}/GetRun": Role.VIEWER,

@@ -49,7 +49,7 @@ class FellBehind(Exception):
 
 
 @dataclass(eq=False)
-class Watcher:
+class FeedSubscription:
     """One stream's view of the feed: the changes it asked for, in feed order, after `cursor`."""
 
     job_id: str | None
@@ -145,7 +145,7 @@ class RunFeed:
         self._min_interval = min_interval.total_seconds()
         self._narrow_interval = narrow_interval.total_seconds()
         self.watcher_capacity = watcher_capacity
-        self._watchers: set[Watcher] = set()
+        self._watchers: set[FeedSubscription] = set()
         self._log_waiters: set[asyncio.Event] = set()
         self._listeners: list[Callable[[Sequence[RunChange]], None]] = []
         self._listened: frozenset[RunState] | None = frozenset()  # None: some listener wants every change
@@ -184,7 +184,7 @@ class RunFeed:
             self._listened |= states
 
     @property
-    def watchers(self) -> frozenset[Watcher]:
+    def watchers(self) -> frozenset[FeedSubscription]:
         return frozenset(self._watchers)
 
     @property
@@ -201,10 +201,10 @@ class RunFeed:
         namespaces: frozenset[str] | None = None,
         *,
         show_upcoming: bool = True,
-    ) -> AsyncIterator[Watcher]:
+    ) -> AsyncIterator[FeedSubscription]:
         """A watcher of the changes after `after` (from now, without it) in `namespaces` (None: all) until
         the block ends; runs SCHEDULED ahead of their time only with `show_upcoming`."""
-        watcher = Watcher(
+        watcher = FeedSubscription(
             job_id,
             comparisons,
             after or self.cursor,
@@ -232,7 +232,7 @@ class RunFeed:
             self._log_waiters.discard(event)
 
     async def _missed(
-        self, watcher: Watcher, after: FeedCursor, target: FeedCursor
+        self, watcher: FeedSubscription, after: FeedCursor, target: FeedCursor
     ) -> AsyncIterator[list[RunChange]]:
         """What a resumed watcher missed, read from the store page by page up to where the live feed stood
         when it came (the live feed brings what lies beyond)."""

@@ -12,6 +12,7 @@ from google.protobuf import field_mask_pb2
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditAction
+from jobmesh.core.backfill import MAX_BACKFILL_RUNS, backfill_runs
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
     IMMUTABLE_JOB_FIELDS,
@@ -39,6 +40,7 @@ from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
+from jobmesh.core.occurrences import cron_occurrences_between
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     JOB_DELETED,
@@ -57,6 +59,7 @@ from jobmesh.core.records import (
 )
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.authorization import Access
+from jobmesh.server.backfill_requests import Backfill, check_backfill, check_backfillable
 from jobmesh.server.validation import (
     NO_SECRET_QUEUES,
     Violations,
@@ -375,6 +378,37 @@ class JobCommands:
             request_digest=digest,
         )
         return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY)
+
+    def backfill_job(self, request: job_service_pb2.BackfillJobRequest, access: Access) -> Backfill:
+        """The job's cron occurrences in [start_time, end_time) as paced BACKFILL runs (core/backfill.py),
+        stored in one transaction with one audit event; a retried request id answers the same count."""
+        now = self._clock()
+        bounds = check_backfill(request, now)
+        job = self.get_job(request.name, access)
+        spec = job_pb2.Job.FromString(job.spec)
+        check_backfillable(request.name, job.state, spec)
+        times = cron_occurrences_between(spec.schedule.cron, bounds.start, bounds.end, MAX_BACKFILL_RUNS)
+        if len(times) > MAX_BACKFILL_RUNS:
+            raise InvalidArgument.single(
+                "end_time", f"the range holds more than {MAX_BACKFILL_RUNS} occurrences: backfill it in parts"
+            )
+        if not times:
+            return Backfill(0)
+        digest = request_hash(request) if request.request_id else ""
+        runs = backfill_runs(
+            job, times, now, bounds.pace, request_id=request.request_id, request_digest=digest
+        )
+        event = access.audited(AuditAction.BACKFILL, request.name, job.namespace, now, request.request_id)
+        outcome = self._store.create_runs(runs, audit=event)
+        if outcome.status is CreateStatus.REQUEST_ID_REUSED:
+            raise RequestIdReused(request.request_id)
+        if outcome.status is CreateStatus.CREATED:
+            self._hand_off([(runs[0], job.spec)])  # the watcher releases the others at their pace
+            return Backfill(len(runs), times[0], times[-1], runs[-1].due_time)
+        # A retry: the first call's runs, whose due times counted from its own time.
+        first = outcome.run
+        assert first is not None
+        return Backfill(len(runs), times[0], times[-1], first.create_time + bounds.pace * (len(runs) - 1))
 
     def _insert_run(
         self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction

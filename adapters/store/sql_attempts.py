@@ -49,6 +49,7 @@ _FINAL_COLUMNS = (
     ("error_type", Text()),
     ("error_message", Text()),
     ("times_clamped", Boolean()),
+    ("result", Text()),
 )
 _NEXT_ATTEMPT = job_runs.c.attempt + 1
 
@@ -307,7 +308,8 @@ _EXECUTION_FIELDS = (
 def _final_row(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
     values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
-    return (*key, *values, end.exit_code, end.error_type, end.error_message, _clamped(end, row))
+    errors = (end.exit_code, end.error_type, end.error_message)
+    return (*key, *values, *errors, _clamped(end, row), end.result)
 
 
 def _clamped(end: AttemptEnd, row: StoredRow) -> bool:

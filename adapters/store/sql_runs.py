@@ -27,6 +27,7 @@ from jobmesh.adapters.store.sql_rows import (
 from jobmesh.core.errors import NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ids import schedule_window
+from jobmesh.core.names import job_name, run_name
 from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
 from jobmesh.core.records import JobState, LogRecord, RunRecord, RunState
 
@@ -66,7 +67,7 @@ ONE_JOB_RUN_LISTING = _run_listing(("run_id",))
 
 
 def _not_found(job_id: str, run_id: str) -> NotFound:
-    return NotFound(f"jobs/{job_id}/runs/{run_id}")
+    return NotFound(run_name(job_id, run_id))
 
 
 def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
@@ -76,7 +77,7 @@ def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
     lock = select(jobs.c.state).where(jobs.c.job_id == run.job_id).with_for_update(key_share=True)
     state = connection.execute(lock).scalar()
     if state is None or state == JobState.DELETED:
-        raise NotFound(f"jobs/{run.job_id}")
+        raise NotFound(job_name(run.job_id))
     if run.request_id is not None:
         earlier = connection.execute(
             select(job_runs.c.run_id, job_runs.c.request_hash)
@@ -91,6 +92,12 @@ def create_run(connection: Connection, run: RunRecord) -> CreateRunOutcome:
         return CreateRunOutcome(CreateStatus.ID_TAKEN)
     connection.execute(job_runs.insert(), run_values(run))
     return CreateRunOutcome(CreateStatus.CREATED, run)
+
+
+def insert_runs(connection: Connection, runs: Sequence[RunRecord]) -> None:
+    """New runs of a job whose row create_run locked in this transaction; their ids are fresh."""
+    if runs:
+        connection.execute(job_runs.insert(), [run_values(run) for run in runs])
 
 
 def _find(connection: Connection, job_id: str, run_id: str, *, lock: bool = False) -> RowMapping | None:

@@ -18,6 +18,8 @@ from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    backfill_job_request,
+    backfill_of,
     batch_create_jobs_request,
     batch_created,
     create_job_request,
@@ -34,7 +36,16 @@ from jobmesh.client._requests import (
     stream_timed_out,
     update_job_request,
 )
-from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
+from jobmesh.client._resources import (
+    AuditEvent,
+    Backfill,
+    BatchCreated,
+    Job,
+    LogLine,
+    Run,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
@@ -168,6 +179,19 @@ class AsyncClient:
             name=job_name(name), request_id=request_id or new_request_id()
         )
         return Run.of((await self._call(self._jobs.RunJobNow, request)).run)
+
+    async def backfill_job(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        pace: timedelta | None = None,
+        request_id: str | None = None,
+    ) -> Backfill:
+        """As `Client.backfill_job`: the job's past occurrences in [`start`, `end`) as paced runs."""
+        request = backfill_job_request(name, start, end, pace, request_id)
+        return backfill_of(await self._call(self._jobs.BackfillJob, request))
 
     async def preview_schedule(
         self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None

@@ -281,6 +281,40 @@ def run_job_now(session: Session, job: str) -> None:
         _print(session, [client.run_job_now(job)], run_columns(), single=True)
 
 
+@jobs.command("backfill", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
+@click.argument("job", shell_complete=complete_jobs)
+@click.option("--from", "start", type=Moment(), required=True, help="the range's start, included (RFC 3339)")
+@click.option(
+    "--to", "end", type=Moment(), required=True, help="the range's end, excluded; not in the future"
+)
+@click.option("--pace", type=Duration(), help="the time between two runs' due times (default 1s)")
+@click.option("--request-id", default=None, help="makes a retried backfill idempotent")
+@connected
+def backfill_job(
+    session: Session,
+    job: str,
+    *,
+    start: datetime,
+    end: datetime,
+    pace: timedelta | None,
+    request_id: str | None,
+) -> None:
+    """Runs a cron job's occurrences in [--from, --to) again, one run each (trigger BACKFILL), released one
+    --pace after the other."""
+    with session.client() as client:
+        made = client.backfill_job(job, start, end, pace=pace, request_id=request_id)
+    if session.json:
+        click.echo(dumps(made))
+    elif made.first_schedule_time is None or made.last_schedule_time is None or made.last_due_time is None:
+        click.echo("no occurrence in the range: no run made")
+    else:
+        click.echo(
+            f"{made.run_count} backfill runs of {made.first_schedule_time.isoformat()}"
+            f" to {made.last_schedule_time.isoformat()},"
+            f" the last due at {made.last_due_time.isoformat(timespec='seconds')}"
+        )
+
+
 # runs -----------------------------------------------------------------------------------------------------
 
 

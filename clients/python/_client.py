@@ -17,6 +17,8 @@ from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    backfill_job_request,
+    backfill_of,
     batch_create_jobs_request,
     batch_created,
     create_job_request,
@@ -33,7 +35,16 @@ from jobmesh.client._requests import (
     stream_timed_out,
     update_job_request,
 )
-from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
+from jobmesh.client._resources import (
+    AuditEvent,
+    Backfill,
+    BatchCreated,
+    Job,
+    LogLine,
+    Run,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
@@ -177,6 +188,21 @@ class Client:
             name=job_name(name), request_id=request_id or new_request_id()
         )
         return Run.of(self._call(self._jobs.RunJobNow, request).run)
+
+    def backfill_job(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        pace: timedelta | None = None,
+        request_id: str | None = None,
+    ) -> Backfill:
+        """Runs the cron job's occurrences in [`start`, `end`) (aware datetimes, in the past) again, one run
+        each marked `RunTrigger.BACKFILL`, due one `pace` after the other (1 s when None). Retried with the
+        same `request_id`, it answers the first call's count and makes no run again."""
+        request = backfill_job_request(name, start, end, pace, request_id)
+        return backfill_of(self._call(self._jobs.BackfillJob, request))
 
     def preview_schedule(
         self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None

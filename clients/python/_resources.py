@@ -5,15 +5,17 @@ message, for `json_format` or anything else that wants the wire form."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.client._enums import AuditAction, JobState, LogStream, Priority, RunState, RunTrigger
 from jobmesh.client._errors import JobmeshError
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2
 
 __all__ = [
     "AuditEvent",
@@ -124,6 +126,8 @@ class Run:
     times_clamped: bool
     namespace: str
     created_after_schedule_time: bool
+    # What its handler returned, decoded from JSON; None when nothing was (see `Task.result_of` for types).
+    result: Any
     proto: run_pb2.Run = field(repr=False, compare=False)
 
     @classmethod
@@ -152,6 +156,7 @@ class Run:
             times_clamped=run.times_clamped,
             namespace=run.namespace,
             created_after_schedule_time=run.created_after_schedule_time,
+            result=json.loads(run.result) if run.result else None,
             proto=run,
         )
 
@@ -214,6 +219,19 @@ class SchedulePreview:
 
     fire_times: tuple[datetime, ...]
     time_zone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What `backfill_job` made: how many runs (each marked `RunTrigger.BACKFILL`), the first and last
+    occurrences they stand for (their `schedule_time`), and when the last is due at the pace asked. The times
+    are None when the range held no occurrence."""
+
+    run_count: int
+    first_schedule_time: datetime | None
+    last_schedule_time: datetime | None
+    last_due_time: datetime | None
+    proto: job_service_pb2.BackfillJobResponse = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,6 +179,14 @@ class Store(Protocol):
         """
         ...
 
+    def create_runs(self, runs: Sequence[RunRecord], *, audit: AuditEvent | None = None) -> CreateRunOutcome:
+        """Inserts runs of one job in one transaction (a backfill), idempotent on the first run's request id
+        as create_run is: the outcome is the first run's, and the others are inserted only when it was.
+
+        Raises NotFound when the job is missing or deleted.
+        """
+        ...
+
     def get_run(self, job_id: str, run_id: str) -> RunRecord:
         """The run with its previous attempts. Raises NotFound (`jobs/{job_id}/runs/{run_id}`)."""
         ...

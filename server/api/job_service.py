@@ -10,6 +10,7 @@ import grpc
 from jobmesh.core.errors import InvalidArgument, PermissionDenied
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.records import JobRecord, RunRecord, ScheduleKind
+from jobmesh.core.timestamps import set_timestamp
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
 from jobmesh.server.authorization import Access, access_to
@@ -147,6 +148,17 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         await self._admit_run(request.name.split("/runs/", 1)[0], _RPC + "ReplayRun")
         run = await self._workers.write(self._commands.replay_run, request, access_to(_RPC + "ReplayRun"))
         return pb.ReplayRunResponse(run=run_to_proto(run))
+
+    @unary
+    async def BackfillJob(self, request: pb.BackfillJobRequest, context: Context) -> pb.BackfillJobResponse:
+        made = await self._workers.write(
+            self._commands.backfill_job, request, access_to(_RPC + "BackfillJob")
+        )
+        response = pb.BackfillJobResponse(run_count=made.run_count)
+        for field in ("first_schedule_time", "last_schedule_time", "last_due_time"):
+            if (moment := getattr(made, field)) is not None:
+                set_timestamp(getattr(response, field), moment)
+        return response
 
     async def _admit_jobs(self, jobs: list[job_pb2.Job], access: Access) -> None:
         """New jobs against their namespaces' quotas: only those the caller may create there are counted (a

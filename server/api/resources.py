@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.occurrences import next_fire_time
 from jobmesh.core.records import (
@@ -82,6 +83,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         replay_of=record.replay_of or "",
         namespace=record.namespace,
         created_after_schedule_time=record.created_after_schedule_time,
+        result=record.result or "",
     )
     _set_times(run, record)
     if record.exit_code is not None:
@@ -89,8 +91,8 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
     if record.error_type or record.error_message:
         run.error.type = record.error_type or ""
         run.error.message = record.error_message or ""
-    if record.lateness is not None:
-        run.lateness.CopyFrom(to_duration(record.lateness))
+    if (lateness := run_lateness(record)) is not None:
+        run.lateness.CopyFrom(to_duration(lateness))
     run.previous_attempts.extend(attempt_to_proto(attempt) for attempt in record.previous_attempts)
     return run
 

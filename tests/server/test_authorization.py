@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,14 @@ def _run_now(api: Api, md: Metadata) -> Any:
     return api.jobs.RunJobNow(job_service_pb2.RunJobNowRequest(name=new_job(api).job.name), metadata=md)
 
 
+def _backfill(api: Api, md: Metadata) -> Any:
+    end = datetime.now(UTC).replace(microsecond=0)
+    request = job_service_pb2.BackfillJobRequest(name=_cron_job(api))
+    request.start_time.FromDatetime(end - timedelta(hours=1))
+    request.end_time.FromDatetime(end)
+    return api.jobs.BackfillJob(request, metadata=md)
+
+
 def _cancel(api: Api, md: Metadata) -> Any:
     return api.jobs.CancelRun(job_service_pb2.CancelRunRequest(name=new_job(api).run.name), metadata=md)
 
@@ -274,6 +283,7 @@ CASES = [
     Case(_JOBS + "RunJobNow", _run_now, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "CancelRun", _cancel, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "ReplayRun", _replay, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "BackfillJob", _backfill, (DENIED, OK, OK, HIDDEN)),
     # A list or a feed of every job answers everyone with what they may see (tested below).
     Case(_SEARCH + "ListJobs", _list_jobs, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListRuns", _list_runs, (OK, OK, OK, HIDDEN)),

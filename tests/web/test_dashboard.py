@@ -393,6 +393,28 @@ def test_the_job_page_shows_its_audit_trail(dashboard: Dashboard, page: Page) ->
     screenshot(page, "job-audit-trail")
 
 
+def test_a_backfill_run_shows_its_trigger_and_the_job_its_audit_event(
+    dashboard: Dashboard, page: Page
+) -> None:
+    job_id = unique("backfilled")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = "0 * * * *"
+    dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    request = job_service_pb2.BackfillJobRequest(name=f"jobs/{job_id}")
+    request.start_time.FromDatetime(end - timedelta(hours=2))
+    request.end_time.FromDatetime(end)
+    assert dashboard.jobs.BackfillJob(request).run_count == 2
+    runs = dashboard.search.ListRuns(
+        search_service_pb2.ListRunsRequest(parent=f"jobs/{job_id}", filter="trigger = BACKFILL")
+    ).runs
+    page.goto(f"/#/{runs[0].name}")
+    expect(page.locator('[data-figure="trigger"]')).to_have_text("backfill")
+    page.goto(f"/#/jobs/{job_id}")
+    trail = page.get_by_role("table", name="Audit trail")
+    expect(trail.locator('tr[data-action="BACKFILL"]')).to_contain_text("backfill")
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
     browser: Browser, dashboard: Dashboard, host: str

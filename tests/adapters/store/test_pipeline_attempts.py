@@ -250,6 +250,15 @@ def test_a_final_end_records_the_outcome(
     )
 
 
+def test_a_succeeded_attempt_keeps_its_result_on_the_run(store: SqlStore) -> None:
+    record, plain = add_run(store, 1), add_run(store, 2)
+    store.claim([ref(record), ref(plain)], "ex1", at(10))
+    text = '{"total":5,"note":"é"}'
+    assert finish(store, [end(ref(record), result=text), end(ref(plain))]) == [ref(record), ref(plain)]
+    assert store.get_run("alpha", record.run_id).result == text
+    assert store.get_run("alpha", plain.run_id).result is None
+
+
 def test_ends_are_fenced_by_attempt_state_and_executor(store: SqlStore) -> None:
     running, pending, other = add_run(store, 1), add_run(store, 2), add_run(store, 3)
     store.claim([ref(running), ref(other)], "ex1", at(10))

@@ -29,6 +29,7 @@ const (
 	JobService_RunJobNow_FullMethodName       = "/jobmesh.v1.JobService/RunJobNow"
 	JobService_CancelRun_FullMethodName       = "/jobmesh.v1.JobService/CancelRun"
 	JobService_ReplayRun_FullMethodName       = "/jobmesh.v1.JobService/ReplayRun"
+	JobService_BackfillJob_FullMethodName     = "/jobmesh.v1.JobService/BackfillJob"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -63,6 +64,9 @@ type JobServiceClient interface {
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Runs a failed, timed-out or dead-lettered run again, as a new run of the same job.
 	ReplayRun(ctx context.Context, in *ReplayRunRequest, opts ...grpc.CallOption) (*ReplayRunResponse, error)
+	// Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+	// `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+	BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error)
 }
 
 type jobServiceClient struct {
@@ -173,6 +177,16 @@ func (c *jobServiceClient) ReplayRun(ctx context.Context, in *ReplayRunRequest, 
 	return out, nil
 }
 
+func (c *jobServiceClient) BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BackfillJobResponse)
+	err := c.cc.Invoke(ctx, JobService_BackfillJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -205,6 +219,9 @@ type JobServiceServer interface {
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Runs a failed, timed-out or dead-lettered run again, as a new run of the same job.
 	ReplayRun(context.Context, *ReplayRunRequest) (*ReplayRunResponse, error)
+	// Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+	// `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+	BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -244,6 +261,9 @@ func (UnimplementedJobServiceServer) CancelRun(context.Context, *CancelRunReques
 }
 func (UnimplementedJobServiceServer) ReplayRun(context.Context, *ReplayRunRequest) (*ReplayRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReplayRun not implemented")
+}
+func (UnimplementedJobServiceServer) BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BackfillJob not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -446,6 +466,24 @@ func _JobService_ReplayRun_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_BackfillJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackfillJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BackfillJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BackfillJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BackfillJob(ctx, req.(*BackfillJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -492,6 +530,10 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReplayRun",
 			Handler:    _JobService_ReplayRun_Handler,
+		},
+		{
+			MethodName: "BackfillJob",
+			Handler:    _JobService_BackfillJob_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

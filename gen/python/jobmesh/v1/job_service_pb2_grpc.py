@@ -91,6 +91,11 @@ class JobServiceStub:
                 request_serializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.SerializeToString,
                 response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.FromString,
                 _registered_method=True)
+        self.BackfillJob = channel.unary_unary(
+                '/jobmesh.v1.JobService/BackfillJob',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -173,6 +178,14 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BackfillJob(self, request, context):
+        """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+        `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +238,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ReplayRun,
                     request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.FromString,
                     response_serializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.SerializeToString,
+            ),
+            'BackfillJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillJob,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -504,6 +522,33 @@ class JobService:
             '/jobmesh.v1.JobService/ReplayRun',
             jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.SerializeToString,
             jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BackfillJob',
+            jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -60,6 +60,10 @@ class JobServiceStub:
     """Cancels a pending or running run."""
     ReplayRun: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ReplayRunRequest, _job_service_pb2.ReplayRunResponse]
     """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+    BackfillJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]
+    """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+    `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+    """
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -93,6 +97,10 @@ class JobServiceAsyncStub(JobServiceStub):
     """Cancels a pending or running run."""
     ReplayRun: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ReplayRunRequest, _job_service_pb2.ReplayRunResponse]  # type: ignore[assignment]
     """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+    BackfillJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]  # type: ignore[assignment]
+    """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+    `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+    """
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     """Writes: create and steer jobs and their runs.
@@ -183,5 +191,15 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.ReplayRunResponse, _abc.Awaitable[_job_service_pb2.ReplayRunResponse]]:
         """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+
+    @_abc_1.abstractmethod
+    def BackfillJob(
+        self,
+        request: _job_service_pb2.BackfillJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BackfillJobResponse, _abc.Awaitable[_job_service_pb2.BackfillJobResponse]]:
+        """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+        `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+        """
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

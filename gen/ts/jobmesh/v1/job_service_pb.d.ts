@@ -7,7 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Job } from "./job_pb.js";
 import type { Run } from "./run_pb.js";
 import type { Status } from "../../google/rpc/status_pb.js";
-import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file jobmesh/v1/job_service.proto.
@@ -521,6 +521,100 @@ export declare type ReplayRunResponse = Message<"jobmesh.v1.ReplayRunResponse"> 
 export declare const ReplayRunResponseSchema: GenMessage<ReplayRunResponse>;
 
 /**
+ * Request for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobRequest
+ */
+export declare type BackfillJobRequest = Message<"jobmesh.v1.BackfillJobRequest"> & {
+  /**
+   * `jobs/{job}`: an active job with a cron schedule (a paused job is refused; pausing a job cancels its
+   * pending backfill runs).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The range's start, inclusive: an occurrence exactly at it is run.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 2;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * The range's end, exclusive: an occurrence exactly at it is not run. Not after now: a backfill runs the
+   * past, the schedule runs the future.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 3;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The time between two runs' due times, from 10 ms to 1 hour; 1 second when unset. Each run keeps its
+   * occurrence as `schedule_time`; its `due_time` is when the pace releases it. The job's overlap policy
+   * does not apply to backfill runs: the pace spreads them.
+   *
+   * @generated from field: google.protobuf.Duration pace = 4;
+   */
+  pace?: Duration | undefined;
+
+  /**
+   * Makes a retried call idempotent, as in `CreateJobRequest`: the same id with the same request answers
+   * the first call's outcome and makes no run again.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobRequest.
+ * Use `create(BackfillJobRequestSchema)` to create a new message.
+ */
+export declare const BackfillJobRequestSchema: GenMessage<BackfillJobRequest>;
+
+/**
+ * Response for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobResponse
+ */
+export declare type BackfillJobResponse = Message<"jobmesh.v1.BackfillJobResponse"> & {
+  /**
+   * How many runs the backfill made: one per occurrence in the range, at most 10,000.
+   *
+   * @generated from field: int32 run_count = 1;
+   */
+  runCount: number;
+
+  /**
+   * The first run's schedule time (the range's first occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp first_schedule_time = 2;
+   */
+  firstScheduleTime?: Timestamp | undefined;
+
+  /**
+   * The last run's schedule time (the range's last occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp last_schedule_time = 3;
+   */
+  lastScheduleTime?: Timestamp | undefined;
+
+  /**
+   * When the last run is due, as paced.
+   *
+   * @generated from field: google.protobuf.Timestamp last_due_time = 4;
+   */
+  lastDueTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobResponse.
+ * Use `create(BackfillJobResponseSchema)` to create a new message.
+ */
+export declare const BackfillJobResponseSchema: GenMessage<BackfillJobResponse>;
+
+/**
  * How much of each created job and run `BatchCreateJobs` returns.
  *
  * @generated from enum jobmesh.v1.BatchCreateJobsView
@@ -665,6 +759,17 @@ export declare const JobService: GenService<{
     methodKind: "unary";
     input: typeof ReplayRunRequestSchema;
     output: typeof ReplayRunResponseSchema;
+  },
+  /**
+   * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+   * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BackfillJob
+   */
+  backfillJob: {
+    methodKind: "unary";
+    input: typeof BackfillJobRequestSchema;
+    output: typeof BackfillJobResponseSchema;
   },
 }>;
 

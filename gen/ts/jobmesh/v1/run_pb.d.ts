@@ -110,7 +110,9 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
 
   /**
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
-   * `created_after_schedule_time` is set (the run could not have started before it was made).
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */
@@ -175,11 +177,19 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
   namespace: string;
 
   /**
-   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
-   * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
-   * `create_time`.
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
    *
-   * @generated from field: bool created_after_schedule_time = 23;
+   * @generated from field: string result = 23;
+   */
+  result: string;
+
+  /**
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   *
+   * @generated from field: bool created_after_schedule_time = 24;
    */
   createdAfterScheduleTime: boolean;
 };
@@ -442,6 +452,13 @@ export enum RunTrigger {
    * @generated from enum value: RUN_TRIGGER_REPLAY = 3;
    */
   REPLAY = 3,
+
+  /**
+   * A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+   *
+   * @generated from enum value: RUN_TRIGGER_BACKFILL = 4;
+   */
+  BACKFILL = 4,
 }
 
 /**

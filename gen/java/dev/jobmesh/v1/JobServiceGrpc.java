@@ -330,6 +330,37 @@ public final class JobServiceGrpc {
     return getReplayRunMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest,
+      dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BackfillJob",
+      requestType = dev.jobmesh.v1.BackfillJobRequest.class,
+      responseType = dev.jobmesh.v1.BackfillJobResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest,
+      dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest, dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod;
+    if ((getBackfillJobMethod = JobServiceGrpc.getBackfillJobMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBackfillJobMethod = JobServiceGrpc.getBackfillJobMethod) == null) {
+          JobServiceGrpc.getBackfillJobMethod = getBackfillJobMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BackfillJobRequest, dev.jobmesh.v1.BackfillJobResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BackfillJob"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BackfillJobRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BackfillJobResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BackfillJob"))
+              .build();
+        }
+      }
+    }
+    return getBackfillJobMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -500,6 +531,17 @@ public final class JobServiceGrpc {
         io.grpc.stub.StreamObserver<dev.jobmesh.v1.ReplayRunResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getReplayRunMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    default void backfillJob(dev.jobmesh.v1.BackfillJobRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBackfillJobMethod(), responseObserver);
+    }
   }
 
   /**
@@ -654,6 +696,18 @@ public final class JobServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getReplayRunMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public void backfillJob(dev.jobmesh.v1.BackfillJobRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBackfillJobMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -779,6 +833,17 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getReplayRunMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BackfillJobResponse backfillJob(dev.jobmesh.v1.BackfillJobRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBackfillJobMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -903,6 +968,17 @@ public final class JobServiceGrpc {
     public dev.jobmesh.v1.ReplayRunResponse replayRun(dev.jobmesh.v1.ReplayRunRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getReplayRunMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BackfillJobResponse backfillJob(dev.jobmesh.v1.BackfillJobRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBackfillJobMethod(), getCallOptions(), request);
     }
   }
 
@@ -1039,6 +1115,18 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getReplayRunMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BackfillJobResponse> backfillJob(
+        dev.jobmesh.v1.BackfillJobRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBackfillJobMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_CREATE_JOB = 0;
@@ -1051,6 +1139,7 @@ public final class JobServiceGrpc {
   private static final int METHODID_RUN_JOB_NOW = 7;
   private static final int METHODID_CANCEL_RUN = 8;
   private static final int METHODID_REPLAY_RUN = 9;
+  private static final int METHODID_BACKFILL_JOB = 10;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1108,6 +1197,10 @@ public final class JobServiceGrpc {
         case METHODID_REPLAY_RUN:
           serviceImpl.replayRun((dev.jobmesh.v1.ReplayRunRequest) request,
               (io.grpc.stub.StreamObserver<dev.jobmesh.v1.ReplayRunResponse>) responseObserver);
+          break;
+        case METHODID_BACKFILL_JOB:
+          serviceImpl.backfillJob((dev.jobmesh.v1.BackfillJobRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1197,6 +1290,13 @@ public final class JobServiceGrpc {
               dev.jobmesh.v1.ReplayRunRequest,
               dev.jobmesh.v1.ReplayRunResponse>(
                 service, METHODID_REPLAY_RUN)))
+        .addMethod(
+          getBackfillJobMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BackfillJobRequest,
+              dev.jobmesh.v1.BackfillJobResponse>(
+                service, METHODID_BACKFILL_JOB)))
         .build();
   }
 
@@ -1255,6 +1355,7 @@ public final class JobServiceGrpc {
               .addMethod(getRunJobNowMethod())
               .addMethod(getCancelRunMethod())
               .addMethod(getReplayRunMethod())
+              .addMethod(getBackfillJobMethod())
               .build();
         }
       }

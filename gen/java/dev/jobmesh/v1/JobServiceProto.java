@@ -131,6 +131,16 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_jobmesh_v1_ReplayRunResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BackfillJobRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BackfillJobRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BackfillJobResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BackfillJobResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -143,81 +153,99 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "\n\034jobmesh/v1/job_service.proto\022\njobmesh." +
       "v1\032\027google/api/client.proto\032\037google/api/" +
       "field_behavior.proto\032\031google/api/resourc" +
-      "e.proto\032 google/protobuf/field_mask.prot" +
-      "o\032\027google/rpc/status.proto\032\024jobmesh/v1/j" +
-      "ob.proto\032\024jobmesh/v1/run.proto\"q\n\020Create" +
-      "JobRequest\022\'\n\003job\030\001 \001(\0132\017.jobmesh.v1.Job" +
-      "B\004\342A\001\002R\003job\022\025\n\006job_id\030\002 \001(\tR\005jobId\022\035\n\nre" +
-      "quest_id\030\003 \001(\tR\trequestId\"Y\n\021CreateJobRe" +
+      "e.proto\032\036google/protobuf/duration.proto\032" +
+      " google/protobuf/field_mask.proto\032\037googl" +
+      "e/protobuf/timestamp.proto\032\027google/rpc/s" +
+      "tatus.proto\032\024jobmesh/v1/job.proto\032\024jobme" +
+      "sh/v1/run.proto\"q\n\020CreateJobRequest\022\'\n\003j" +
+      "ob\030\001 \001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022\025\n\006" +
+      "job_id\030\002 \001(\tR\005jobId\022\035\n\nrequest_id\030\003 \001(\tR" +
+      "\trequestId\"Y\n\021CreateJobResponse\022!\n\003job\030\001" +
+      " \001(\0132\017.jobmesh.v1.JobR\003job\022!\n\003run\030\002 \001(\0132" +
+      "\017.jobmesh.v1.RunR\003run\"\223\001\n\026BatchCreateJob" +
+      "sRequest\022>\n\010requests\030\001 \003(\0132\034.jobmesh.v1." +
+      "CreateJobRequestB\004\342A\001\002R\010requests\0229\n\004view" +
+      "\030\002 \001(\0162\037.jobmesh.v1.BatchCreateJobsViewB" +
+      "\004\342A\001\001R\004view\"\211\001\n\025BatchCreateJobsResult\022*\n" +
+      "\006status\030\001 \001(\0132\022.google.rpc.StatusR\006statu" +
+      "s\022!\n\003job\030\002 \001(\0132\017.jobmesh.v1.JobR\003job\022!\n\003" +
+      "run\030\003 \001(\0132\017.jobmesh.v1.RunR\003run\"V\n\027Batch" +
+      "CreateJobsResponse\022;\n\007results\030\001 \003(\0132!.jo" +
+      "bmesh.v1.BatchCreateJobsResultR\007results\"" +
+      "=\n\rGetJobRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n" +
+      "\017jobmesh.dev/JobR\004name\"3\n\016GetJobResponse" +
+      "\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\"~\n\020U" +
+      "pdateJobRequest\022\'\n\003job\030\001 \001(\0132\017.jobmesh.v" +
+      "1.JobB\004\342A\001\002R\003job\022A\n\013update_mask\030\002 \001(\0132\032." +
+      "google.protobuf.FieldMaskB\004\342A\001\002R\nupdateM" +
+      "ask\"6\n\021UpdateJobResponse\022!\n\003job\030\001 \001(\0132\017." +
+      "jobmesh.v1.JobR\003job\"T\n\020DeleteJobRequest\022" +
+      ",\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR" +
+      "\004name\022\022\n\004etag\030\002 \001(\tR\004etag\"f\n\021DeleteJobRe" +
       "sponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003jo" +
-      "b\022!\n\003run\030\002 \001(\0132\017.jobmesh.v1.RunR\003run\"\223\001\n" +
-      "\026BatchCreateJobsRequest\022>\n\010requests\030\001 \003(" +
-      "\0132\034.jobmesh.v1.CreateJobRequestB\004\342A\001\002R\010r" +
-      "equests\0229\n\004view\030\002 \001(\0162\037.jobmesh.v1.Batch" +
-      "CreateJobsViewB\004\342A\001\001R\004view\"\211\001\n\025BatchCrea" +
-      "teJobsResult\022*\n\006status\030\001 \001(\0132\022.google.rp" +
-      "c.StatusR\006status\022!\n\003job\030\002 \001(\0132\017.jobmesh." +
-      "v1.JobR\003job\022!\n\003run\030\003 \001(\0132\017.jobmesh.v1.Ru" +
-      "nR\003run\"V\n\027BatchCreateJobsResponse\022;\n\007res" +
-      "ults\030\001 \003(\0132!.jobmesh.v1.BatchCreateJobsR" +
-      "esultR\007results\"=\n\rGetJobRequest\022,\n\004name\030" +
-      "\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"3\n" +
-      "\016GetJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v" +
-      "1.JobR\003job\"~\n\020UpdateJobRequest\022\'\n\003job\030\001 " +
-      "\001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022A\n\013updat" +
-      "e_mask\030\002 \001(\0132\032.google.protobuf.FieldMask" +
-      "B\004\342A\001\002R\nupdateMask\"6\n\021UpdateJobResponse\022" +
-      "!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\"T\n\020De" +
-      "leteJobRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017j" +
-      "obmesh.dev/JobR\004name\022\022\n\004etag\030\002 \001(\tR\004etag" +
-      "\"f\n\021DeleteJobResponse\022!\n\003job\030\001 \001(\0132\017.job" +
-      "mesh.v1.JobR\003job\022.\n\023cancelled_run_count\030" +
-      "\002 \001(\005R\021cancelledRunCount\"?\n\017PauseJobRequ" +
-      "est\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/" +
-      "JobR\004name\"5\n\020PauseJobResponse\022!\n\003job\030\001 \001" +
-      "(\0132\017.jobmesh.v1.JobR\003job\"@\n\020ResumeJobReq" +
-      "uest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev" +
-      "/JobR\004name\"6\n\021ResumeJobResponse\022!\n\003job\030\001" +
-      " \001(\0132\017.jobmesh.v1.JobR\003job\"_\n\020RunJobNowR" +
+      "b\022.\n\023cancelled_run_count\030\002 \001(\005R\021cancelle" +
+      "dRunCount\"?\n\017PauseJobRequest\022,\n\004name\030\001 \001" +
+      "(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"5\n\020Pa" +
+      "useJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1" +
+      ".JobR\003job\"@\n\020ResumeJobRequest\022,\n\004name\030\001 " +
+      "\001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"6\n\021R" +
+      "esumeJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh." +
+      "v1.JobR\003job\"_\n\020RunJobNowRequest\022,\n\004name\030" +
+      "\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\022\035\n" +
+      "\nrequest_id\030\002 \001(\tR\trequestId\"6\n\021RunJobNo" +
+      "wResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR" +
+      "\003run\"X\n\020CancelRunRequest\022,\n\004name\030\001 \001(\tB\030" +
+      "\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\026\n\006reason" +
+      "\030\002 \001(\tR\006reason\"6\n\021CancelRunResponse\022!\n\003r" +
+      "un\030\001 \001(\0132\017.jobmesh.v1.RunR\003run\"_\n\020Replay" +
+      "RunRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobme" +
+      "sh.dev/RunR\004name\022\035\n\nrequest_id\030\002 \001(\tR\tre" +
+      "questId\"6\n\021ReplayRunResponse\022!\n\003run\030\001 \001(" +
+      "\0132\017.jobmesh.v1.RunR\003run\"\216\002\n\022BackfillJobR" +
       "equest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.d" +
-      "ev/JobR\004name\022\035\n\nrequest_id\030\002 \001(\tR\treques" +
-      "tId\"6\n\021RunJobNowResponse\022!\n\003run\030\001 \001(\0132\017." +
-      "jobmesh.v1.RunR\003run\"X\n\020CancelRunRequest\022" +
-      ",\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR" +
-      "\004name\022\026\n\006reason\030\002 \001(\tR\006reason\"6\n\021CancelR" +
-      "unResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Run" +
-      "R\003run\"_\n\020ReplayRunRequest\022,\n\004name\030\001 \001(\tB" +
-      "\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\035\n\nreque" +
-      "st_id\030\002 \001(\tR\trequestId\"6\n\021ReplayRunRespo" +
-      "nse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run*\200" +
-      "\001\n\023BatchCreateJobsView\022&\n\"BATCH_CREATE_J" +
-      "OBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_J" +
-      "OBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VI" +
-      "EW_FULL\020\0022\346\006\n\nJobService\022W\n\tCreateJob\022\034." +
-      "jobmesh.v1.CreateJobRequest\032\035.jobmesh.v1" +
-      ".CreateJobResponse\"\r\332A\njob,job_id\022Z\n\017Bat" +
-      "chCreateJobs\022\".jobmesh.v1.BatchCreateJob" +
-      "sRequest\032#.jobmesh.v1.BatchCreateJobsRes" +
-      "ponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJobReque" +
-      "st\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004name\022" +
-      "\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJobReque" +
-      "st\032\035.jobmesh.v1.UpdateJobResponse\"\022\332A\017jo" +
-      "b,update_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1." +
-      "DeleteJobRequest\032\035.jobmesh.v1.DeleteJobR" +
-      "esponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v" +
-      "1.PauseJobRequest\032\034.jobmesh.v1.PauseJobR" +
-      "esponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh." +
-      "v1.ResumeJobRequest\032\035.jobmesh.v1.ResumeJ" +
-      "obResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobme" +
-      "sh.v1.RunJobNowRequest\032\035.jobmesh.v1.RunJ" +
-      "obNowResponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jo" +
-      "bmesh.v1.CancelRunRequest\032\035.jobmesh.v1.C" +
-      "ancelRunResponse\"\025\332A\004name\332A\013name,reason\022" +
-      "Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRunReque" +
-      "st\032\035.jobmesh.v1.ReplayRunResponse\"\007\332A\004na" +
-      "meBh\n\016dev.jobmesh.v1B\017JobServiceProtoP\001Z" +
-      "6github.com/jobmesh/jobmesh/gen/go/jobme" +
-      "sh/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "ev/JobR\004name\022?\n\nstart_time\030\002 \001(\0132\032.googl" +
+      "e.protobuf.TimestampB\004\342A\001\002R\tstartTime\022;\n" +
+      "\010end_time\030\003 \001(\0132\032.google.protobuf.Timest" +
+      "ampB\004\342A\001\002R\007endTime\022-\n\004pace\030\004 \001(\0132\031.googl" +
+      "e.protobuf.DurationR\004pace\022\035\n\nrequest_id\030" +
+      "\005 \001(\tR\trequestId\"\210\002\n\023BackfillJobResponse" +
+      "\022\033\n\trun_count\030\001 \001(\005R\010runCount\022J\n\023first_s" +
+      "chedule_time\030\002 \001(\0132\032.google.protobuf.Tim" +
+      "estampR\021firstScheduleTime\022H\n\022last_schedu" +
+      "le_time\030\003 \001(\0132\032.google.protobuf.Timestam" +
+      "pR\020lastScheduleTime\022>\n\rlast_due_time\030\004 \001" +
+      "(\0132\032.google.protobuf.TimestampR\013lastDueT" +
+      "ime*\200\001\n\023BatchCreateJobsView\022&\n\"BATCH_CRE" +
+      "ATE_JOBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CRE" +
+      "ATE_JOBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JO" +
+      "BS_VIEW_FULL\020\0022\323\007\n\nJobService\022W\n\tCreateJ" +
+      "ob\022\034.jobmesh.v1.CreateJobRequest\032\035.jobme" +
+      "sh.v1.CreateJobResponse\"\r\332A\njob,job_id\022Z" +
+      "\n\017BatchCreateJobs\022\".jobmesh.v1.BatchCrea" +
+      "teJobsRequest\032#.jobmesh.v1.BatchCreateJo" +
+      "bsResponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJob" +
+      "Request\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004" +
+      "name\022\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJob" +
+      "Request\032\035.jobmesh.v1.UpdateJobResponse\"\022" +
+      "\332A\017job,update_mask\022Q\n\tDeleteJob\022\034.jobmes" +
+      "h.v1.DeleteJobRequest\032\035.jobmesh.v1.Delet" +
+      "eJobResponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobm" +
+      "esh.v1.PauseJobRequest\032\034.jobmesh.v1.Paus" +
+      "eJobResponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.job" +
+      "mesh.v1.ResumeJobRequest\032\035.jobmesh.v1.Re" +
+      "sumeJobResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034." +
+      "jobmesh.v1.RunJobNowRequest\032\035.jobmesh.v1" +
+      ".RunJobNowResponse\"\007\332A\004name\022_\n\tCancelRun" +
+      "\022\034.jobmesh.v1.CancelRunRequest\032\035.jobmesh" +
+      ".v1.CancelRunResponse\"\025\332A\004name\332A\013name,re" +
+      "ason\022Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRun" +
+      "Request\032\035.jobmesh.v1.ReplayRunResponse\"\007" +
+      "\332A\004name\022k\n\013BackfillJob\022\036.jobmesh.v1.Back" +
+      "fillJobRequest\032\037.jobmesh.v1.BackfillJobR" +
+      "esponse\"\033\332A\030name,start_time,end_timeBh\n\016" +
+      "dev.jobmesh.v1B\017JobServiceProtoP\001Z6githu" +
+      "b.com/jobmesh/jobmesh/gen/go/jobmesh/v1;" +
+      "jobmeshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -225,7 +253,9 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
           com.google.api.ClientProto.getDescriptor(),
           com.google.api.FieldBehaviorProto.getDescriptor(),
           com.google.api.ResourceProto.getDescriptor(),
+          com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
+          com.google.protobuf.TimestampProto.getDescriptor(),
           com.google.rpc.StatusProto.getDescriptor(),
           dev.jobmesh.v1.JobProto.getDescriptor(),
           dev.jobmesh.v1.RunProto.getDescriptor(),
@@ -356,11 +386,25 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ReplayRunResponse_descriptor,
         new java.lang.String[] { "Run", });
+    internal_static_jobmesh_v1_BackfillJobRequest_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_jobmesh_v1_BackfillJobRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BackfillJobRequest_descriptor,
+        new java.lang.String[] { "Name", "StartTime", "EndTime", "Pace", "RequestId", });
+    internal_static_jobmesh_v1_BackfillJobResponse_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_jobmesh_v1_BackfillJobResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BackfillJobResponse_descriptor,
+        new java.lang.String[] { "RunCount", "FirstScheduleTime", "LastScheduleTime", "LastDueTime", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
     com.google.api.ResourceProto.getDescriptor();
+    com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
+    com.google.protobuf.TimestampProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
     dev.jobmesh.v1.JobProto.getDescriptor();
     dev.jobmesh.v1.RunProto.getDescriptor();

@@ -293,7 +293,9 @@ public interface RunOrBuilder extends
   /**
    * <pre>
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
-   * `created_after_schedule_time` is set (the run could not have started before it was made).
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -303,7 +305,9 @@ public interface RunOrBuilder extends
   /**
    * <pre>
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
-   * `created_after_schedule_time` is set (the run could not have started before it was made).
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -313,7 +317,9 @@ public interface RunOrBuilder extends
   /**
    * <pre>
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
-   * `created_after_schedule_time` is set (the run could not have started before it was made).
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -518,12 +524,34 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past, or an
-   * occurrence caught up after the mesh was away. Such a run is due at once, and its lateness counts from
-   * `create_time`.
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
    * </pre>
    *
-   * <code>bool created_after_schedule_time = 23 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  java.lang.String getResult();
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  com.google.protobuf.ByteString
+      getResultBytes();
+
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
    * @return The createdAfterScheduleTime.
    */
   boolean getCreatedAfterScheduleTime();
