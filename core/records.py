@@ -101,7 +101,10 @@ REFUSED_CLAIMS = {
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job as stored. `version` grows by one on every change; the etag is derived from it."""
+    """A job as stored. `version` grows by one on every change; the etag is derived from it.
+
+    `next_run_time` is the watcher's cursor, internal: the next occurrence not yet made into a run. The API's
+    `Job.next_run_time` is the schedule's next fire time from now, computed on read (`core.occurrences`)."""
 
     job_id: str
     spec: bytes
@@ -171,6 +174,12 @@ class RunRecord:
     # What a succeeded handler returned, as JSON text.
     result: str | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
+
+    @property
+    def created_after_schedule_time(self) -> bool:
+        """The run was made when its schedule time had already passed: a `run_at` in the past or a caught-up
+        occurrence (due at once; its lateness counts from its create time, `core.lateness`), or a backfill."""
+        return self.create_time > self.schedule_time
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -24,6 +25,7 @@ from jobmesh.core.filters import (
 from jobmesh.core.names import parse_run_name, parse_run_parent
 from jobmesh.core.ports.store import Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.timestamps import utcnow
 from jobmesh.server.authorization import Access
 from jobmesh.server.validation import (
     Violations,
@@ -98,6 +100,8 @@ class JobQueries:
         assert query is not None
         if job_id is not None:
             self._parent_job(job_id, request.parent, access)
+        if not request.show_upcoming:
+            query = dataclasses.replace(query, upcoming_after=utcnow())
         return self._store.list_runs(job_id, query)
 
     def list_audit_events(

@@ -183,6 +183,12 @@ def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> P
     every_namespace = None
     if job_id is None and not query.comparisons and connection.dialect.name == "postgresql":
         statement, every_namespace = _EVERY_RUN, _NAMESPACES_IN_USE
+    if query.upcoming_after is not None:  # as core.filters.is_upcoming
+        statement = statement.where(
+            ~and_(
+                job_runs.c.state == RunState.SCHEDULED.value, job_runs.c.schedule_time > query.upcoming_after
+            )
+        )
     return fetch_page(
         connection,
         statement,

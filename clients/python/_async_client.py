@@ -223,7 +223,13 @@ class AsyncClient:
         return Run.of((await self._call(self._search.GetRun, search.GetRunRequest(name=name))).run)
 
     async def list_runs(
-        self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str = "",
+        order_by: str = "",
+        page_size: int = 0,
+        show_upcoming: bool = False,
     ) -> AsyncIterator[Run]:
         token = ""
         while True:
@@ -233,6 +239,7 @@ class AsyncClient:
                 order_by=order_by,
                 page_size=page_size,
                 page_token=token,
+                show_upcoming=show_upcoming,
             )
             answer = await self._call(self._search.ListRuns, request)
             for run in answer.runs:
@@ -397,6 +404,7 @@ class AsyncClient:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
+        show_upcoming: bool = False,
     ) -> AsyncIterator[RunChanges]:
         """As `Client.watch_runs`: resumed from the last `resume_token` when the server cuts the stream,
         and ended (not raised) when `timeout` passes."""
@@ -407,6 +415,7 @@ class AsyncClient:
                 filter=filter,
                 initial_page_size=initial_page_size,
                 resume_token=token,
+                show_upcoming=show_upcoming,
             )
             call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
             try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import click
@@ -128,6 +128,12 @@ _SPEC_OPTIONS = (
 )
 
 
+def _warn_if_past(run_at: datetime | None) -> None:
+    """A time already passed is accepted and its run starts at once: say so before sending it."""
+    if run_at is not None and run_at <= datetime.now(UTC):
+        click.echo(f"warning: --at {run_at.isoformat()} is in the past: the run starts at once", err=True)
+
+
 def _spec_options(function: Any) -> Any:
     for option in reversed(_SPEC_OPTIONS):
         function = option(function)
@@ -213,7 +219,8 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
       jobmesh jobs create -- sh -c 'echo hello'
       jobmesh jobs create --id nightly --cron '0 3 * * *' --time-zone Europe/Paris --http https://example.com/hook
     """
-    schedule = schedule_of(values.pop("run_at"), values.pop("cron_expression"), values.pop("time_zone"))
+    run_at = values.pop("run_at")
+    schedule = schedule_of(run_at, values.pop("cron_expression"), values.pop("time_zone"))
     target = target_of(
         values.pop("argv"),
         values.pop("http_url"),
@@ -224,6 +231,7 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
     if target is None:
         raise click.UsageError("no target: give a program after `--`, --http URL or --handler NAME")
     fields = _fields(values, {})
+    _warn_if_past(run_at)
     with session.client() as client:
         created = client.create_job(
             schedule or immediately(),
@@ -289,6 +297,7 @@ def update_job(session: Session, job: str, etag: str, **values: Any) -> None:
         fields["target"] = target
     if not fields:
         raise click.UsageError("nothing to update: give at least one field's option")
+    _warn_if_past(values["run_at"])
     with session.client() as client:
         _print(session, [client.update_job(job, etag=etag, **fields)], job_columns(), single=True)
 
@@ -378,6 +387,13 @@ def runs() -> None:
     """Read, follow and steer runs. RUN is `jobs/JOB/runs/ID`."""
 
 
+_UPCOMING = click.option(
+    "--upcoming",
+    is_flag=True,
+    help="include upcoming runs too: those made ahead of their time, still SCHEDULED",
+)
+
+
 @runs.command("list", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
 @click.option(
     "--job",
@@ -391,11 +407,14 @@ def runs() -> None:
 @click.option(
     "--limit", type=click.IntRange(min=0), default=50, show_default=True, help="at most this many (0: all)"
 )
+@_UPCOMING
 @connected
-def list_runs(session: Session, job: str, filter_: str, order_by: str, limit: int) -> None:
+def list_runs(session: Session, *, job: str, filter_: str, order_by: str, limit: int, upcoming: bool) -> None:
     """Lists runs, latest scheduled first, a page at a time."""
     with session.client() as client:
-        found = client.list_runs(job, filter=filter_, order_by=order_by, page_size=min(limit, 1000))
+        found = client.list_runs(
+            job, filter=filter_, order_by=order_by, page_size=min(limit, 1000), show_upcoming=upcoming
+        )
         _print(session, _limited(found, limit), run_columns())
 
 
@@ -496,13 +515,14 @@ def _change(session: Session, run: Run) -> str:
 )
 @click.option("--filter", "filter_", default="", metavar="EXPR", help="for example 'state = RUNNING'")
 @click.option("--timeout", type=Duration(), help="stop watching after this long (exit 0)")
+@_UPCOMING
 @connected
-def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | None) -> None:
+def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | None, upcoming: bool) -> None:
     """Prints the matching runs now, then each change as it happens, until Ctrl-C (or --timeout)."""
     seen = 0
     with session.client() as client:
         try:
-            for changes in client.watch_runs(job, filter=filter_, timeout=timeout):
+            for changes in client.watch_runs(job, filter=filter_, timeout=timeout, show_upcoming=upcoming):
                 session.status.clear()
                 for changed in changes.runs:
                     click.echo(_change(session, changed))

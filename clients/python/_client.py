@@ -234,9 +234,16 @@ class Client:
         return Run.of(self._call(self._search.GetRun, search.GetRunRequest(name=name)).run)
 
     def list_runs(
-        self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str = "",
+        order_by: str = "",
+        page_size: int = 0,
+        show_upcoming: bool = False,
     ) -> Iterator[Run]:
-        """The runs of one job (`jobs/{job}`) or of all (`jobs/-`), a page at a time."""
+        """The runs of one job (`jobs/{job}`) or of all (`jobs/-`), a page at a time. Runs made ahead of
+        their time, still SCHEDULED, come only with `show_upcoming`."""
 
         def page(token: str) -> tuple[list[Run], str]:
             request = search.ListRunsRequest(
@@ -245,6 +252,7 @@ class Client:
                 order_by=order_by,
                 page_size=page_size,
                 page_token=token,
+                show_upcoming=show_upcoming,
             )
             answer = self._call(self._search.ListRuns, request)
             return [Run.of(run) for run in answer.runs], answer.next_page_token
@@ -402,6 +410,7 @@ class Client:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
+        show_upcoming: bool = False,
     ) -> Iterator[RunChanges]:
         """The matching runs now (the first message), then each change as it is committed, for as long as
         the iterator is read. Each message's `resume_token` starts a later stream just after it; a stream
@@ -415,6 +424,7 @@ class Client:
                 filter=filter,
                 initial_page_size=initial_page_size,
                 resume_token=token,
+                show_upcoming=show_upcoming,
             )
             call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
             try:

@@ -125,6 +125,7 @@ class Run:
     update_time: timestamp_pb2.Timestamp
     times_clamped: bool
     namespace: str
+    created_after_schedule_time: bool
     # What its handler returned, decoded from JSON; None when nothing was (see `Task.result_of` for types).
     result: Any
     proto: run_pb2.Run = field(repr=False, compare=False)
@@ -154,6 +155,7 @@ class Run:
             update_time=run.update_time,
             times_clamped=run.times_clamped,
             namespace=run.namespace,
+            created_after_schedule_time=run.created_after_schedule_time,
             result=json.loads(run.result) if run.result else None,
             proto=run,
         )

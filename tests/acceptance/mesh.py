@@ -162,7 +162,12 @@ def runs_of(
     while True:
         page = search.ListRuns(
             search_service_pb2.ListRunsRequest(
-                parent=job, filter=filter_text, page_size=1000, page_token=token, order_by="schedule_time"
+                parent=job,
+                filter=filter_text,
+                page_size=1000,
+                page_token=token,
+                order_by="schedule_time",
+                show_upcoming=True,
             )
         )
         runs.extend(page.runs)

@@ -66,5 +66,10 @@ def test_a_backfill_runs_lateness_counts_from_its_due_time() -> None:
     assert run_lateness(backfilled) is None
     assert run_lateness(replace(backfilled, first_start_time=started)) == timedelta(milliseconds=300)
     assert run_lateness(replace(backfilled, first_start_time=started, attempt=2)) is None
-    by_schedule = replace(backfilled, trigger=RunTrigger.SCHEDULE, first_start_time=started)
+    made_ahead = scheduled - timedelta(
+        minutes=1
+    )  # a scheduled run made after its time counts from its making
+    by_schedule = replace(
+        backfilled, trigger=RunTrigger.SCHEDULE, first_start_time=started, create_time=made_ahead
+    )
     assert run_lateness(by_schedule) == started - scheduled

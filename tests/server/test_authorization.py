@@ -198,11 +198,15 @@ def _list_jobs(api: Api, md: Metadata) -> Any:
 
 def _list_runs(api: Api, md: Metadata) -> Any:
     parent = new_job(api).job.name
-    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent=parent), metadata=md)
+    return api.search.ListRuns(
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent=parent), metadata=md
+    )
 
 
 def _list_all_runs(api: Api, md: Metadata) -> Any:
-    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent="jobs/-"), metadata=md)
+    return api.search.ListRuns(
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-"), metadata=md
+    )
 
 
 def _get_run(api: Api, md: Metadata) -> Any:
@@ -211,7 +215,9 @@ def _get_run(api: Api, md: Metadata) -> Any:
 
 def _watch_runs(api: Api, md: Metadata) -> Any:
     parent = new_job(api).job.name
-    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent=parent), metadata=md)
+    stream = api.search.WatchRuns(
+        search_service_pb2.WatchRunsRequest(show_upcoming=True, parent=parent), metadata=md
+    )
     try:
         return next(stream)
     finally:
@@ -219,7 +225,9 @@ def _watch_runs(api: Api, md: Metadata) -> Any:
 
 
 def _watch_all_runs(api: Api, md: Metadata) -> Any:
-    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent="jobs/-"), metadata=md)
+    stream = api.search.WatchRuns(
+        search_service_pb2.WatchRunsRequest(show_upcoming=True, parent="jobs/-"), metadata=md
+    )
     try:
         return next(stream)
     finally:
@@ -372,19 +380,26 @@ def test_every_rpc_has_a_case_and_every_api_rpc_a_role() -> None:
 def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
     mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
     viewer = as_caller("viewer")
-    asked = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    asked = search_service_pb2.ListRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"'
+    )
     assert list(api.search.ListRuns(asked, metadata=viewer).runs) == []
-    by_job = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    by_job = search_service_pb2.ListRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'job = "{theirs.job.name}"'
+    )
     assert list(api.search.ListRuns(by_job, metadata=viewer).runs) == []
     everything = api.search.ListRuns(
-        search_service_pb2.ListRunsRequest(parent="jobs/-", page_size=1000), metadata=viewer
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-", page_size=1000),
+        metadata=viewer,
     )
     assert {run.namespace for run in everything.runs} == {NAMESPACE}
     assert mine.run.name in {run.name for run in everything.runs}
     jobs = api.search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1000), metadata=viewer).jobs
     assert {job.namespace for job in jobs} == {NAMESPACE}
 
-    watch = search_service_pb2.WatchRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    watch = search_service_pb2.WatchRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"'
+    )
     stream = api.search.WatchRuns(watch, metadata=viewer)
     try:
         first = next(stream)
@@ -395,7 +410,10 @@ def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
     finally:
         stream.cancel()
     everything_watch = api.search.WatchRuns(
-        search_service_pb2.WatchRunsRequest(parent="jobs/-", resume_token=first.resume_token), metadata=viewer
+        search_service_pb2.WatchRunsRequest(
+            show_upcoming=True, parent="jobs/-", resume_token=first.resume_token
+        ),
+        metadata=viewer,
     )
     try:
         seen: list[run_pb2.Run] = []
@@ -418,7 +436,7 @@ def test_a_page_token_of_another_namespaces_caller_shows_nothing_of_that_namespa
         job.labels["case"] = case
         api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=unique()))
     scope = f'labels.case = "{case}"'
-    runs = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=scope, page_size=1)
+    runs = search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-", filter=scope, page_size=1)
     jobs = search_service_pb2.ListJobsRequest(filter=scope, page_size=1)
     runs.page_token = api.search.ListRuns(runs, metadata=as_caller("other-namespace")).next_page_token
     jobs.page_token = api.search.ListJobs(jobs, metadata=as_caller("other-namespace")).next_page_token

@@ -27,7 +27,14 @@ function Timings({ run }: { run: Run }) {
       <dt>Trigger</dt>
       <dd data-figure="trigger">{(RunTrigger[run.trigger] ?? "").toLowerCase().replaceAll("_", " ")}</dd>
       <dt>Scheduled</dt>
-      <dd>{formatTime(run.scheduleTime)}</dd>
+      <dd>
+        {formatTime(run.scheduleTime)}
+        {run.createdAfterScheduleTime ? (
+          <span className="badge" data-mark="created-after-schedule-time" title="lateness counts from when the run was made">
+            {" "}already passed when made: ran at once
+          </span>
+        ) : null}
+      </dd>
       <dt>Due (this attempt)</dt>
       <dd>{formatTime(run.dueTime)}</dd>
       <dt>Queued</dt>

@@ -252,8 +252,10 @@ type Run struct {
 	Progress float64 `protobuf:"fixed64,12,opt,name=progress,proto3" json:"progress,omitempty"`
 	// A short progress message reported by the target.
 	ProgressMessage string `protobuf:"bytes,13,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
-	// How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-	// is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+	// How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+	// `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+	// run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+	// once it was retried.
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`
@@ -275,9 +277,13 @@ type Run struct {
 	Namespace string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
 	// returned nothing (None) or when the target is not a handler.
-	Result        string `protobuf:"bytes,23,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Result string `protobuf:"bytes,23,opt,name=result,proto3" json:"result,omitempty"`
+	// True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+	// caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+	// run.
+	CreatedAfterScheduleTime bool `protobuf:"varint,24,opt,name=created_after_schedule_time,json=createdAfterScheduleTime,proto3" json:"created_after_schedule_time,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -469,6 +475,13 @@ func (x *Run) GetResult() string {
 		return x.Result
 	}
 	return ""
+}
+
+func (x *Run) GetCreatedAfterScheduleTime() bool {
+	if x != nil {
+		return x.CreatedAfterScheduleTime
+	}
+	return false
 }
 
 // Why an attempt failed.
@@ -713,7 +726,7 @@ var File_jobmesh_v1_run_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/run.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\n" +
 	"\n" +
 	"\x03Run\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12\x1e\n" +
@@ -743,7 +756,8 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"updateTime\x12)\n" +
 	"\rtimes_clamped\x18\x15 \x01(\bB\x04\xe2A\x01\x03R\ftimesClamped\x12\"\n" +
 	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace\x12\x1c\n" +
-	"\x06result\x18\x17 \x01(\tB\x04\xe2A\x01\x03R\x06result:6\xeaA3\n" +
+	"\x06result\x18\x17 \x01(\tB\x04\xe2A\x01\x03R\x06result\x12C\n" +
+	"\x1bcreated_after_schedule_time\x18\x18 \x01(\bB\x04\xe2A\x01\x03R\x18createdAfterScheduleTime:6\xeaA3\n" +
 	"\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +

@@ -162,6 +162,7 @@ class Run(_message.Message):
     TIMES_CLAMPED_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Resource name, `jobs/{job}/runs/{run}`."""
     attempt: _builtins.int
@@ -191,6 +192,11 @@ class Run(_message.Message):
     """What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
     returned nothing (None) or when the target is not a handler.
     """
+    created_after_schedule_time: _builtins.bool
+    """True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+    caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+    run.
+    """
     @_builtins.property
     def schedule_time(self) -> _timestamp_pb2.Timestamp:
         """When the occurrence is due: the instant it must not start before."""
@@ -217,8 +223,10 @@ class Run(_message.Message):
 
     @_builtins.property
     def lateness(self) -> _duration_pb2.Duration:
-        """How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-        is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+        """How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+        `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+        run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+        once it was retried.
         """
 
     @_builtins.property
@@ -263,10 +271,11 @@ class Run(_message.Message):
         times_clamped: _builtins.bool = ...,
         namespace: _builtins.str = ...,
         result: _builtins.str = ...,
+        created_after_schedule_time: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "create_time", b"create_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "schedule_time", b"schedule_time", "start_time", b"start_time", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "create_time", b"create_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "executor", b"executor", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "name", b"name", "namespace", b"namespace", "previous_attempts", b"previous_attempts", "progress", b"progress", "progress_message", b"progress_message", "replay_of", b"replay_of", "result", b"result", "schedule_time", b"schedule_time", "start_time", b"start_time", "state", b"state", "times_clamped", b"times_clamped", "trigger", b"trigger", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "create_time", b"create_time", "created_after_schedule_time", b"created_after_schedule_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "executor", b"executor", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "name", b"name", "namespace", b"namespace", "previous_attempts", b"previous_attempts", "progress", b"progress", "progress_message", b"progress_message", "replay_of", b"replay_of", "result", b"result", "schedule_time", b"schedule_time", "start_time", b"start_time", "state", b"state", "times_clamped", b"times_clamped", "trigger", b"trigger", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__exit_code: _TypeAlias = _typing.Literal["exit_code"]  # noqa: Y015
     _WhichOneofArgType__exit_code: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code"]  # noqa: Y015

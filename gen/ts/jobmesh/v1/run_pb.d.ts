@@ -109,8 +109,10 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
   progressMessage: string;
 
   /**
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */
@@ -181,6 +183,15 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
    * @generated from field: string result = 23;
    */
   result: string;
+
+  /**
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   *
+   * @generated from field: bool created_after_schedule_time = 24;
+   */
+  createdAfterScheduleTime: boolean;
 };
 
 /**

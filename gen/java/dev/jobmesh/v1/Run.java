@@ -518,8 +518,10 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -531,8 +533,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -544,8 +548,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -916,6 +922,23 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER = 24;
+  private boolean createdAfterScheduleTime_ = false;
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  @java.lang.Override
+  public boolean getCreatedAfterScheduleTime() {
+    return createdAfterScheduleTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -998,6 +1021,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 23, result_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      output.writeBool(24, createdAfterScheduleTime_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1093,6 +1119,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(23, result_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(24, createdAfterScheduleTime_);
     }
     return size;
   }
@@ -1196,6 +1226,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getNamespace())) return false;
     if (!getResult()
         .equals(other.getResult())) return false;
+    if (getCreatedAfterScheduleTime()
+        != other.getCreatedAfterScheduleTime()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1279,6 +1311,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getNamespace().hashCode();
     hash = (37 * hash) + RESULT_FIELD_NUMBER;
     hash = (53 * hash) + getResult().hashCode();
+    hash = (37 * hash) + CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getCreatedAfterScheduleTime());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1499,6 +1534,7 @@ private static final long serialVersionUID = 0L;
       timesClamped_ = false;
       namespace_ = "";
       result_ = "";
+      createdAfterScheduleTime_ = false;
       return this;
     }
 
@@ -1643,6 +1679,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00400000) != 0)) {
         result.result_ = result_;
       }
+      if (((from_bitField0_ & 0x00800000) != 0)) {
+        result.createdAfterScheduleTime_ = createdAfterScheduleTime_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1761,6 +1800,9 @@ private static final long serialVersionUID = 0L;
         result_ = other.result_;
         bitField0_ |= 0x00400000;
         onChanged();
+      }
+      if (other.getCreatedAfterScheduleTime() != false) {
+        setCreatedAfterScheduleTime(other.getCreatedAfterScheduleTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1929,6 +1971,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00400000;
               break;
             } // case 186
+            case 192: {
+              createdAfterScheduleTime_ = input.readBool();
+              bitField0_ |= 0x00800000;
+              break;
+            } // case 192
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3373,8 +3420,10 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3385,8 +3434,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3401,8 +3452,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3420,8 +3473,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3439,8 +3494,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3465,8 +3522,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3483,8 +3542,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3496,8 +3557,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3512,8 +3575,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-     * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -4702,6 +4767,56 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       result_ = value;
       bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+
+    private boolean createdAfterScheduleTime_ ;
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The createdAfterScheduleTime.
+     */
+    @java.lang.Override
+    public boolean getCreatedAfterScheduleTime() {
+      return createdAfterScheduleTime_;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The createdAfterScheduleTime to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCreatedAfterScheduleTime(boolean value) {
+
+      createdAfterScheduleTime_ = value;
+      bitField0_ |= 0x00800000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCreatedAfterScheduleTime() {
+      bitField0_ = (bitField0_ & ~0x00800000);
+      createdAfterScheduleTime_ = false;
       onChanged();
       return this;
     }

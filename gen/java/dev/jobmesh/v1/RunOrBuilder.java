@@ -292,8 +292,10 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -302,8 +304,10 @@ public interface RunOrBuilder extends
   boolean hasLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -312,8 +316,10 @@ public interface RunOrBuilder extends
   com.google.protobuf.Duration getLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`; for a backfill run, whose schedule time
-   * is in the past, `start_time - due_time` (when its pace released it), and unset once it was retried.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -537,4 +543,16 @@ public interface RunOrBuilder extends
    */
   com.google.protobuf.ByteString
       getResultBytes();
+
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  boolean getCreatedAfterScheduleTime();
 }
