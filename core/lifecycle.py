@@ -25,12 +25,13 @@ from datetime import datetime
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import send_dead_letters
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreFailure
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.records import CANCELLED_ERROR_TYPE, TERMINAL_RUN_STATES, RunRecord, RunState
+from jobmesh.core.records import TERMINAL_RUN_STATES, RunRecord, RunState
 from jobmesh.core.retries import decide
 from jobmesh.v1 import job_pb2
 
@@ -167,7 +168,7 @@ def _not_stored(report: EndReport) -> EndReport:
             reported.end_time,
             reported.start_time,
             reported.exit_code,
-            "ResultNotStored",
+            ErrorType.RESULT_NOT_STORED,
             "the executor's report of this attempt could not be stored; see the server log",
         )
 
@@ -189,7 +190,7 @@ def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome
     return dataclasses.replace(
         outcome,
         state=RunState.CANCELLED,
-        error_type=CANCELLED_ERROR_TYPE,
+        error_type=ErrorType.CANCELLED,
         error_message=run.error_message or "cancelled",
     )
 

@@ -71,9 +71,6 @@ class RunTrigger(enum.StrEnum):
     BACKFILL = "BACKFILL"  # one occurrence of the job's schedule in a past range (core/backfill.py)
 
 
-CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
-
-
 @dataclass(frozen=True, slots=True)
 class Withdrawal:
     """The pending runs (PENDING_RUN_STATES: not yet claimed by an executor) of a job that a change of the job

@@ -7,7 +7,8 @@ import json
 from dataclasses import replace
 
 from jobmesh.core.attempts import AttemptOutcome
-from jobmesh.core.limits import MAX_RESULT_BYTES, RESULT_NOT_SERIALIZABLE, RESULT_TOO_LARGE
+from jobmesh.core.error_types import ErrorType
+from jobmesh.core.limits import MAX_RESULT_BYTES
 from jobmesh.core.records import RunState
 
 
@@ -28,7 +29,7 @@ def encode_result(value: object) -> str | None:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         raise ResultRefused(
-            RESULT_NOT_SERIALIZABLE, f"the return value is not JSON-serialisable: {exc}"
+            ErrorType.RESULT_NOT_SERIALIZABLE, f"the return value is not JSON-serialisable: {exc}"
         ) from None
     if not text.isascii():
         try:
@@ -47,14 +48,16 @@ def check_result(text: str) -> None:
     try:
         json.loads(text)
     except ValueError as exc:
-        raise ResultRefused(RESULT_NOT_SERIALIZABLE, f"the reported result is not JSON text: {exc}") from None
+        raise ResultRefused(
+            ErrorType.RESULT_NOT_SERIALIZABLE, f"the reported result is not JSON text: {exc}"
+        ) from None
 
 
 def _check_size(text: str) -> None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_RESULT_BYTES:
         raise ResultRefused(
-            RESULT_TOO_LARGE,
+            ErrorType.RESULT_TOO_LARGE,
             f"the return value is {size:,} bytes of JSON, over the limit of {MAX_RESULT_BYTES:,}:"
             " keep large data elsewhere and return a reference to it",
         )

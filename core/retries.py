@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.backoff import backoff_delay
+from jobmesh.core.error_types import FINAL_ERROR_TYPES
 from jobmesh.core.records import RunState
 from jobmesh.core.timestamps import to_timedelta
 from jobmesh.v1 import job_pb2
@@ -17,11 +18,6 @@ DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
 RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
 # Errors that another attempt cannot cure, whatever the job's policy says: the run fails, or dead-letters when
 # it had a retry policy, at once rather than after burning its retries.
-TARGET_NOT_ALLOWED = (
-    "TargetNotAllowed"  # the executor's allowlist refused the command or the HTTP destination
-)
-SECRET_NOT_FOUND = "SecretNotFound"  # a `secret://NAME` the executor's secret source does not hold
-FINAL_ERROR_TYPES = frozenset({TARGET_NOT_ALLOWED, SECRET_NOT_FOUND})
 
 
 def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> timedelta:

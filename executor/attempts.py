@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
 from jobmesh.core.metrics import EXECUTOR_SLOTS_IN_USE
@@ -218,7 +219,7 @@ class Attempts:
                 )
             except Exception as exc:
                 log.exception("attempt %s failed inside the executor", attempt.key)
-                outcome = failed("ExecutorError", f"{type(exc).__name__}: {exc}")
+                outcome = failed(ErrorType.EXECUTOR_ERROR, f"{type(exc).__name__}: {exc}")
             self._report(attempt, outcome)
         finally:
             del self._held[attempt.key]
@@ -241,12 +242,13 @@ class Attempts:
         reason = attempt.stop.reason
         if reason is StopReason.CANCEL:
             self._report(
-                attempt, TargetOutcome(run_pb2.RUN_STATE_CANCELLED, None, "Cancelled", attempt.stop.message)
+                attempt,
+                TargetOutcome(run_pb2.RUN_STATE_CANCELLED, None, ErrorType.CANCELLED, attempt.stop.message),
             )
         elif reason is StopReason.DRAIN:
-            self._report(attempt, failed("Drained", attempt.stop.message))
+            self._report(attempt, failed(ErrorType.DRAINED, attempt.stop.message))
         elif reason is StopReason.CONTACT_LOST:
-            self._report(attempt, failed("ContactLost", attempt.stop.message))
+            self._report(attempt, failed(ErrorType.CONTACT_LOST, attempt.stop.message))
 
     def _report(self, attempt: Attempt, outcome: TargetOutcome) -> None:
         if attempt.stop.reason is StopReason.FENCE:

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
-from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
 from jobmesh.core.run_identity import identity_environment, trace_environment
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
@@ -58,13 +58,13 @@ async def run_command(
     when tracing is off) (core/run_identity).
     `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
-        return failed("SpawnError", "the command has no argv")
+        return failed(ErrorType.SPAWN_ERROR, "the command has no argv")
     try:
         resolved = resolve_env(command.env, secrets, scope)
     except SecretMissing as exc:
-        return failed(SECRET_NOT_FOUND, str(exc))
+        return failed(ErrorType.SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:
-        return failed("SecretSourceError", str(exc))
+        return failed(ErrorType.SECRET_SOURCE_ERROR, str(exc))
     own = sandbox.environment() if sandbox is not None else {}
     env = {**policy.environment(os.environ), **own, **resolved.env, **identity_environment(identity)}
     if trace_context:
@@ -73,9 +73,11 @@ async def run_command(
         policy.check_env(command.env)
         program = policy.check_command(command.argv[0], command.working_dir, env)
     except TargetRefused as exc:
-        return failed(TARGET_NOT_ALLOWED, str(exc))
+        return failed(ErrorType.TARGET_NOT_ALLOWED, str(exc))
     if program is None:
-        return failed("SpawnError", f"cannot start {command.argv[0]!r}: not found on the command's PATH")
+        return failed(
+            ErrorType.SPAWN_ERROR, f"cannot start {command.argv[0]!r}: not found on the command's PATH"
+        )
     redactor = Redactor(resolved.secrets)
     outcome = await _run([program, *command.argv[1:]], command, env, redactor, io, stop, sandbox)
     return dataclasses.replace(outcome, error_message=redactor.text(outcome.error_message))
@@ -121,7 +123,7 @@ async def _run(  # noqa: PLR0917 - the command's parts, resolved
         for fd in (*stdout, *stderr, *control, *status):
             os.close(fd)
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return failed("SpawnError", f"cannot start {command.argv[0]!r}{where}: {detail}")
+        return failed(ErrorType.SPAWN_ERROR, f"cannot start {command.argv[0]!r}{where}: {detail}")
     for fd in (stdout[1], stderr[1], control[0], status[1]):
         os.close(fd)
     tree = _Tree(control[1])
@@ -290,12 +292,14 @@ def _outcome_of(line: str, program: str, where: str, supervisor_code: int | None
         code = int(value)
         if code == 0:
             return TargetOutcome(SUCCEEDED.state, exit_code=0)
-        return failed("ExitCode", f"exited with code {code}", exit_code=code)
+        return failed(ErrorType.EXIT_CODE, f"exited with code {code}", exit_code=code)
     if kind == "signal" and value.isdigit():
-        return failed("Signal", f"killed by signal {_signal_name(int(value))}")
+        return failed(ErrorType.SIGNAL, f"killed by signal {_signal_name(int(value))}")
     if kind == "spawn-error":
-        return failed("SpawnError", f"cannot start {program!r}{where}: {value}")
-    return failed("SupervisorError", f"the command's supervisor ended without a status ({supervisor_code})")
+        return failed(ErrorType.SPAWN_ERROR, f"cannot start {program!r}{where}: {value}")
+    return failed(
+        ErrorType.SUPERVISOR_ERROR, f"the command's supervisor ended without a status ({supervisor_code})"
+    )
 
 
 async def _terminate(tree: _Tree, stop: Stop, ended: asyncio.Task[str], io: AttemptIO) -> None:

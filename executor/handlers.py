@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import replace
 
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.results import ResultRefused, encode_result
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
@@ -144,7 +145,9 @@ async def run_handler(
     function = registry.get(target.name)
     if function is None:
         known = ", ".join(registry.names()) or "none"
-        return failed("UnknownHandler", f"no handler {target.name!r} in this executor (it has: {known})")
+        return failed(
+            ErrorType.UNKNOWN_HANDLER, f"no handler {target.name!r} in this executor (it has: {known})"
+        )
     context = HandlerContext(payload=bytes(target.payload), run=run, attempt=attempt, io=io)
     if _is_async(function):
         call: asyncio.Future[object] = asyncio.ensure_future(_call_async(function, context))
@@ -159,7 +162,7 @@ async def run_handler(
             result = await result
     except asyncio.CancelledError:
         if stop.requested:
-            return failed("Cancelled", "the handler was cancelled")
+            return failed(ErrorType.CANCELLED, "the handler was cancelled")
         raise
     except BaseException as exc:  # SystemExit from a handler ends its attempt, not the executor
         for line in traceback.format_exception(exc):
@@ -199,7 +202,7 @@ async def _stop(
         call.cancel()
     elif not call.cancelled():
         call.exception()  # retrieved: its outcome no longer matters
-    return failed("Stopped", "the handler was stopped")
+    return failed(ErrorType.STOPPED, "the handler was stopped")
 
 
 async def _call_async(function: Handler, context: HandlerContext) -> object:

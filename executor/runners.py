@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.executor.clock import seconds_of
@@ -86,19 +87,21 @@ async def _by_kind(
         return await run_handler(
             handler, handlers, run=identity.run_name, attempt=identity.attempt, io=io, stop=stop
         )
-    return failed("InvalidTarget", "the run has no target")
+    return failed(ErrorType.INVALID_TARGET, "the run has no target")
 
 
 def _after_stop(stop: Stop, outcome: TargetOutcome) -> TargetOutcome:
     """A requested stop decides the state; the exit code is kept when the target exited."""
     if stop.reason is StopReason.TIMEOUT:
-        return TargetOutcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, "Timeout", stop.message)
+        return TargetOutcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, ErrorType.TIMEOUT, stop.message)
     if stop.reason is StopReason.CANCEL:
         return TargetOutcome(
-            run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, "Cancelled", stop.message or "cancelled"
+            run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, ErrorType.CANCELLED, stop.message or "cancelled"
         )
     if stop.reason is StopReason.DRAIN:
-        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "Drained", stop.message)
+        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, ErrorType.DRAINED, stop.message)
     if stop.reason is StopReason.CONTACT_LOST:
-        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, "ContactLost", stop.message)
+        return TargetOutcome(
+            run_pb2.RUN_STATE_FAILED, outcome.exit_code, ErrorType.CONTACT_LOST, stop.message
+        )
     return outcome  # no stop, or a fence: a fenced outcome is never reported

@@ -16,7 +16,7 @@ import ssl
 import urllib.parse
 
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.run_identity import with_idempotency_key
 from jobmesh.core.secret_refs import SECRET_SCHEME
 from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed
@@ -55,9 +55,9 @@ async def run_http(
     try:
         headers, body_text, values = _resolved(target, secrets, scope)
     except SecretMissing as exc:
-        return failed(SECRET_NOT_FOUND, str(exc))
+        return failed(ErrorType.SECRET_NOT_FOUND, str(exc))
     except SecretSourceError as exc:
-        return failed("SecretSourceError", str(exc))
+        return failed(ErrorType.SECRET_SOURCE_ERROR, str(exc))
     headers = with_idempotency_key(headers, identity)
     redactor = Redactor(tuple(values))
     outcome = await _call(target, headers, body_text, io, stop, timeout, policy, redactor)
@@ -95,9 +95,9 @@ async def _call(  # noqa: PLR0917 - the call's parts, resolved
         url = urllib.parse.urlsplit(target.url)
         url.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as exc:
-        return failed("HttpError", f"bad URL {target.url!r}: {exc}")
+        return failed(ErrorType.HTTP_ERROR, f"bad URL {target.url!r}: {exc}")
     if url.scheme.lower() not in {"http", "https"} or not url.hostname:
-        return failed("HttpError", f"not an http or https URL with a host: {target.url!r}")
+        return failed(ErrorType.HTTP_ERROR, f"not an http or https URL with a host: {target.url!r}")
     body = resolved_body if resolved_body or method not in _BODYLESS else None
     headers = {"User-Agent": USER_AGENT, **resolved_headers}
     call = in_daemon_thread(
@@ -106,19 +106,19 @@ async def _call(  # noqa: PLR0917 - the call's parts, resolved
     await until_done_or(call, stop.wait())
     if not call.done():
         call.cancel()
-        return failed("HttpError", "the call was abandoned")
+        return failed(ErrorType.HTTP_ERROR, "the call was abandoned")
     try:
         status, reason, text = call.result()
     except TargetRefused as exc:
-        return failed(TARGET_NOT_ALLOWED, f"{method} {target.url} refused: {exc}")
+        return failed(ErrorType.TARGET_NOT_ALLOWED, f"{method} {target.url} refused: {exc}")
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        return failed("HttpError", f"{method} {target.url} failed: {exc}")
+        return failed(ErrorType.HTTP_ERROR, f"{method} {target.url} failed: {exc}")
     io.log(run_pb2.LOG_STREAM_SYSTEM, f"{method} {target.url} -> {status} {reason}")
     for line in redactor.text(text).splitlines():  # a server may echo what it was sent
         io.log(run_pb2.LOG_STREAM_STDOUT, line)
     if 200 <= status < 300:
         return TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED)
-    return failed("HttpStatus", f"{method} {target.url} answered {status} {reason}".rstrip())
+    return failed(ErrorType.HTTP_STATUS, f"{method} {target.url} answered {status} {reason}".rstrip())
 
 
 def _send(  # noqa: PLR0917 - the request's parts

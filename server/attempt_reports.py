@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 # the server's record.
 CLOCK_TOLERANCE = timedelta(seconds=1)
 # The error type of an attempt that its executor's new stream does not hold (see `AttemptReports.connected`).
-NOT_HELD = "NotHeld"
 
 _CLAIM_OUTCOMES = {
     ClaimStatus.GRANTED: pb.CLAIM_OUTCOME_GRANTED,
@@ -481,4 +481,4 @@ def clamp_times(
 
 def _not_held(executor: str, why: str, now: datetime, run: RunRecord) -> AttemptOutcome:
     message = f"executor {executor} {why}: nobody holds it"
-    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, NOT_HELD, message)
+    return AttemptOutcome(RunState.FAILED, now, run.start_time, None, ErrorType.NOT_HELD, message)

@@ -204,3 +204,56 @@ def _growing_power(node: ast.AST) -> bool:
 def test_one_backoff_function() -> None:
     """Retries, the executor's reconnects and the Redis subscriber's all wait by core.backoff alone."""
     assert [place.split(":")[0] for place in growing_powers(MESH_FOLDERS)] == ["core/backoff.py"]
+
+
+def literals_of(folders: tuple[str, ...], values: frozenset[str], but: tuple[str, ...]) -> list[str]:
+    """Where the folders' sources hold one of `values` as a string literal, but in the files `but`."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where in but or where.startswith(but):
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            exported = {id(node) for node in _exports(tree)}  # a class of that name, in `__all__`
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value in values and id(node) not in exported:
+                    found.append(f"{where}:{getattr(node, 'lineno', 0)}: {node.value}")
+    return found
+
+
+def _exports(tree: ast.Module) -> list[ast.AST]:
+    return [
+        element
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == "__all__" for target in statement.targets)
+        for element in ast.walk(statement.value)
+    ]
+
+
+def test_error_types_and_state_names_are_written_in_core_alone() -> None:
+    """Core's lists are the only place an error type or a state is spelled; migrations keep the names they
+    were written with, and are history."""
+    from jobmesh.core.error_types import ErrorType
+    from jobmesh.core.records import JobState, RunState
+
+    values = frozenset({*ErrorType, *RunState, *JobState}) - {""}
+    but = ("core/error_types.py", "core/records.py", "adapters/store/migrations/")
+    assert literals_of(MESH_FOLDERS, frozenset(str(value) for value in values), but) == []
+
+
+def test_error_types_are_all_documented_in_the_contract() -> None:
+    from jobmesh.core.error_types import ErrorType
+
+    contract = (REPO / "protos" / "jobmesh" / "v1" / "job.proto").read_text(encoding="utf-8")
+    assert [str(kind) for kind in ErrorType if f"`{kind}`" not in contract] == []
+
+
+def test_the_literal_check_finds_a_spelled_out_error_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text('__all__ = ["Timeout"]\nclass Timeout: ...\nKIND = "Timeout"\n')
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert literals_of(("a",), frozenset({"Timeout"}), ()) == ["a/m.py:3: Timeout"]

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport
 from jobmesh.core.metrics import HEARTBEATS_LOST, RUNS_REQUEUED
@@ -125,7 +126,9 @@ def _heartbeat_lost(now: datetime, run: RunRecord) -> AttemptOutcome | None:
         return None
     heard = [moment for moment in (run.start_time, run.last_heartbeat_time) if moment is not None]
     ended = min(max(heard, default=now), now)
-    return AttemptOutcome(RunState.FAILED, ended, run.start_time, None, "HeartbeatLost", _silence(run))
+    return AttemptOutcome(
+        RunState.FAILED, ended, run.start_time, None, ErrorType.HEARTBEAT_LOST, _silence(run)
+    )
 
 
 def _silence(run: RunRecord) -> str:

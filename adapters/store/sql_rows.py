@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobmesh.adapters.store.schema import job_runs, jobs
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.records import (
-    CANCELLED_ERROR_TYPE,
     AttemptRecord,
     JobRecord,
     JobState,
@@ -44,7 +44,7 @@ def cancelled_values(reason: str, now: datetime) -> dict[str, Any]:
         "state": RunState.CANCELLED.value,
         "end_time": now,
         "update_time": now,
-        "error_type": CANCELLED_ERROR_TYPE,
+        "error_type": ErrorType.CANCELLED,
         "error_message": reason,
     }
 
@@ -54,7 +54,7 @@ def cancelling_values(reason: str, now: datetime) -> dict[str, Any]:
     return {
         "state": RunState.CANCELLING.value,
         "update_time": now,
-        "error_type": CANCELLED_ERROR_TYPE,
+        "error_type": ErrorType.CANCELLED,
         "error_message": reason,
     }
 

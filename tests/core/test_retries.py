@@ -7,8 +7,9 @@ import pytest
 from google.protobuf import duration_pb2
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.records import RunState
-from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED, backoff, decide
+from jobmesh.core.retries import backoff, decide
 from jobmesh.v1 import job_pb2
 
 END = datetime(2026, 1, 1, tzinfo=UTC)
@@ -81,7 +82,7 @@ def test_non_retryable_errors_and_successes_are_final() -> None:
     assert _end(1, RunState.CANCELLED, policy).run_state is RunState.CANCELLED
 
 
-@pytest.mark.parametrize("error", [TARGET_NOT_ALLOWED, SECRET_NOT_FOUND])
+@pytest.mark.parametrize("error", [ErrorType.TARGET_NOT_ALLOWED, ErrorType.SECRET_NOT_FOUND])
 def test_a_refused_target_or_a_missing_secret_is_final_whatever_the_policy(error: str) -> None:
     """Another attempt would be refused the same way: the run dead-letters at once, or simply fails."""
     assert _end(1, RunState.FAILED, _policy(max_attempts=5), error).run_state is RunState.DEAD_LETTERED

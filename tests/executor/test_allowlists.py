@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jobmesh.core.retries import TARGET_NOT_ALLOWED
+from jobmesh.core.error_types import ErrorType
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import SAFE_PATH, ExecutionPolicy
@@ -42,7 +42,7 @@ def run(target: job_pb2.Target, policy: ExecutionPolicy) -> tuple[TargetOutcome,
 def refused(outcome: TargetOutcome, rule: str) -> bool:
     return (
         outcome.state == run_pb2.RUN_STATE_FAILED
-        and outcome.error_type == TARGET_NOT_ALLOWED
+        and outcome.error_type == ErrorType.TARGET_NOT_ALLOWED
         and rule in outcome.error_message
     )
 

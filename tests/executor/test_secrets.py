@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from jobmesh.core.error_types import ErrorType
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
-from jobmesh.core.retries import SECRET_NOT_FOUND
 from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
@@ -88,7 +88,7 @@ def test_a_missing_secret_fails_final_with_its_name_and_nothing_runs(tmp_path: P
     marker = tmp_path / "ran"
     source = open_secret_source("env:JOBMESH_SECRET_", {"JOBMESH_SECRET_OTHER": VALUE})
     outcome, _ = run(f"touch {marker}", source)
-    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND)
+    assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, ErrorType.SECRET_NOT_FOUND)
     assert "'TOKEN'" in outcome.error_message
     assert VALUE not in outcome.error_message
     assert not marker.exists()
@@ -163,7 +163,10 @@ def test_a_job_resolves_only_its_own_namespaces_secrets(tmp_path: Path) -> None:
     assert in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://team-a/TOKEN"}).exit_code == 0
     for reference in ("secret://B_ONLY", "secret://team-b/B_ONLY"):
         outcome = in_namespace("true", source, "team-a", {"X": reference})
-        assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND), reference
+        assert (outcome.state, outcome.error_type) == (
+            run_pb2.RUN_STATE_FAILED,
+            ErrorType.SECRET_NOT_FOUND,
+        ), reference
         assert "b-value" not in outcome.error_message
     default = in_namespace('test "$TOKEN" = default', source, "default", {"TOKEN": "secret://TOKEN"})
     assert default.state == run_pb2.RUN_STATE_SUCCEEDED
@@ -176,7 +179,7 @@ def test_an_env_source_holds_the_default_namespaces_secrets_only() -> None:
         == run_pb2.RUN_STATE_SUCCEEDED
     )
     outcome = in_namespace(CHECK, source, "team-a", {"TOKEN": "secret://TOKEN"})
-    assert outcome.error_type == SECRET_NOT_FOUND
+    assert outcome.error_type == ErrorType.SECRET_NOT_FOUND
     assert "namespace 'team-a'" in outcome.error_message
 
 
@@ -209,7 +212,10 @@ def test_a_secret_granted_to_other_queues_is_not_resolved(tmp_path: Path) -> Non
     ):
         for queue in ("q1", ""):
             outcome = on_queue(target, source, queue, "team-a/TOKEN=q2")
-            assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND)
+            assert (outcome.state, outcome.error_type) == (
+                run_pb2.RUN_STATE_FAILED,
+                ErrorType.SECRET_NOT_FOUND,
+            )
             assert "granted to the queues q2 only" in outcome.error_message
             assert f"queue {queue or 'default'!r}" in outcome.error_message
             assert VALUE not in outcome.error_message

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jobmesh.core.retries import SECRET_NOT_FOUND
+from jobmesh.core.error_types import ErrorType
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import ExecutionPolicy
@@ -190,6 +190,9 @@ def test_a_webhook_resolves_only_its_own_namespaces_secrets(site: Site, tmp_path
     for header in ("secret://ONLY_B", "secret://team-b/ONLY_B"):  # B's, plain or qualified
         theirs = job_pb2.Target.Http(url=f"{site.url}/echo", headers={"Authorization": header})
         outcome, _ = call(theirs, secrets=secrets, namespace="team-a")
-        assert (outcome.state, outcome.error_type) == (run_pb2.RUN_STATE_FAILED, SECRET_NOT_FOUND), header
+        assert (outcome.state, outcome.error_type) == (
+            run_pb2.RUN_STATE_FAILED,
+            ErrorType.SECRET_NOT_FOUND,
+        ), header
         assert "b-token" not in outcome.error_message
     assert len(site.received) == 1  # nothing was sent for B's

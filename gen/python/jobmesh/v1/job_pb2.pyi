@@ -544,7 +544,33 @@ class RetryPolicy(_message.Message):
 
     @_builtins.property
     def non_retryable_error_types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Error types (`RunError.type`) that are never retried."""
+        """Error types (`RunError.type`) that are never retried. The mesh gives these (`core/error_types.py`):
+          - `ExitCode`: it exited with a code other than 0.
+          - `Signal`: a signal killed it.
+          - `SpawnError`: it could not be started (no argv, not found, not executable).
+          - `SupervisorError`: its supervisor ended without telling its status.
+          - `HttpError`: a bad URL, or the call failed or was abandoned.
+          - `HttpStatus`: the call was answered with a status that is not 2xx.
+          - `UnknownHandler`: no handler of that name in the executor.
+          - `InvalidTaskArguments`: a Python task's payload does not fit its signature.
+          - `ResultTooLarge`: the return value is over the result cap.
+          - `ResultNotSerializable`: the return value is not JSON.
+          - `TargetNotAllowed`: its allowlist refused the command or the HTTP destination.
+          - `SecretNotFound`: a `secret://NAME` its secret source does not hold.
+          - `SecretSourceError`: its secret source failed.
+          - `InvalidTarget`: the run has no target.
+          - `ExecutorError`: an error of the executor's own, not the target's.
+          - `Timeout`: the job's execution timeout passed.
+          - `Cancelled`: by a call, a pause, a delete, a schedule change or an overlap policy.
+          - `Stopped`: a handler stopped by its executor.
+          - `Drained`: the executor drained (SIGTERM) before the attempt ended.
+          - `ContactLost`: the executor lost the server and the signal bus for its heartbeat timeout.
+          - `HeartbeatLost`: no heartbeat for its timeout: the executor died or was cut off.
+          - `NotHeld`: the executor, connected again, no longer holds it.
+          - `ResultNotStored`: the database refused the reported result.
+        A Python handler's exception reports its `jobmesh_error_type`, or its qualified name (`ValueError`,
+        `billing.CardDeclined`). `TargetNotAllowed` and `SecretNotFound` are never retried whatever this says.
+        """
 
     def __init__(
         self,
