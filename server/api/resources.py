@@ -75,8 +75,8 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
     if record.error_type or record.error_message:
         run.error.type = record.error_type or ""
         run.error.message = record.error_message or ""
-    if record.first_start_time is not None:
-        run.lateness.CopyFrom(to_duration(record.first_start_time - record.schedule_time))
+    if (lateness := record.lateness()) is not None:
+        run.lateness.CopyFrom(to_duration(lateness))
     run.previous_attempts.extend(attempt_to_proto(attempt) for attempt in record.previous_attempts)
     return run
 
