@@ -169,8 +169,9 @@ class RunRecord:
 
     def lateness(self) -> timedelta | None:
         """How late the run first started: from its schedule time, or from its create time when the schedule
-        time had already passed when the run was made (a `run_at` in the past is not late by the past). None
-        until an attempt starts; the same while the run runs and after it ended, as starts are written once."""
+        time had already passed when the run was made (a `run_at` in the past is not late by the past).
+        None until an attempt starts; the same while the run runs and after it ends (starts are written
+        once)."""
         if self.first_start_time is None:
             return None
         return self.first_start_time - max(self.schedule_time, self.create_time)

@@ -39,7 +39,8 @@ _RETRY_COLUMNS = (
     ("end_time", UtcDateTime()),
     ("times_clamped", Boolean()),
 )
-# An end writes no start: an attempt's start_time (and the run's first_start_time) is the claim's, written once.
+# An end writes no start: an attempt's start_time (and the run's first_start_time) is its claim's, written
+# once (docs/design.md, "History is written once").
 _FINAL_COLUMNS = (
     ("state", Text()),
     ("end_time", UtcDateTime()),
@@ -302,7 +303,15 @@ _EXECUTION_FIELDS = (
 
 def _final_row(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
-    return (*key, end.run_state.value, end.end_time, end.exit_code, end.error_type, end.error_message, _clamped(end, row))
+    return (
+        *key,
+        end.run_state.value,
+        end.end_time,
+        end.exit_code,
+        end.error_type,
+        end.error_message,
+        _clamped(end, row),
+    )
 
 
 def _clamped(end: AttemptEnd, row: StoredRow) -> bool:

@@ -84,6 +84,10 @@ class RawStream:
                 return response
         raise AssertionError(f"the stream ended before a {kind}")
 
+    def responses(self) -> Iterator[pb.ConnectResponse]:
+        """Every response, as it comes."""
+        return iter(self._responses)
+
     def close(self) -> None:
         self._requests.put(None)
         self._responses.cancel()

@@ -223,7 +223,8 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
 @pytest.mark.parametrize("run_state", [RunState.SUCCEEDED, RunState.SCHEDULED])
 def test_an_end_never_rewrites_the_start_read_while_running(store: SqlStore, run_state: RunState) -> None:
     record = add_run(store)
-    [claim] = store.claim([ref(record)], "ex1", at(61.5))
+    [granted] = store.claim([ref(record)], "ex1", at(61.5))
+    assert granted.status is ClaimStatus.GRANTED
     running = store.get_run("alpha", record.run_id)
     assert (running.start_time, running.first_start_time) == (at(61.5), at(61.5))
     assert running.lateness() == at(61.5) - at(60)

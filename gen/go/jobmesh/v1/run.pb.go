@@ -234,7 +234,8 @@ type Run struct {
 	Executor string `protobuf:"bytes,5,opt,name=executor,proto3" json:"executor,omitempty"`
 	// When the current attempt was handed to the queue.
 	DispatchTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=dispatch_time,json=dispatchTime,proto3" json:"dispatch_time,omitempty"`
-	// When the current attempt started.
+	// When the current attempt started: the instant its claim let it begin (the later of the claim and its
+	// due time). Written once, at the claim: the same while the attempt runs and after it ended.
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// The current attempt's last heartbeat.
 	LastHeartbeatTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=last_heartbeat_time,json=lastHeartbeatTime,proto3" json:"last_heartbeat_time,omitempty"`
@@ -248,7 +249,9 @@ type Run struct {
 	Progress float64 `protobuf:"fixed64,12,opt,name=progress,proto3" json:"progress,omitempty"`
 	// A short progress message reported by the target.
 	ProgressMessage string `protobuf:"bytes,13,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
-	// How late the first attempt started: `start_time - schedule_time`.
+	// How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+	// the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+	// shows it, and never changed after.
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`

@@ -192,7 +192,9 @@ class Run(_message.Message):
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """When the current attempt started."""
+        """When the current attempt started: the instant its claim let it begin (the later of the claim and its
+        due time). Written once, at the claim: the same while the attempt runs and after it ended.
+        """
 
     @_builtins.property
     def last_heartbeat_time(self) -> _timestamp_pb2.Timestamp:
@@ -208,7 +210,10 @@ class Run(_message.Message):
 
     @_builtins.property
     def lateness(self) -> _duration_pb2.Duration:
-        """How late the first attempt started: `start_time - schedule_time`."""
+        """How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+        the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+        shows it, and never changed after.
+        """
 
     @_builtins.property
     def due_time(self) -> _timestamp_pb2.Timestamp:

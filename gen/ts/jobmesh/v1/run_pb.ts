@@ -65,7 +65,8 @@ export type Run = Message<"jobmesh.v1.Run"> & {
   dispatchTime?: Timestamp | undefined;
 
   /**
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    *
    * @generated from field: google.protobuf.Timestamp start_time = 7;
    */
@@ -114,7 +115,9 @@ export type Run = Message<"jobmesh.v1.Run"> & {
   progressMessage: string;
 
   /**
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */

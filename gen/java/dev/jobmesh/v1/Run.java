@@ -276,7 +276,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Timestamp startTime_;
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -288,7 +289,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -300,7 +302,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -517,7 +520,9 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -529,7 +534,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -541,7 +548,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2484,7 +2493,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> startTimeBuilder_;
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2495,7 +2505,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2510,7 +2521,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2528,7 +2540,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2546,7 +2559,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2571,7 +2585,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2588,7 +2603,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2600,7 +2616,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2615,7 +2632,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3296,7 +3314,9 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3307,7 +3327,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3322,7 +3344,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3340,7 +3364,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3358,7 +3384,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3383,7 +3411,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3400,7 +3430,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3412,7 +3444,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3427,7 +3461,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: `start_time - schedule_time`.
+     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+     * shows it, and never changed after.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

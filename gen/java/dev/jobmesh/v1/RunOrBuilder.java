@@ -135,7 +135,8 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -144,7 +145,8 @@ public interface RunOrBuilder extends
   boolean hasStartTime();
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -153,7 +155,8 @@ public interface RunOrBuilder extends
   com.google.protobuf.Timestamp getStartTime();
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -292,7 +295,9 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -301,7 +306,9 @@ public interface RunOrBuilder extends
   boolean hasLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -310,7 +317,9 @@ public interface RunOrBuilder extends
   com.google.protobuf.Duration getLateness();
   /**
    * <pre>
-   * How late the first attempt started: `start_time - schedule_time`.
+   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
+   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
+   * shows it, and never changed after.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
