@@ -11,7 +11,7 @@ from datetime import datetime
 from google.protobuf import field_mask_pb2
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
-from jobmesh.core.audit import AuditAction
+from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
     IMMUTABLE_JOB_FIELDS,
@@ -340,12 +340,14 @@ class JobCommands:
         found.text("reason", reason, limit=1024)
         found.raise_if_any()
         reason = reason or "cancelled"
-        current = self._store.get_run(job_id, run_id)
-        access.check(current.namespace, name)
         now = self._clock()
-        event = access.audited(AuditAction.CANCEL, name, current.namespace, now)
+
+        def audited(current: RunRecord) -> AuditEvent:
+            access.check(current.namespace, name)
+            return access.audited(AuditAction.CANCEL, name, current.namespace, now)
+
         return self._cancelled(
-            self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=event), reason
+            self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=audited), reason
         )
 
     def replay_run(self, request: job_service_pb2.ReplayRunRequest, access: Access) -> RunRecord:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -24,11 +24,12 @@ from jobmesh.adapters.store.sql_rows import (
     run_from_row,
     run_values,
 )
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.errors import NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ids import schedule_window
 from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
-from jobmesh.core.records import JobState, LogRecord, RunRecord, RunState
+from jobmesh.core.records import AttemptRecord, JobState, LogRecord, RunRecord, RunState
 
 
 def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
@@ -111,16 +112,21 @@ def get_run(connection: Connection, job_id: str, run_id: str) -> RunRecord:
     row = _find(connection, job_id, run_id)
     if row is None:
         raise _not_found(job_id, run_id)
+    return run_from_row(row, _history(connection, row))
+
+
+def _history(connection: Connection, row: RowMapping) -> list[AttemptRecord]:
+    """The run's attempts before its current one."""
     attempts = connection.execute(
         select(run_attempts)
         .where(
-            run_attempts.c.job_id == job_id,
-            run_attempts.c.run_id == run_id,
+            run_attempts.c.job_id == row["job_id"],
+            run_attempts.c.run_id == row["run_id"],
             run_attempts.c.attempt < row["attempt"],
         )
         .order_by(run_attempts.c.attempt)
     )
-    return run_from_row(row, [attempt_from_row(attempt) for attempt in attempts.mappings()])
+    return [attempt_from_row(attempt) for attempt in attempts.mappings()]
 
 
 # Every namespace that holds a job, in one probe of `ix_jobs_namespace_create_time` each: the walk skips from
@@ -173,24 +179,39 @@ def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> P
 
 
 def cancel_run(
-    connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime
-) -> tuple[RunRecord, bool]:
-    """The run, and whether it changed (a run already cancelling or terminal does not)."""
+    connection: Connection,
+    job_id: str,
+    run_id: str,
+    *,
+    reason: str,
+    now: datetime,
+    audit: Callable[[RunRecord], AuditEvent | None] | None = None,
+) -> tuple[RunRecord, AuditEvent | None]:
+    """The run as the cancel left it, read once (under its lock), and the audit event of its change (None
+    when it did not change: a run already cancelling or terminal). `audit` sees the run before the change,
+    and may refuse it by raising."""
     row = _find(connection, job_id, run_id, lock=True)
     if row is None:
         raise _not_found(job_id, run_id)
+    event = audit(run_from_row(row)) if audit is not None else None
     state = RunState(row["state"])
-    this_run = update(job_runs).where(
-        job_runs.c.job_id == job_id,
-        job_runs.c.run_id == run_id,
-        job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
-    )
     if state.is_pending:
-        connection.execute(this_run.values(cancelled_values(reason, now)))
+        changes = cancelled_values(reason, now)
     elif state is RunState.RUNNING:
         # The reason is kept for the end: the attempt's own report says how it stopped, not why.
-        connection.execute(this_run.values(cancelling_values(reason, now)))
-    return get_run(connection, job_id, run_id), state.is_pending or state is RunState.RUNNING
+        changes = cancelling_values(reason, now)
+    else:
+        return run_from_row(row, _history(connection, row)), None
+    connection.execute(
+        update(job_runs)
+        .where(
+            job_runs.c.job_id == job_id,
+            job_runs.c.run_id == run_id,
+            job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
+        )
+        .values(changes)
+    )
+    return run_from_row(row, _history(connection, row), changes=changes), event
 
 
 def append_logs(connection: Connection, records: Sequence[LogRecord]) -> None:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.exc import StatementError
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import NotFound
 from jobmesh.core.ports.store import CreateStatus
-from jobmesh.core.records import AttemptRecord, RunState, RunTrigger
+from jobmesh.core.records import AttemptRecord, RunRecord, RunState, RunTrigger
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, log, new_job, run
 
@@ -165,6 +167,46 @@ def test_cancel_a_stopping_or_finished_run_changes_nothing(
 def test_cancel_missing_run_is_not_found(store: SqlStore, alpha: str, now: datetime) -> None:
     with pytest.raises(NotFound):
         store.cancel_run(alpha, "nope", reason="x", now=now)
+
+
+@pytest.mark.parametrize("state", [RunState.QUEUED, RunState.RUNNING, RunState.SUCCEEDED])
+def test_a_cancel_reads_its_run_once_and_audits_what_it_read(
+    store: SqlStore, alpha: str, now: datetime, state: RunState
+) -> None:
+    store.create_run(run(alpha, "r1", state=state, executor="ex1"))
+    seen: list[RunRecord] = []
+    reads: list[str] = []
+
+    def audited(current: RunRecord) -> None:
+        seen.append(current)
+
+    def count(_c: Any, _k: Any, statement: str, *_rest: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "job_runs" in statement:
+            reads.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        after = store.cancel_run(alpha, "r1", reason="stop", now=now, audit=audited)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert len(reads) == 1, reads
+    assert [s.state for s in seen] == [state]  # the run as it was, under its lock
+    assert after == store.get_run(alpha, "r1")
+    assert after.state is {RunState.QUEUED: RunState.CANCELLED, RunState.RUNNING: RunState.CANCELLING}.get(
+        state, state
+    )
+
+
+def test_a_cancel_its_audit_refuses_writes_nothing(store: SqlStore, alpha: str, now: datetime) -> None:
+    record = run(alpha, "r1", state=RunState.QUEUED)
+    store.create_run(record)
+
+    def refused(current: RunRecord) -> None:
+        raise NotFound(f"jobs/{current.job_id}/runs/{current.run_id}")
+
+    with pytest.raises(NotFound):
+        store.cancel_run(alpha, "r1", reason="stop", now=now, audit=refused)
+    assert store.get_run(alpha, "r1") == record
 
 
 # Logs ---------------------------------------------------------------------------------------
