@@ -34,6 +34,12 @@ what was created: a create whose answer timed out may still have made its run):
 A table on stdout ending in a markdown row for docs/performance.md; every number goes to a results file
 (`benchmarks/results_file.py`: under `benchmarks/results/`, or `--json FILE`).
 
+`--otel` measures what traces cost: the same load twice on the same services, first with traces off (the
+default), then with every process exporting its spans over OTLP (the standard `OTEL_*` variables) to a
+receiver in this process that counts them (`benchmarks/otlp_sink.py`), and prints both reports and the
+difference in CPU per 1,000 runs, process by process. Metrics are recorded in both runs (they are always on),
+so their cost is in both; a scrape's is not measured.
+
 `--profile server,watcher,executor` runs those (the first executor only) under `benchmarks/profiled.py` and
 prints where their CPU went. The profiler slows them down: profile in a run of its own, not in the one whose
 numbers you publish.
@@ -64,7 +70,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks import cpu, results_file, secure, statements
+from benchmarks import cpu, otlp_sink, results_file, secure, statements
 from benchmarks.figures import (
     Measured,
     Starts,
@@ -295,6 +301,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     results_file.add_option(parser)
     parser.add_argument("--work", type=Path, help="folder for logs and records (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="run twice, traces off then on (OTLP to a counting receiver), and print the CPU traces cost",
+    )
     parser.add_argument("--profile", default="", help="comma-separated: server, watcher, executor")
     parser.add_argument("--profile-top", type=int, default=30, help="functions shown per profile (30)")
     args = parser.parse_args(argv)
@@ -488,12 +499,16 @@ def measure(
     return Measured(jobs, runs, warm, t0, end, cpu_seconds, busy_pct, errors, counted)
 
 
-def run(args: argparse.Namespace, work: Path, found: Services) -> dict[str, Any]:
-    """One benchmark run on `found` services, with a mesh and a queue of its own."""
+def run(
+    args: argparse.Namespace, work: Path, found: Services, traces: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One benchmark run on `found` services, with a mesh and a queue of its own; `traces`: the OTLP
+    variables its processes export their spans by (none: traces off)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    print(f"work folder {work}, queue {queue}", flush=True)
+    print(f"work folder {work}, queue {queue}, traces {'on' if traces else 'off'}", flush=True)
     address = f"127.0.0.1:{free_port()}"
-    mesh = Mesh(work, {**found.env, "PYTHONPATH": str(REPO)}, args.profile, address, queue)
+    env = {**found.env, "PYTHONPATH": str(REPO), **(traces or {})}
+    mesh = Mesh(work, env, args.profile, address, queue)
     if args.secure:
         executors = f"127.0.0.1:{free_port()}"
         mesh.security = secure.prepare(work, queue, executor_ids(queue, args.executors), executors)
@@ -523,13 +538,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     work.chmod(0o755)
     try:
         with services(work) as found:
-            result = run(args, work, found)
+            result = traced_and_not(args, work, found) if args.otel else run(args, work, found)
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(report(result))
+    if not args.otel:
+        print(report(result))
     recording.save(result, args.json)
     return 0
+
+
+def traced_and_not(args: argparse.Namespace, work: Path, found: Services) -> dict[str, Any]:
+    """`--otel`: the load with traces off, then on; both reports, and what traces cost per 1,000 runs."""
+    (work / "off").mkdir(exist_ok=True)
+    (work / "on").mkdir(exist_ok=True)
+    off = run(args, work / "off", found)
+    port = free_port()
+    with otlp_sink.span_sink(port) as sink:
+        on = run(args, work / "on", found, otlp_sink.otlp_environment(port))
+        spans = sink.spans  # the processes export their last spans as they stop
+    print(report(off))
+    print(report(on))
+    cost = {
+        name: on["cpu_s_per_1000"].get(name, math.nan) - seconds
+        for name, seconds in off["cpu_s_per_1000"].items()
+    }
+    print(f"\ntraces on: {spans:,} spans received ({spans / max(on['completed'], 1):.1f} per completed run)")
+    print("  CPU s per 1,000 runs completed    off      on    cost")
+    rows = [
+        (name, seconds, on["cpu_s_per_1000"].get(name, math.nan))
+        for name, seconds in off["cpu_s_per_1000"].items()
+    ]
+    rows.append(("total", off["cpu_s_per_1000_total"], on["cpu_s_per_1000_total"]))
+    for name, without, with_traces in rows:
+        print(f"    {name:<28}{without:>7.2f}{with_traces:>8.2f}{with_traces - without:>+8.2f}")
+    return {"traces_off": off, "traces_on": on, "spans": spans, "cpu_s_per_1000_cost": cost}
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ class AttemptOutcome:
     error_message: str | None = None
     # The reported times contradicted the server's record and were clamped to it.
     times_clamped: bool = False
+    # What a succeeded handler returned, as JSON text.
+    result: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +108,4 @@ class AttemptEnd:
     # Only this executor's report applies; None for the sweeper (it fences on the heartbeat deadline instead).
     executor: str | None = None
     times_clamped: bool = False  # see AttemptOutcome
+    result: str | None = None  # see AttemptOutcome

@@ -23,6 +23,7 @@ class AuditAction(enum.StrEnum):
     RUN_NOW = "RUN_NOW"
     CANCEL = "CANCEL"
     REPLAY = "REPLAY"
+    BACKFILL = "BACKFILL"
     REFUSED = "REFUSED"  # a call refused for its credential or role (server/refusals.py)
 
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import RUNS_DISPATCHED
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
@@ -50,8 +51,15 @@ def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
 
 
 class Dispatcher:
-    def __init__(self, store: PipelineStore, queue: RunQueue, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        store: PipelineStore,
+        queue: RunQueue,
+        clock: Callable[[], datetime],
+        hooks: RunHooks = NO_HOOKS,
+    ) -> None:
         self._store = store
+        self._hooks = hooks
         self._queue = queue
         self._clock = clock
         self._publishing = OutageLog(log, "publishing runs to the queue")
@@ -61,8 +69,10 @@ class Dispatcher:
         if not items:
             return True
         now = self._clock()
+        messages = [message_of(item, now) for item in items]
+        self._hooks.dispatch(messages)
         try:
-            self._queue.publish([message_of(item, now) for item in items])
+            self._queue.publish(messages)
         except QueueUnavailable as error:
             self._publishing.failed(f"{len(items)} runs left for the watcher: {error}")
             return False

@@ -82,6 +82,14 @@ class ListQuery:
     page_size: int
     page_token: str
     namespaces: frozenset[str] | None = None
+    # Runs: leave out those still SCHEDULED for after this instant (`is_upcoming`); None keeps them.
+    upcoming_after: datetime | None = None
+
+
+def is_upcoming(run: RunRecord, now: datetime) -> bool:
+    """A run made ahead of its time and not yet due: `ListRuns` and `WatchRuns` show it only when asked
+    (`show_upcoming`). A retry waiting out its backoff is not upcoming: its schedule time has passed."""
+    return run.state is RunState.SCHEDULED and run.schedule_time > now
 
 
 _TOKEN = re.compile(

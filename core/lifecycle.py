@@ -26,6 +26,7 @@ from datetime import datetime
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import send_dead_letters
 from jobmesh.core.errors import StoreFailure
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
@@ -79,8 +80,10 @@ class AttemptLifecycle:
         clock: Callable[[], datetime],
         *,
         rng: random.Random | None = None,
+        hooks: RunHooks = NO_HOOKS,
     ) -> None:
         self._store = store
+        self._hooks = hooks
         self._queue = queue
         self._clock = clock
         self._rng = rng or random.Random()
@@ -103,6 +106,7 @@ class AttemptLifecycle:
         reports = {report.ref: report for report in unique}
         written = self._store.finish_attempts(list(reports), lambda current: self._decide(reports, current))
         _measure(written)
+        self._hooks.end(written)
         spent = tuple(current for current, end in written if end.run_state is RunState.DEAD_LETTERED)
         send_dead_letters(self._queue, spent, self._clock())
         retried = tuple(
@@ -121,7 +125,9 @@ class AttemptLifecycle:
             return None
         outcome = settle_cancelling(current.run, reported)
         policy = job_pb2.Job.FromString(current.spec).retry_policy
-        return decide(report.ref, outcome, policy, rng=self._rng, executor=report.executor)
+        return decide(
+            report.ref, outcome, policy, rng=self._rng, executor=report.executor, decided_at=self._clock()
+        )
 
 
 def _measure(written: Sequence[tuple[Dispatchable, AttemptEnd]]) -> None:

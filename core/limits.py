@@ -11,3 +11,8 @@ MAX_LOG_LINE_CHARS = 16 * 1024
 MAX_ERROR_TYPE = 256
 MAX_ERROR_MESSAGE = 4096
 MAX_PROGRESS_MESSAGE = 1024
+# A handler's return value, as JSON text in UTF-8: a result, not a data store (kept on the run's row).
+MAX_RESULT_BYTES = 64 * 1024
+# The error types of a return value that cannot be kept.
+RESULT_TOO_LARGE = "ResultTooLarge"
+RESULT_NOT_SERIALIZABLE = "ResultNotSerializable"

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from jobmesh.core.schedules import next_occurrence, parse_cron
+from jobmesh.core.schedules import CronError, next_occurrence, parse_cron
 from jobmesh.core.timestamps import to_datetime, to_timedelta
 from jobmesh.v1 import job_pb2
 
@@ -47,6 +47,50 @@ def next_cron_occurrence(cron: job_pb2.Schedule.Cron, after: datetime) -> dateti
     if cron.HasField("end_time") and occurrence > to_datetime(cron.end_time):
         return None
     return occurrence
+
+
+def fire_times(schedule: job_pb2.Schedule, after: datetime, count: int) -> list[datetime]:
+    """The schedule's next `count` fire times after `after`, earliest first, without a job's jitter: what
+    `PreviewSchedule` answers and what a job's `next_run_time` shows. An immediate schedule has none; a
+    `run_at` has its time while it is ahead."""
+    kind = schedule.WhichOneof("kind")
+    if kind == "run_at":
+        run_at = to_datetime(schedule.run_at)
+        return [run_at] if run_at > after else []
+    if kind != "cron":
+        return []
+    times: list[datetime] = []
+    try:
+        occurrence = first_cron_occurrence(schedule.cron, after) if count > 0 else None
+        while occurrence is not None:
+            times.append(occurrence)
+            if len(times) == count:
+                break  # each occurrence costs a croniter: none past those asked for
+            occurrence = next_cron_occurrence(schedule.cron, occurrence)
+    except (OverflowError, CronError):  # nothing after year 9999, or nothing at all: the times end here
+        pass
+    return times
+
+
+def next_fire_time(schedule: job_pb2.Schedule, after: datetime) -> datetime | None:
+    """The first of `fire_times`, None when the schedule fires no more."""
+    times = fire_times(schedule, after, 1)
+    return times[0] if times else None
+
+
+def cron_occurrences_between(
+    cron: job_pb2.Schedule.Cron, start: datetime, end: datetime, limit: int
+) -> list[datetime]:
+    """The schedule's occurrences in [start, end), within its own start and end times, without jitter; at
+    most `limit` + 1 of them, so that a caller can tell a range holding more than `limit`."""
+    if cron.HasField("start_time"):
+        start = max(start, to_datetime(cron.start_time))
+    times: list[datetime] = []
+    occurrence = next_cron_occurrence(cron, start - timedelta(microseconds=1))
+    while occurrence is not None and occurrence < end and len(times) <= limit:
+        times.append(occurrence)
+        occurrence = next_cron_occurrence(cron, occurrence)
+    return times
 
 
 def jitter_of(job_id: str, occurrence: datetime, jitter: timedelta) -> timedelta:

@@ -60,12 +60,15 @@ TERMINAL_RUN_STATES = frozenset(
 )
 PENDING_RUN_STATES = frozenset({RunState.SCHEDULED, RunState.QUEUED})
 REPLAYABLE_RUN_STATES = frozenset({RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED})
+# A cancel ends a pending run at once and asks a running one to stop; any other run it leaves as it is.
+CANCELLABLE_RUN_STATES = PENDING_RUN_STATES | {RunState.RUNNING}
 
 
 class RunTrigger(enum.StrEnum):
     SCHEDULE = "SCHEDULE"
     RUN_NOW = "RUN_NOW"
     REPLAY = "REPLAY"
+    BACKFILL = "BACKFILL"  # one occurrence of the job's schedule in a past range (core/backfill.py)
 
 
 CANCELLED_ERROR_TYPE = "Cancelled"  # the error type of every cancelled run
@@ -89,16 +92,19 @@ JOB_DELETED = Withdrawal("job deleted")
 SCHEDULE_CHANGED = Withdrawal("schedule changed", frozenset({RunTrigger.SCHEDULE}))
 # What a claim withdraws instead of starting, by its job's state: a run that raced the job's pause or delete
 # (made by a watcher that read the job before, or already on the queue). Runs asked for by hand while the
-# job is paused (run now, replay) are run.
+# job is paused (run now, replay) are run; a backfill's are the schedule's and stop with it.
 REFUSED_CLAIMS = {
-    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE})),
+    JobState.PAUSED: Withdrawal(JOB_PAUSED.reason, frozenset({RunTrigger.SCHEDULE, RunTrigger.BACKFILL})),
     JobState.DELETED: JOB_DELETED,
 }
 
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job as stored. `version` grows by one on every change; the etag is derived from it."""
+    """A job as stored. `version` grows by one on every change; the etag is derived from it.
+
+    `next_run_time` is the watcher's cursor, internal: the next occurrence not yet made into a run. The API's
+    `Job.next_run_time` is the schedule's next fire time from now, computed on read (`core.occurrences`)."""
 
     job_id: str
     spec: bytes
@@ -165,16 +171,15 @@ class RunRecord:
     times_clamped: bool = False
     # Copied from the job, so that lists and feeds scope runs by namespace without reading jobs.
     namespace: str = DEFAULT_NAMESPACE
+    # What a succeeded handler returned, as JSON text.
+    result: str | None = None
     previous_attempts: tuple[AttemptRecord, ...] = field(default=())
 
-    def lateness(self) -> timedelta | None:
-        """How late the run first started: from its schedule time, or from its create time when the schedule
-        time had already passed when the run was made (a `run_at` in the past is not late by the past).
-        None until an attempt starts; the same while the run runs and after it ends (starts are written
-        once)."""
-        if self.first_start_time is None:
-            return None
-        return self.first_start_time - max(self.schedule_time, self.create_time)
+    @property
+    def created_after_schedule_time(self) -> bool:
+        """The run was made when its schedule time had already passed: a `run_at` in the past or a caught-up
+        occurrence (due at once; its lateness counts from its create time, `core.lateness`), or a backfill."""
+        return self.create_time > self.schedule_time
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
+from jobmesh.core.backoff import backoff_delay
 from jobmesh.core.records import RunState
 from jobmesh.core.timestamps import to_timedelta
 from jobmesh.v1 import job_pb2
@@ -13,7 +14,6 @@ from jobmesh.v1 import job_pb2
 DEFAULT_INITIAL_BACKOFF = timedelta(seconds=1)
 DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
-JITTER = 0.1  # each delay is stretched by up to 10%: retries of many runs failing together spread out
 RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
 # Errors that another attempt cannot cure, whatever the job's policy says: the run fails, or dead-letters when
 # it had a retry policy, at once rather than after burning its retries.
@@ -33,9 +33,7 @@ def backoff(policy: job_pb2.RetryPolicy, attempt: int, rng: random.Random) -> ti
     )
     multiplier = policy.backoff_multiplier or DEFAULT_MULTIPLIER
     cap = to_timedelta(policy.max_backoff) if policy.HasField("max_backoff") else DEFAULT_MAX_BACKOFF
-    exponent = min(attempt - 1, 64)  # beyond this the cap applies anyway; keeps the float finite
-    delay = min(initial.total_seconds() * multiplier**exponent, cap.total_seconds())
-    return timedelta(seconds=delay * (1 + JITTER * rng.random()))
+    return backoff_delay(initial, attempt, cap=cap, multiplier=multiplier, rng=rng)
 
 
 def decide(
@@ -45,6 +43,7 @@ def decide(
     *,
     rng: random.Random,
     executor: str | None,
+    decided_at: datetime,
 ) -> AttemptEnd:
     """The run's next state: a retry while the policy allows one, else the outcome itself, or DEAD_LETTERED
     when a retry policy (more than one attempt) was spent."""
@@ -56,7 +55,9 @@ def decide(
         )
         if retryable and ref.attempt < policy.max_attempts:
             run_state = RunState.SCHEDULED
-            retry_due = outcome.end_time + backoff(policy, ref.attempt, rng)
+            # From when the end is known: an attempt whose executor died ends when it was last heard,
+            # found a heartbeat timeout later; its retry was due no earlier than that.
+            retry_due = max(outcome.end_time, decided_at) + backoff(policy, ref.attempt, rng)
         elif policy.max_attempts > 1:
             run_state = RunState.DEAD_LETTERED
     return AttemptEnd(
@@ -71,4 +72,5 @@ def decide(
         retry_due_time=retry_due,
         executor=executor,
         times_clamped=outcome.times_clamped,
+        result=outcome.result,
     )

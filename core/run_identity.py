@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 from jobmesh.core.attempts import AttemptRef
 
+# The W3C trace context of the attempt, as OpenTelemetry's environment carrier names it; set only when traced.
+TRACE_VARIABLES = {"traceparent": "TRACEPARENT", "tracestate": "TRACESTATE"}
 RUN_VARIABLE = "JOBMESH_RUN"
 ATTEMPT_VARIABLE = "JOBMESH_ATTEMPT"
 IDENTITY_VARIABLES = frozenset({RUN_VARIABLE, ATTEMPT_VARIABLE})
@@ -21,6 +23,11 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 def identity_environment(ref: AttemptRef) -> dict[str, str]:
     """The variables a command of this attempt is given."""
     return {RUN_VARIABLE: ref.run_name, ATTEMPT_VARIABLE: str(ref.attempt)}
+
+
+def trace_environment(trace_context: Mapping[str, str]) -> dict[str, str]:
+    """The variables that carry an attempt's trace context to its command: `TRACEPARENT`, `TRACESTATE`."""
+    return {variable: trace_context[key] for key, variable in TRACE_VARIABLES.items() if key in trace_context}
 
 
 def with_idempotency_key(headers: Mapping[str, str], ref: AttemptRef) -> dict[str, str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
 from jobmesh.core.metrics import EXECUTOR_SLOTS_IN_USE
 from jobmesh.core.text import storable
@@ -81,8 +82,11 @@ class _AttemptIO:
 
 
 class Attempts:
-    def __init__(self, *, settings: RunnerSettings, outbox: Outbox, capacity: int) -> None:
+    def __init__(
+        self, *, settings: RunnerSettings, outbox: Outbox, capacity: int, hooks: RunHooks = NO_HOOKS
+    ) -> None:
         self._settings = settings
+        self._hooks = hooks
         self._outbox = outbox
         self._capacity = capacity
         self._held: dict[AttemptRef, Attempt] = {}
@@ -207,6 +211,7 @@ class Attempts:
                 self._report_unstarted(attempt)
                 return
             attempt.started_ns = now_ns()
+            self._hooks.start(attempt.run)
             try:
                 outcome = await run_target(
                     attempt.run, _AttemptIO(self._outbox, attempt), attempt.stop, self._settings
@@ -245,6 +250,7 @@ class Attempts:
 
     def _report(self, attempt: Attempt, outcome: TargetOutcome) -> None:
         if attempt.stop.reason is StopReason.FENCE:
+            self._hooks.report(attempt.run, None)
             return
         result = pb.AttemptResult(
             attempt=attempt.key.to_proto(), state=outcome.state, end_time=timestamp_of_ns(now_ns())
@@ -256,4 +262,6 @@ class Attempts:
             result.error.message = storable(outcome.error_message, MAX_ERROR_MESSAGE)
         if attempt.started_ns is not None:
             result.start_time.CopyFrom(timestamp_of_ns(attempt.started_ns))
+        result.result = outcome.result
+        self._hooks.report(attempt.run, result)
         self._outbox.result(attempt.key, result)

@@ -15,12 +15,13 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.limits import MAX_LOG_LINE_CHARS
 from jobmesh.core.retries import SECRET_NOT_FOUND, TARGET_NOT_ALLOWED
-from jobmesh.core.run_identity import identity_environment
+from jobmesh.core.run_identity import identity_environment, trace_environment
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.policy import ExecutionPolicy, TargetRefused
 from jobmesh.executor.redaction import OutputRedactor, Redactor
@@ -49,10 +50,12 @@ async def run_command(
     identity: AttemptRef,
     sandbox: Sandbox | None = None,
     scope: SecretScope = DEFAULT_SCOPE,
+    trace_context: Mapping[str, str] | None = None,
 ) -> TargetOutcome:
     """Runs the command if the policy allows its program, with the minimal environment, the job's `env`
     (the secrets of its `scope` resolved; their values are redacted from its output and its error text) and,
-    over both, the run identity of `identity` (core/run_identity).
+    over both, the run identity of `identity` and the W3C `trace_context` of its attempt (`TRACEPARENT`; none
+    when tracing is off) (core/run_identity).
     `sandbox`: how it is isolated from this executor (None: not at all, as this process's user)."""
     if not command.argv:
         return failed("SpawnError", "the command has no argv")
@@ -64,6 +67,8 @@ async def run_command(
         return failed("SecretSourceError", str(exc))
     own = sandbox.environment() if sandbox is not None else {}
     env = {**policy.environment(os.environ), **own, **resolved.env, **identity_environment(identity)}
+    if trace_context:
+        env.update(trace_environment(trace_context))
     try:
         policy.check_env(command.env)
         program = policy.check_command(command.argv[0], command.working_dir, env)

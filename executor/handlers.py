@@ -1,8 +1,10 @@
 """The `handler` target: Python callables registered by name in an executor embedded in a user's program.
 
 A handler takes one `HandlerContext` and may be a coroutine function (run on the executor's loop) or a plain
-function (run on a thread of its own, so that it cannot stall heartbeats). Whatever it raises fails the
-attempt with the exception's class name as the error type, so that retry policies can name it.
+function (run on a thread of its own, so that it cannot stall heartbeats). What it returns, unless None, is
+kept on the run as JSON (`core.results`: a value JSON cannot encode, or one too large, fails the attempt).
+Whatever it raises fails the attempt with the exception's `jobmesh_error_type` attribute, or else its class
+name, as the error type, so that retry policies can name it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
 
+from jobmesh.core.results import ResultRefused, encode_result
 from jobmesh.executor.outcomes import SUCCEEDED, AttemptIO, Stop, TargetOutcome, failed
 from jobmesh.executor.threads import in_daemon_thread, until_done_or
 from jobmesh.v1 import job_pb2, run_pb2
@@ -152,7 +156,7 @@ async def run_handler(
     try:
         result = call.result()
         if inspect.isawaitable(result):  # a plain function that returned a coroutine
-            await result
+            result = await result
     except asyncio.CancelledError:
         if stop.requested:
             return failed("Cancelled", "the handler was cancelled")
@@ -160,8 +164,22 @@ async def run_handler(
     except BaseException as exc:  # SystemExit from a handler ends its attempt, not the executor
         for line in traceback.format_exception(exc):
             context.log(line.rstrip("\n"))
-        return failed(type(exc).__name__, str(exc) or repr(exc))
-    return SUCCEEDED
+        return failed(error_type_of(exc), str(exc) or repr(exc))
+    return _succeeded(result)
+
+
+def error_type_of(exc: BaseException) -> str:
+    """The error type that retry policies match: the exception's `jobmesh_error_type`, else its class name."""
+    chosen = getattr(exc, "jobmesh_error_type", None)
+    return chosen if isinstance(chosen, str) and chosen else type(exc).__name__
+
+
+def _succeeded(value: object) -> TargetOutcome:
+    try:
+        text = encode_result(value)
+    except ResultRefused as refused:
+        return failed(refused.error_type, refused.message)
+    return SUCCEEDED if text is None else replace(SUCCEEDED, result=text)
 
 
 async def _stop(

@@ -18,6 +18,7 @@ class TargetOutcome:
     exit_code: int | None = None
     error_type: str = ""
     error_message: str = ""
+    result: str = ""  # a handler's return value, as JSON text
 
 
 SUCCEEDED = TargetOutcome(run_pb2.RUN_STATE_SUCCEEDED)

@@ -73,6 +73,7 @@ async def _by_kind(
             identity=identity,
             sandbox=settings.sandbox,
             scope=scope,
+            trace_context=run.trace_context,
         )
     if kind == "http":
         # The thread's own timeout is a backstop a little after the execution timeout, which decides.

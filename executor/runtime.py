@@ -26,6 +26,7 @@ from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import DISPATCH_TO_CLAIM, EXECUTOR_SLOTS
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
@@ -84,9 +85,11 @@ class Executor:
         queue: RunQueue | None = None,
         signals: SignalBus | None = None,
         readiness: Readiness | None = None,
+        hooks: RunHooks = NO_HOOKS,
     ) -> None:
         """`readiness`: the process's, which this executor's stream is reported to (one of its own when
-        None)."""
+        None). `hooks` observe the runs it takes, claims, starts and reports."""
+        self._hooks = hooks
         self.config = config
         self.readiness = readiness or Readiness("executor")
         self.readiness.expect(STREAM)
@@ -114,9 +117,11 @@ class Executor:
             attempt_log_lines=config.attempt_log_lines,
             max_results=config.max_buffered_results,
         )
-        self.attempts = Attempts(settings=settings, outbox=self.outbox, capacity=config.concurrency)
+        self.attempts = Attempts(
+            settings=settings, outbox=self.outbox, capacity=config.concurrency, hooks=hooks
+        )
         self.heartbeats = HeartbeatLedger()
-        self.stream = ControlStream(config, _Listener(self))
+        self.stream = ControlStream(config, _StreamEvents(self))
 
     @property
     def executor_id(self) -> str:
@@ -276,6 +281,7 @@ class Executor:
                     await self._until(asyncio.sleep(QUEUE_RETRY))
                     continue
                 if deliveries:
+                    self._hooks.consume(deliveries)
                     claims.add(deliveries, asyncio.create_task(self._claim(deliveries)))
             while claims:
                 await self._commit_claimed(consumer, thread, claims, wait=True)
@@ -361,6 +367,7 @@ class Executor:
             for r in results
             if r.outcome == pb.CLAIM_OUTCOME_GRANTED
         }
+        self._hooks.claim([delivery.run for delivery in deliveries], {ref for ref in granted if ref})
         for delivery in deliveries:
             key = AttemptRef.from_proto(delivery.run.attempt)  # the queue's codec refuses a malformed one
             answer = granted.pop(key, None)
@@ -415,7 +422,7 @@ class Executor:
         return await asyncio.get_running_loop().run_in_executor(thread, function, *args)
 
 
-class _Listener:
+class _StreamEvents:
     """What the stream reports, routed to the outbox and the attempts."""
 
     def __init__(self, executor: Executor) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ import grpc
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.backoff import backoff_delay
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.executor.clock import NANOS, now_ns, ns_of_timestamp, seconds_of, within
 from jobmesh.executor.config import ExecutorConfig
@@ -144,9 +144,8 @@ class ControlStream:
             # the count stops growing once the delay is at its cap: 2 ** n of a timedelta overflows in minutes
             failures = 1 if established else min(failures + 1, MAX_DOUBLINGS)
             self._failed_in_a_row = 0 if established else self._failed_in_a_row + 1
-            backoff = self._config.reconnect_min * 2 ** (failures - 1)
-            delay = min(self._config.reconnect_max, backoff).total_seconds()
-            await within(self._closed.wait(), delay * random.uniform(0.5, 1.0))
+            delay = backoff_delay(self._config.reconnect_min, failures, cap=self._config.reconnect_max)
+            await within(self._closed.wait(), delay.total_seconds())
 
     def close(self) -> None:
         self._closing = True

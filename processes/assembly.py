@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.signals.factory import open_signals
+from jobmesh.core.hooks import RunHooks
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
@@ -30,6 +31,7 @@ from jobmesh.executor.config import ExecutorConfig
 from jobmesh.processes.banner import grpcurl_command
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.health_endpoint import health_served
+from jobmesh.processes.observability import run_hooks
 from jobmesh.processes.ports import ensure_addresses_free, ensure_free
 from jobmesh.processes.refusal import Refused
 from jobmesh.processes.settings import BY_NAME, Connections
@@ -87,6 +89,15 @@ async def adapters(connections: Connections) -> AsyncIterator[tuple[SqlStore, Ru
         store.close()
 
 
+@contextlib.asynccontextmanager
+async def _closing(hooks: RunHooks) -> AsyncIterator[None]:
+    """Closes the hooks when the process stops (a tracer exports its last spans)."""
+    try:
+        yield
+    finally:
+        hooks.close()
+
+
 def run_migrations(connections: Connections) -> None:
     """`jobmesh migrate`: the schema brought to the latest version."""
     from jobmesh.adapters.store.migrate import upgrade
@@ -105,9 +116,11 @@ async def run_server(
     if not config.share_port:  # a worker's ports are its parent's, checked there
         ensure_addresses_free(config)
     config = journal_of_database(config, connections)
+    hooks = run_hooks("server")
     stop = stop_on_signals()
     readiness = Readiness("server")
     async with (
+        _closing(hooks),
         adapters(connections) as (store, queue, signals),
         health_served(
             readiness,
@@ -116,7 +129,7 @@ async def run_server(
             share_port=config.share_port,
         ),
     ):
-        running = await start_server(config, store, queue, signals, readiness)
+        running = await start_server(config, store, queue, signals, readiness, hooks=hooks)
         _announce("jobmesh server", config, connections, running)
         if ready is not None:
             ready()
@@ -147,12 +160,13 @@ async def run_watcher(connections: Connections, config: WatcherConfig) -> None:
     """`jobmesh watcher`: the scheduling loop alone (any number run; one leads)."""
     from jobmesh.watcher.service import Watcher
 
+    hooks = run_hooks("watcher")
     stop = stop_on_signals()
     readiness = Readiness("watcher")
-    async with adapters(connections) as (store, queue, signals):
+    async with _closing(hooks), adapters(connections) as (store, queue, signals):
         print(f"jobmesh watcher {config.watcher_id}: store {redacted(connections.database_url)}", flush=True)
         async with health_served(readiness, _dependencies(store, queue, signals), config.health_listen):
-            await Watcher(config, store, queue, signals, readiness=readiness).run(stop)
+            await Watcher(config, store, queue, signals, readiness=readiness, hooks=hooks).run(stop)
 
 
 def _announce(
@@ -184,7 +198,8 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     if handlers:
         print(f"  handlers: {', '.join(handlers.names())}", flush=True)
     print(f"  executor {config.policy.describe()}", flush=True)
-    executor = Executor(config, handlers)
+    hooks = run_hooks("executor")
+    executor = Executor(config, handlers, hooks=hooks)
     print(f"  executor {executor.sandbox.describe()}", flush=True)
     signalled = False
 
@@ -207,6 +222,7 @@ async def run_executor(config: ExecutorConfig, handlers: HandlerRegistry | None 
     finally:
         if server_health is not None:
             server_health.close()
+        hooks.close()
 
 
 async def _start_dashboard(
@@ -246,13 +262,15 @@ async def run_dev(
         setting = BY_NAME["dashboard_listen"]
         ensure_free(dashboard.dashboard_listen, setting, "dashboard's", "or --dashboard off")
     try_bubblewrap(executor_config.isolation, executor_config.job_user)  # before gRPC's threads start
+    hooks = run_hooks("dev")
     stop = stop_on_signals()
     readiness = Readiness("dev")  # one process: the server's, the watcher's and the executor's
     async with (
+        _closing(hooks),
         adapters(connections) as (store, queue, signals),
         health_served(readiness, _dependencies(store, queue, signals), server_config.health_listen),
     ):
-        running = await start_server(server_config, store, queue, signals, readiness)
+        running = await start_server(server_config, store, queue, signals, readiness, hooks=hooks)
         host = server_config.listen.rsplit(":", 1)[0]
         try:
             upstream_tls = (executor_config.tls or ChannelTls()) if server_config.tls is not None else None
@@ -267,8 +285,9 @@ async def run_dev(
             queue=queue,
             signals=signals,
             readiness=readiness,
+            hooks=hooks,
         )
-        watcher = Watcher(watcher_config, store, queue, signals, readiness=readiness)
+        watcher = Watcher(watcher_config, store, queue, signals, readiness=readiness, hooks=hooks)
         tasks = [asyncio.create_task(watcher.run(stop)), asyncio.create_task(executor.run())]
         _announce("jobmesh dev", server_config, connections, running, executor_config.tls)
         print(f"  executor {executor_config.policy.describe()}", flush=True)

@@ -834,8 +834,8 @@ SETTINGS: tuple[Setting, ...] = (
         parse=limit(positive_integer),
         commands=(DEV, SERVER),
         default="`none`",
-        help="the runs a minute the API may start in one namespace (immediate creates, RunJobNow, ReplayRun),"
-        " per server process",
+        help="the runs a minute the API may start in one namespace (immediate creates, RunJobNow, ReplayRun,"
+        " BulkReplayRuns), per server process",
         metavar="N",
     ),
     Setting(

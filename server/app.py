@@ -15,6 +15,7 @@ from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.cancels import CANCEL_NOTICE_STATES, CancelRouter
 from jobmesh.core.dispatch import Dispatcher
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.limits import MAX_GRPC_MESSAGE_BYTES
 from jobmesh.core.ports.pipeline_store import SchedulerStore
@@ -28,6 +29,7 @@ from jobmesh.server.api.malformed import MalformedRequests
 from jobmesh.server.api.search_service import SearchService
 from jobmesh.server.attempt_reports import AttemptReports
 from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
+from jobmesh.server.bulk_commands import BulkCommands
 from jobmesh.server.bypass import BackgroundDispatcher
 from jobmesh.server.caller_rates import CallerRates
 from jobmesh.server.client_certificates import ClientCertificates
@@ -232,12 +234,16 @@ class Services:
 
 
 def build_services(
-    config: ServerConfig, store: SchedulerStore, queue: RunQueue, signals: SignalBus
+    config: ServerConfig,
+    store: SchedulerStore,
+    queue: RunQueue,
+    signals: SignalBus,
+    hooks: RunHooks = NO_HOOKS,
 ) -> Services:
     sessions = Sessions(signals)
     sessions.start()
     cancels = CancelRouter(signals, push_local=sessions.push)
-    bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow))
+    bypass = BackgroundDispatcher(Dispatcher(store, queue, utcnow, hooks))
     server_id = config.server_id or new_server_id()
     outage = _outage_mode(config, signals, server_id)
     commands = JobCommands(
@@ -248,8 +254,9 @@ def build_services(
         cancels=cancels,
         secret_queues=config.secret_queues,
         fenced=outage.fenced if outage is not None else None,
+        hooks=hooks,
     )
-    lifecycle = AttemptLifecycle(store, queue, utcnow)
+    lifecycle = AttemptLifecycle(store, queue, utcnow, hooks=hooks)
     reports = AttemptReports(
         store,
         lifecycle,
@@ -297,9 +304,11 @@ def build_services(
         per_client=config.max_live_streams_per_client,
         per_caller=config.max_live_streams_per_caller,
     )
+    queries = JobQueries(store)
+    quotas = NamespaceQuotas(config.quotas, store)
     return Services(
-        JobService(commands, workers, NamespaceQuotas(config.quotas, store)),
-        SearchService(JobQueries(store), workers, feed, slots),
+        JobService(commands, workers, quotas, BulkCommands(store, commands, queries, quotas.admit_runs)),
+        SearchService(queries, workers, feed, slots),
         control,
         health.aio.HealthServicer(),
         sessions,
@@ -357,16 +366,18 @@ async def start_server(
     queue: RunQueue,
     signals: SignalBus,
     readiness: Readiness | None = None,
+    *,
+    hooks: RunHooks = NO_HOOKS,
 ) -> RunningServer:
     """Starts serving on `config.listen` (port 0 picks a free port) and returns at once. gRPC health follows
-    `readiness` when given (else it says SERVING while the server runs)."""
+    `readiness` when given (else it says SERVING while the server runs). `hooks` observe the runs' hops."""
     authentication = authentication_of(config, store)
     server = new_grpc_server(
         share_port=config.share_port,
         authentication=authentication,
         certified_executors=config.executor_listen is not None,
     )
-    services = build_services(config, store, queue, signals)
+    services = build_services(config, store, queue, signals, hooks)
     services.add_to(server)
     try:
         port, executor_port = listen(server, config)

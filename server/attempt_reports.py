@@ -21,6 +21,7 @@ from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
 from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
+from jobmesh.core.results import with_result
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
 from jobmesh.server.executor_grants import may_claim, restricts_claims
@@ -445,7 +446,7 @@ def _outcome(result: pb.AttemptResult, now: datetime, executor: str, run: RunRec
             executor,
             extra={"executor": executor, "run": f"{run.job_id}/{run.run_id}"},
         )
-    return AttemptOutcome(
+    outcome = AttemptOutcome(
         state=_FINAL_STATES[result.state],
         end_time=end,
         start_time=start,
@@ -454,6 +455,7 @@ def _outcome(result: pb.AttemptResult, now: datetime, executor: str, run: RunRec
         error_message=storable(result.error.message, MAX_ERROR_MESSAGE) or None,
         times_clamped=clamped,
     )
+    return with_result(outcome, result.result)
 
 
 def clamp_times(

@@ -38,6 +38,11 @@ RPC_ROLES: Mapping[str, Role] = MappingProxyType(
         f"/{_JOBS}/RunJobNow": Role.OPERATOR,
         f"/{_JOBS}/CancelRun": Role.OPERATOR,
         f"/{_JOBS}/ReplayRun": Role.OPERATOR,
+        f"/{_JOBS}/BackfillJob": Role.OPERATOR,
+        f"/{_JOBS}/BulkCancelRuns": Role.OPERATOR,
+        f"/{_JOBS}/BulkReplayRuns": Role.OPERATOR,
+        f"/{_JOBS}/BulkPauseJobs": Role.OPERATOR,
+        f"/{_JOBS}/BulkResumeJobs": Role.OPERATOR,
         f"/{_SEARCH}/ListJobs": Role.VIEWER,
         f"/{_SEARCH}/ListRuns": Role.VIEWER,
         f"/{_SEARCH}/GetRun": Role.VIEWER,
@@ -75,6 +80,10 @@ class Access:
     def readable(self) -> frozenset[str] | None:
         """The namespaces whose resources lists and feeds show this caller (None: all)."""
         return self.principal.namespaces_with(Role.VIEWER)
+
+    def changeable(self) -> frozenset[str] | None:
+        """The namespaces where this call's role is held (None: all): what a call by filter may change."""
+        return self.principal.namespaces_with(self.role)
 
     def audited(
         self, action: AuditAction, resource: str, namespace: str, now: datetime, request_id: str = ""

@@ -19,11 +19,12 @@ from datetime import timedelta
 from typing import ParamSpec, Protocol, TypeVar
 
 from jobmesh.core.errors import JobmeshError
-from jobmesh.core.filters import Comparison, in_namespaces, run_matches
+from jobmesh.core.filters import Comparison, in_namespaces, is_upcoming, run_matches
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.store import LOGS_CHANGED, FeedCursor, RunChange, Store
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import RunState
+from jobmesh.core.timestamps import utcnow
 
 log = logging.getLogger(__name__)
 FEED_PAGE = 1000  # changes read at once
@@ -48,7 +49,7 @@ class FellBehind(Exception):
 
 
 @dataclass(eq=False)
-class Watcher:
+class FeedSubscription:
     """One stream's view of the feed: the changes it asked for, in feed order, after `cursor`."""
 
     job_id: str | None
@@ -62,6 +63,8 @@ class Watcher:
     namespaces: frozenset[str] | None = None
     # What a resumed watcher missed, read from the store: it comes first, live changes are held meanwhile.
     missed: AsyncIterator[list[RunChange]] | None = None
+    # Whether runs SCHEDULED ahead of their time (`is_upcoming`, at the change) are wanted.
+    show_upcoming: bool = True
     _queue: asyncio.Queue[list[RunChange]] = field(default_factory=asyncio.Queue)
     _waiting: int = 0
     _behind: bool = False
@@ -74,6 +77,7 @@ class Watcher:
             and (self.job_id is None or run.job_id == self.job_id)
             and in_namespaces(self.namespaces, run.namespace)
             and run_matches(self.comparisons, run, change.labels)
+            and (self.show_upcoming or not is_upcoming(run, utcnow()))
         )
 
     def offer(self, changes: list[RunChange]) -> None:
@@ -141,7 +145,7 @@ class RunFeed:
         self._min_interval = min_interval.total_seconds()
         self._narrow_interval = narrow_interval.total_seconds()
         self.watcher_capacity = watcher_capacity
-        self._watchers: set[Watcher] = set()
+        self._watchers: set[FeedSubscription] = set()
         self._log_waiters: set[asyncio.Event] = set()
         self._listeners: list[Callable[[Sequence[RunChange]], None]] = []
         self._listened: frozenset[RunState] | None = frozenset()  # None: some listener wants every change
@@ -180,7 +184,7 @@ class RunFeed:
             self._listened |= states
 
     @property
-    def watchers(self) -> frozenset[Watcher]:
+    def watchers(self) -> frozenset[FeedSubscription]:
         return frozenset(self._watchers)
 
     @property
@@ -195,16 +199,19 @@ class RunFeed:
         comparisons: Sequence[Comparison],
         after: FeedCursor | None,
         namespaces: frozenset[str] | None = None,
-    ) -> AsyncIterator[Watcher]:
+        *,
+        show_upcoming: bool = True,
+    ) -> AsyncIterator[FeedSubscription]:
         """A watcher of the changes after `after` (from now, without it) in `namespaces` (None: all) until
-        the block ends."""
-        watcher = Watcher(
+        the block ends; runs SCHEDULED ahead of their time only with `show_upcoming`."""
+        watcher = FeedSubscription(
             job_id,
             comparisons,
             after or self.cursor,
             self.watcher_capacity,
             after or FeedCursor(0),
             namespaces,
+            show_upcoming=show_upcoming,
         )
         if after is not None and after < self.cursor:
             watcher.missed = self._missed(watcher, after, self.cursor)
@@ -225,7 +232,7 @@ class RunFeed:
             self._log_waiters.discard(event)
 
     async def _missed(
-        self, watcher: Watcher, after: FeedCursor, target: FeedCursor
+        self, watcher: FeedSubscription, after: FeedCursor, target: FeedCursor
     ) -> AsyncIterator[list[RunChange]]:
         """What a resumed watcher missed, read from the store page by page up to where the live feed stood
         when it came (the live feed brings what lies beyond)."""

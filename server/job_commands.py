@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +13,7 @@ from google.protobuf import field_mask_pb2
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.backfill import MAX_BACKFILL_RUNS, backfill_runs
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.definitions import (
     IMMUTABLE_JOB_FIELDS,
@@ -32,13 +34,16 @@ from jobmesh.core.errors import (
     FailedPrecondition,
     InvalidArgument,
     JobmeshError,
+    NotFound,
     RequestIdReused,
 )
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.group_commit import GroupCommit
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.ids import new_job_id
 from jobmesh.core.metrics import JOBS_CREATED
 from jobmesh.core.names import DEFAULT_NAMESPACE, job_name, parse_job_name, parse_run_name, run_name
+from jobmesh.core.occurrences import cron_occurrences_between
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Store
 from jobmesh.core.records import (
     JOB_DELETED,
@@ -57,6 +62,7 @@ from jobmesh.core.records import (
 )
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.authorization import Access
+from jobmesh.server.backfill_requests import Backfill, check_backfill, check_backfillable
 from jobmesh.server.validation import (
     NO_SECRET_QUEUES,
     Violations,
@@ -90,7 +96,8 @@ class JobCommands:
     one they wait for the watcher. `cancels` pushes a persisted cancel towards the run's executor.
     `secret_queues`: the secrets a job may reference on some queues only. `fenced`: which of some attempts
     were granted on their fences while the database was away (`OutageMode.fenced`); a pause, delete or
-    schedule change spares their runs, which started although the database may not know it yet."""
+    schedule change spares their runs, which started although the database may not know it yet. `hooks`
+    observe the runs each create call made (`RunHooks.create`)."""
 
     def __init__(
         self,
@@ -102,8 +109,10 @@ class JobCommands:
         cancels: CancelRouter | None = None,
         secret_queues: SecretQueues = NO_SECRET_QUEUES,
         fenced: Callable[[Sequence[AttemptRef]], set[AttemptRef]] | None = None,
+        hooks: RunHooks = NO_HOOKS,
     ) -> None:
         self._store = store
+        self._hooks = hooks
         self._fenced = fenced
         self._secret_queues = secret_queues  # the secrets granted to some queues only
         # Concurrent creates share a transaction: one job per call scales with the callers.
@@ -157,9 +166,14 @@ class JobCommands:
     # Creating -----------------------------------------------------------------------------------------
 
     def create_jobs(
-        self, requests: Sequence[job_service_pb2.CreateJobRequest], access: Access
+        self,
+        requests: Sequence[job_service_pb2.CreateJobRequest],
+        access: Access,
+        call: str = "jobmesh.v1.JobService/CreateJob",
     ) -> list[Created]:
-        """Validates and authorizes each request on its own, stores the valid ones in one transaction."""
+        """Validates and authorizes each request on its own, stores the valid ones in one transaction.
+        `call`: the RPC that asked, as the hooks name it."""
+        start_ns = time.time_ns()
         if len(requests) > MAX_BATCH:
             raise InvalidArgument.single(
                 "requests", f"at most {MAX_BATCH} jobs per call, got {len(requests)}"
@@ -180,13 +194,16 @@ class JobCommands:
             created += outcome.status is CreateStatus.CREATED
         if created:
             JOBS_CREATED.inc(created)
-        self._hand_off(
-            [
-                (outcome.first_run, item.job.spec)
-                for (_, item), outcome in zip(pending, outcomes, strict=True)
-                if outcome.status is CreateStatus.CREATED and outcome.first_run is not None
-            ]
-        )
+        made = [
+            (outcome, item.job.spec)
+            for (_, item), outcome in zip(pending, outcomes, strict=True)
+            if outcome.status is CreateStatus.CREATED
+        ]
+        first_runs = [(outcome.first_run, spec) for outcome, spec in made if outcome.first_run is not None]
+        if made:
+            jobs = [outcome.job for outcome, _ in made if outcome.job is not None]
+            self._hooks.create(call, start_ns, [run for run, _ in first_runs], jobs)
+        self._hand_off(first_runs)
         return [result or Created() for result in results]
 
     def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime, access: Access) -> NewJob:
@@ -252,7 +269,7 @@ class JobCommands:
             updated, expected_version=current.version, audit=event, withdraw=withdraw
         )
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "UpdateJob")
         return stored
 
     def _reschedule(
@@ -265,10 +282,12 @@ class JobCommands:
             first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
         return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
 
-    def _create_first_run(self, job: JobRecord, first_run: RunRecord) -> None:
+    def _create_first_run(self, job: JobRecord, first_run: RunRecord, rpc: str) -> None:
         """The new schedule's first run, handed out at once when it is due soon."""
+        start_ns = time.time_ns()
         outcome = self._store.create_run(first_run)
         if outcome.run is not None:
+            self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
             self._hand_off([(outcome.run, job.spec)])
 
     def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
@@ -318,7 +337,7 @@ class JobCommands:
         event = access.audited(AuditAction.RESUME, name, current.namespace, now)
         stored = self._store.update_job(resumed, expected_version=current.version, audit=event)
         if first_run is not None:
-            self._create_first_run(stored, first_run)
+            self._create_first_run(stored, first_run, "ResumeJob")
         return stored
 
     # Runs -------------------------------------------------------------------------------------------------
@@ -332,14 +351,11 @@ class JobCommands:
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW, "RunJobNow")
 
     def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
-        found = Violations()
-        found.text("reason", reason, limit=1024)
-        found.raise_if_any()
-        reason = reason or "cancelled"
+        reason = _cancel_reason(reason)
         now = self._clock()
 
         def audited(current: RunRecord) -> AuditEvent:
@@ -350,12 +366,46 @@ class JobCommands:
             self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=audited), reason
         )
 
-    def replay_run(self, request: job_service_pb2.ReplayRunRequest, access: Access) -> RunRecord:
+    def cancel_runs(
+        self, runs: Sequence[RunRecord], reason: str, access: Access
+    ) -> list[RunRecord | JobmeshError]:
+        """Cancels each run the caller may cancel, in one transaction; one outcome per run, in order: the
+        run as it is now, or why it was not cancelled."""
+        reason = _cancel_reason(reason)
+        now = self._clock()
+        outcomes: list[RunRecord | JobmeshError] = []
+        allowed: list[tuple[int, tuple[str, str, AuditEvent]]] = []
+        for run in runs:
+            name = run_name(run.job_id, run.run_id)
+            try:
+                access.check(run.namespace, name)
+            except JobmeshError as error:
+                outcomes.append(error)
+                continue
+            event = access.audited(AuditAction.CANCEL, name, run.namespace, now)
+            allowed.append((len(outcomes), (run.job_id, run.run_id, event)))
+            outcomes.append(NotFound(name))
+        cancelled = self._store.cancel_runs([item for _, item in allowed], reason=reason, now=now)
+        for (index, _), stored in zip(allowed, cancelled, strict=True):
+            if stored is not None:
+                outcomes[index] = self._cancelled(stored, reason)
+        return outcomes
+
+    def replay_run(
+        self,
+        request: job_service_pb2.ReplayRunRequest,
+        access: Access,
+        *,
+        source: RunRecord | None = None,
+        job: JobRecord | None = None,
+    ) -> RunRecord:
+        """`source` and `job`: the run `request` names and its job, when the caller read them already."""
         job_id, run_id = parse_run_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
         found.raise_if_any()
-        source = self._store.get_run(job_id, run_id)
+        if source is None:
+            source = self._store.get_run(job_id, run_id)
         access.check(source.namespace, request.name)
         if source.state not in REPLAYABLE_RUN_STATES:
             raise FailedPrecondition(
@@ -364,7 +414,7 @@ class JobCommands:
                 reason="RUN_NOT_REPLAYABLE",
                 metadata={"run": request.name, "state": source.state.value},
             )
-        job = self._store.get_job(job_id)
+        job = job or self._store.get_job(job_id)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(
@@ -376,11 +426,45 @@ class JobCommands:
             request_id=request.request_id,
             request_digest=digest,
         )
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY)
+        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY, "ReplayRun")
 
-    def _insert_run(
-        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction
+    def backfill_job(self, request: job_service_pb2.BackfillJobRequest, access: Access) -> Backfill:
+        """The job's cron occurrences in [start_time, end_time) as paced BACKFILL runs (core/backfill.py),
+        stored in one transaction with one audit event; a retried request id answers the same count."""
+        start_ns = time.time_ns()
+        now = self._clock()
+        bounds = check_backfill(request, now)
+        job = self.get_job(request.name, access)
+        spec = job_pb2.Job.FromString(job.spec)
+        check_backfillable(request.name, job.state, spec)
+        times = cron_occurrences_between(spec.schedule.cron, bounds.start, bounds.end, MAX_BACKFILL_RUNS)
+        if len(times) > MAX_BACKFILL_RUNS:
+            raise InvalidArgument.single(
+                "end_time", f"the range holds more than {MAX_BACKFILL_RUNS} occurrences: backfill it in parts"
+            )
+        if not times:
+            return Backfill(0)
+        digest = request_hash(request) if request.request_id else ""
+        runs = backfill_runs(
+            job, times, now, bounds.pace, request_id=request.request_id, request_digest=digest
+        )
+        event = access.audited(AuditAction.BACKFILL, request.name, job.namespace, now, request.request_id)
+        outcome = self._store.create_runs(runs, audit=event)
+        if outcome.status is CreateStatus.REQUEST_ID_REUSED:
+            raise RequestIdReused(request.request_id)
+        if outcome.status is CreateStatus.CREATED:
+            self._hooks.create("jobmesh.v1.JobService/BackfillJob", start_ns, runs)
+            self._hand_off([(runs[0], job.spec)])  # the watcher releases the others at their pace
+            return Backfill(len(runs), times[0], times[-1], runs[-1].due_time)
+        # A retry: the first call's runs, whose due times counted from its own time.
+        first = outcome.run
+        assert first is not None
+        return Backfill(len(runs), times[0], times[-1], first.create_time + bounds.pace * (len(runs) - 1))
+
+    def _insert_run(  # noqa: PLR0917 - the one path of RunJobNow and ReplayRun
+        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction, rpc: str
     ) -> RunRecord:
+        start_ns = time.time_ns()
         name = run_name(run.job_id, run.run_id)
         event = access.audited(action, name, run.namespace, run.create_time, request_id)
         outcome = self._store.create_run(run, audit=event)
@@ -389,6 +473,7 @@ class JobCommands:
         if outcome.run is None:
             raise AlreadyExists(f"{run_name(run.job_id, run.run_id)} already exists")
         if outcome.status is CreateStatus.CREATED:
+            self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
             self._hand_off([(outcome.run, spec)])
         return outcome.run
 
@@ -402,6 +487,14 @@ def _created(
         name = job_name(item.job.job_id)
         return Created(error=AlreadyExists(f"{name} already exists", metadata={"resource": name}))
     return Created(job=job, first_run=first_run)
+
+
+def _cancel_reason(reason: str) -> str:
+    """The reason recorded on a cancelled run: the caller's, checked, or a default."""
+    found = Violations()
+    found.text("reason", reason, limit=1024)
+    found.raise_if_any()
+    return reason or "cancelled"
 
 
 def _expected_version(etag: str, field: str) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -24,6 +25,7 @@ from jobmesh.core.filters import (
 from jobmesh.core.names import parse_run_name, parse_run_parent
 from jobmesh.core.ports.store import Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.timestamps import utcnow
 from jobmesh.server.authorization import Access
 from jobmesh.server.validation import (
     Violations,
@@ -98,6 +100,8 @@ class JobQueries:
         assert query is not None
         if job_id is not None:
             self._parent_job(job_id, request.parent, access)
+        if not request.show_upcoming:
+            query = dataclasses.replace(query, upcoming_after=utcnow())
         return self._store.list_runs(job_id, query)
 
     def list_audit_events(
@@ -120,16 +124,23 @@ class JobQueries:
         """The job (None for every job) and the filter a `WatchRuns` stream asks for, checked as `ListRuns`
         checks them."""
         found = Violations()
-        job_id = _run_parent(found, request.parent)
         check_page_size(found, request.initial_page_size, "initial_page_size")
+        return self.runs_matching(request.parent, request.filter, access, found)
+
+    def runs_matching(
+        self, parent: str, filter_text: str, access: Access, found: Violations
+    ) -> tuple[str | None, tuple[Comparison, ...]]:
+        """The job (None for every job) and the comparisons of a run `parent` and `filter` as `ListRuns`
+        reads them; raises what `found` holds with their violations."""
+        job_id = _run_parent(found, parent)
         comparisons: tuple[Comparison, ...] = ()
         try:
-            comparisons = parse_filter(request.filter, RUN_FIELDS)
+            comparisons = parse_filter(filter_text, RUN_FIELDS)
         except InvalidArgument as error:
             found.items.extend(error.violations)
         found.raise_if_any()
         if job_id is not None:
-            self._parent_job(job_id, request.parent, access)
+            self._parent_job(job_id, parent, access)
         return job_id, comparisons
 
     def get_run(self, name: str, access: Access) -> RunRecord:

@@ -55,12 +55,12 @@ def token_digest(token: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class _TokenEntry:
     digest: bytes
     principal: Principal
 
 
-def parse_token_file(content: bytes) -> tuple[_Entry, ...]:
+def parse_token_file(content: bytes) -> tuple[_TokenEntry, ...]:
     """The entries of a token file; ValueError names the first bad one."""
     try:
         document = yaml.safe_load(content) or {}
@@ -81,14 +81,14 @@ def parse_token_file(content: bytes) -> tuple[_Entry, ...]:
     return tuple(entries)
 
 
-def _entry(entry: object) -> _Entry:
+def _entry(entry: object) -> _TokenEntry:
     if not isinstance(entry, Mapping):
         raise ValueError("an entry has `sha256`, `subject`, `roles` and optionally `executor`")
     digest = entry.get("sha256")
     if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
         raise ValueError("`sha256` is the token's SHA-256 as 64 lower-case hex digits")
     grant = {key: value for key, value in entry.items() if key not in ("sha256", "subject")}
-    return _Entry(bytes.fromhex(digest), principal_of_grant(entry.get("subject"), grant))
+    return _TokenEntry(bytes.fromhex(digest), principal_of_grant(entry.get("subject"), grant))
 
 
 def token_entry(token: str, subject: str, grant: Mapping[str, object]) -> dict[str, object]:
@@ -116,7 +116,7 @@ class OpaqueTokens:
 
     def __init__(self, path: Path) -> None:
         # Fail closed: a file removed or broken revokes every token it listed.
-        revoked: tuple[_Entry, ...] = ()
+        revoked: tuple[_TokenEntry, ...] = ()
         self._file = WatchedFile(
             path, parse_token_file, fail_closed=(revoked, "every token it held is refused")
         )

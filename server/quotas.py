@@ -7,7 +7,8 @@ namespace has the server's default limits but those an operator set for it (`Quo
 Counting every create at the store would cost a query per call: a namespace's usage is read at most every
 USAGE_TTL seconds and counted up here meanwhile, so replicas together may pass a quota by what they admit
 within that time. The runs-per-minute budget is per server process, and counts the runs the API makes
-(immediate creates, RunJobNow, ReplayRun): the runs cron jobs make are bounded by the cron quotas.
+(immediate creates, RunJobNow, ReplayRun, BulkReplayRuns): the runs cron jobs make are bounded by the cron
+quotas.
 """
 
 from __future__ import annotations
@@ -158,7 +159,11 @@ class NamespaceQuotas:
 
     def admit_run(self, namespace: str) -> None:
         """One run the API makes now (RunJobNow, ReplayRun)."""
-        wanted = Counter({namespace: 1})
+        self.admit_runs({namespace: 1})
+
+    def admit_runs(self, counts: Mapping[str, int]) -> None:
+        """Runs the API makes now, by namespace (BulkReplayRuns): all of them are admitted, or none."""
+        wanted = Counter(counts)
         with self._lock:
             if violations := self._take_runs(wanted, dry_run=True):
                 raise _refusal(violations)

@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from jobmesh.core.errors import ResourceExhausted
+from jobmesh.core.log_throttle import ThrottledLog
 from jobmesh.core.metrics import REFUSALS
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.stream_lag import StreamLag
 
 P = ParamSpec("P")
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
 SERVER_OVERLOADED = "SERVER_OVERLOADED"
+REFUSALS_LOGGED_EVERY = timedelta(seconds=5)  # a line per reason: refusals come by the thousand a second
 READ_THREADS = 8
 WRITE_THREADS = 8
 
@@ -48,6 +53,7 @@ class Workers:
         self._max_loop_lag = max_loop_lag
         self._max_pending_creates = max_pending_creates
         self._retry_after = retry_after
+        self._refusals_log = ThrottledLog(log, REFUSALS_LOGGED_EVERY)
         self._pending_creates = 0  # the event loop's thread only
 
     @property
@@ -93,6 +99,9 @@ class Workers:
     def _refuse(self, reason: str, why: str) -> None:
         """`reason`: the refusals metric's label (`core.metrics.REFUSALS`)."""
         REFUSALS(reason).inc()
+        self._refusals_log.log(
+            reason, "create refused, the server is overloaded: %s", why, extra={"reason": reason}
+        )
         raise ResourceExhausted(
             f"{why}: retry after the delay given",
             reason=SERVER_OVERLOADED,

@@ -119,3 +119,88 @@ def test_nothing_outside_clients_imports_from_them_but_the_command_its_cli() -> 
                     if name == "jobmesh.client" or name.startswith("jobmesh.client."):
                         found.setdefault(str(path.relative_to(REPO)), set()).add(name)
     assert found == CLI_WIRING
+
+
+# The mesh's packages, and the SDK apart: the SDK mirrors the contract's names (its errors, enums and
+# resources are the client's side of core's), and is a package of its own that never imports the mesh.
+MESH_FOLDERS = ("core", "adapters", "server", "watcher", "executor", "processes", "transport")
+SDK_FOLDERS = ("clients/python",)
+
+
+def classes_by_name(folders: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each class name defined in the folders' sources (at any depth), with where."""
+    found: dict[str, list[str]] = {}
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    found.setdefault(node.name, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def twice(folders: tuple[str, ...]) -> dict[str, list[str]]:
+    return {name: places for name, places in classes_by_name(folders).items() if len(places) > 1}
+
+
+@pytest.mark.parametrize("folders", [MESH_FOLDERS, SDK_FOLDERS], ids=["mesh", "sdk"])
+def test_a_class_name_means_one_thing(folders: tuple[str, ...]) -> None:
+    assert twice(folders) == {}
+
+
+def test_the_check_finds_a_name_given_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.py").write_text("class Watcher:\n    class _Inner: ...\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert set(twice(("a", "b"))) == {"Watcher", "_Inner"}
+
+
+def name_builders(folders: tuple[str, ...]) -> list[str]:
+    """Where a source of the folders builds a resource name (`jobs/…`) in an f-string, but core/names.py."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path == REPO / "core" / "names.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.JoinedStr) and node.values:
+                    first = node.values[0]
+                    if isinstance(first, ast.Constant) and str(first.value).startswith("jobs/"):
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_resource_names_are_built_in_core_names_alone() -> None:
+    assert name_builders(MESH_FOLDERS) == []
+
+
+def test_the_check_finds_a_name_built_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text('def name(job: str) -> str:\n    return f"jobs/{job}"\n')
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert name_builders(("a",)) == ["a/m.py:2"]
+
+
+def growing_powers(folders: tuple[str, ...]) -> list[str]:
+    """Where the folders raise to a power that is not a constant (a delay growing per try): the backoff."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if _growing_power(node):
+                    found.append(f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}")
+    return found
+
+
+def _growing_power(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Pow)
+        and not isinstance(node.right, ast.Constant)
+    )
+
+
+def test_one_backoff_function() -> None:
+    """Retries, the executor's reconnects and the Redis subscriber's all wait by core.backoff alone."""
+    assert [place.split(":")[0] for place in growing_powers(MESH_FOLDERS)] == ["core/backoff.py"]

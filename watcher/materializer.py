@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection
 from datetime import datetime
 
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.definitions import heartbeat_timeout_of, new_run
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.occurrences import plan_occurrences
 from jobmesh.core.ports.pipeline_store import SchedulerStore
@@ -19,16 +21,22 @@ CRON_JOBS_PER_PASS = 500
 
 
 class Materializer:
-    def __init__(self, store: SchedulerStore, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: SchedulerStore, clock: Callable[[], datetime], hooks: RunHooks = NO_HOOKS
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._hooks = hooks
 
     def materialize(self, until: datetime, shards: Collection[int]) -> list[Dispatchable]:
         """Runs for every occurrence of the shards' active cron jobs due up to `until`; returns the runs
         made."""
+        start_ns = time.time_ns()
         made: list[Dispatchable] = []
         for job in self._store.cron_jobs_due(until, limit=CRON_JOBS_PER_PASS, shards=shards):
             made.extend(self._materialize_job(job, until))
+        if made:
+            self._hooks.create("jobmesh.watcher/materialize", start_ns, [item.run for item in made])
         return made
 
     def _materialize_job(self, job: JobRecord, until: datetime) -> list[Dispatchable]:

@@ -17,6 +17,7 @@ from datetime import datetime
 from jobmesh.core.cancels import CancelRouter
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import JobmeshError, StoreUnavailable
+from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.lifecycle import AttemptLifecycle
 from jobmesh.core.metrics import (
     BACKLOG_AGE,
@@ -63,9 +64,10 @@ class Watcher:
         clock: Callable[[], datetime] = utcnow,
         *,
         readiness: Readiness | None = None,
+        hooks: RunHooks = NO_HOOKS,
     ) -> None:
         """`readiness`: the process's, which the lease and the scans are reported to (one of its own when
-        None)."""
+        None). `hooks` observe the runs it makes, sends and ends."""
         self.config = config
         self.readiness = readiness or Readiness("watcher")
         self.readiness.expect(LEASE_HELD)
@@ -76,7 +78,7 @@ class Watcher:
         self._clock = clock
         self._timer = Timer()
         self._shards = ShardLeases(store, config.watcher_id, config.shard_lease_ttl, clock)
-        dispatcher = Dispatcher(store, queue, clock)
+        dispatcher = Dispatcher(store, queue, clock, hooks)
         self._releaser = Releaser(
             store,
             dispatcher,
@@ -96,12 +98,12 @@ class Watcher:
         )
         self._sweeper = Sweeper(
             store=store,
-            lifecycle=AttemptLifecycle(store, queue, clock),
+            lifecycle=AttemptLifecycle(store, queue, clock, hooks=hooks),
             signals=signals,
             dispatcher=dispatcher,
             clock=clock,
         )
-        self._materializer = Materializer(store, clock)
+        self._materializer = Materializer(store, clock, hooks)
         self._queue_durable = queue.durable
         self._started = clock()
         self._leading = asyncio.Event()

@@ -13,7 +13,7 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 
 
 @dataclass(order=True)
-class _Entry:
+class _TimerEntry:
     release_at: datetime
     order: int
     item: Dispatchable = field(compare=False)
@@ -25,7 +25,7 @@ class Timer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._heap: list[_Entry] = []
+        self._heap: list[_TimerEntry] = []
         self._held: set[AttemptRef] = set()
         self._order = itertools.count()
 
@@ -39,7 +39,7 @@ class Timer:
             if ref in self._held:
                 return False
             self._held.add(ref)
-            heapq.heappush(self._heap, _Entry(release_at, next(self._order), item, ref))
+            heapq.heappush(self._heap, _TimerEntry(release_at, next(self._order), item, ref))
             return True
 
     def next_release(self) -> datetime | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from google.protobuf.message import DecodeError
-from opentelemetry import propagate
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef
@@ -78,11 +77,17 @@ def decode(value: bytes | None, content_type: str | None) -> dispatch_pb2.Dispat
     return run
 
 
-def current_trace_context() -> dict[str, str]:
-    """The caller's W3C trace context (traceparent, tracestate, baggage); empty outside a span."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return carrier
+Headers = list[tuple[str, str | bytes | None]]
+_PLAIN_HEADERS: Headers = [(CONTENT_TYPE_HEADER, CONTENT_TYPE)]
+
+
+def headers_of(run: dispatch_pb2.DispatchedRun) -> Headers:
+    """The message's headers: its content type and the run's own trace context (`traceparent`, ...), which
+    the span that publishes it wrote on it. Untraced, one shared list (never changed): nothing is built per
+    message."""
+    if not run.trace_context:
+        return _PLAIN_HEADERS
+    return [*_PLAIN_HEADERS, *run.trace_context.items()]
 
 
 def trace_context_of(headers: Mapping[str, str]) -> dict[str, str]:

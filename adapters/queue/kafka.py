@@ -38,6 +38,7 @@ PRODUCER_SETTINGS: dict[str, Any] = {
 }
 # How long publish() waits in one flush before checking its own deliveries (other threads may be producing).
 FLUSH_SLICE = 0.1
+PURGE_WAIT = 0.2  # seconds a failed publish may spend dropping what it queued
 PROBE_METADATA_TIMEOUT_S = 1.5  # under the readiness probe's own timeout (core/readiness.py)
 RECONNECT_BACKOFF_MAX_MS = 500
 
@@ -272,10 +273,9 @@ class KafkaRunQueue:
         acks: _Acks,
         deadline: float,
     ) -> None:
-        headers: list[tuple[str, str | bytes | None]] = [(codec.CONTENT_TYPE_HEADER, codec.CONTENT_TYPE)]
-        headers += codec.current_trace_context().items()
         for topic, run in items:
             key = codec.job_key(run).encode()
+            headers = codec.headers_of(run)
             while True:
                 try:
                     producer.produce(topic, codec.encode(run), key, headers=headers, on_delivery=acks)
@@ -297,8 +297,15 @@ class KafkaRunQueue:
     def _drop_queued(producer: Producer) -> None:
         # Runs still queued after a failed publish would otherwise go out whenever the broker returns, on top
         # of the caller's retry, and pile up while it is down. In-flight ones may still land (at-least-once).
-        producer.purge(in_queue=True, in_flight=False, blocking=True)
-        producer.poll(0)
+        # A loaded machine showed messages left after one purge (moving between librdkafka's queues as it
+        # ran, or their purge reports not yet served by poll): purged again, briefly, until none is left.
+        ends = time.monotonic() + PURGE_WAIT
+        while True:
+            producer.purge(in_queue=True, in_flight=False, blocking=True)
+            producer.poll(0)
+            if not len(producer) or time.monotonic() >= ends:
+                return
+            time.sleep(0.01)
 
     def _new_producer(self) -> Producer:
         return Producer({**self._base, **self._producer_settings, "error_cb": self._on_producer_error})

@@ -238,5 +238,13 @@ class MemoryRunQueue:
         """Nothing to release: the queue may be shared by other components of the process (see factory)."""
 
     def _append(self, topic: str, runs: Sequence[dispatch_pb2.DispatchedRun]) -> None:
-        headers = {codec.CONTENT_TYPE_HEADER: codec.CONTENT_TYPE, **codec.current_trace_context()}
-        self._broker.append(topic, [_Record(codec.encode(run), headers) for run in runs])
+        self._broker.append(topic, [_Record(codec.encode(run), _headers(run)) for run in runs])
+
+
+_PLAIN_HEADERS: Mapping[str, str] = {codec.CONTENT_TYPE_HEADER: codec.CONTENT_TYPE}
+
+
+def _headers(run: dispatch_pb2.DispatchedRun) -> Mapping[str, str]:
+    """The message's headers (as `codec.headers_of`); untraced, one shared mapping (records never change
+    theirs)."""
+    return {**_PLAIN_HEADERS, **run.trace_context} if run.trace_context else _PLAIN_HEADERS

@@ -8,7 +8,6 @@ SignalsUnavailable. Redis holds nothing the database cannot rebuild (invariant 1
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +25,7 @@ from redis.retry import Retry
 
 from jobmesh.adapters.signals import wire
 from jobmesh.core.attempts import AttemptRef
+from jobmesh.core.backoff import backoff_delay
 from jobmesh.core.ports.signals import CancelNotice, SignalsUnavailable
 from jobmesh.core.ports.subscription import Subscription
 
@@ -42,8 +42,8 @@ _UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError)
 POLL_S = 0.1  # how long the listener blocks per read: bounds how late close() is noticed
 PING_EVERY_S = 5.0  # a half-open TCP connection says nothing; an unanswered PING exposes it
 SILENCE_LIMIT_S = 2.5 * PING_EVERY_S
-BACKOFF_FIRST_S = 0.1
-BACKOFF_MAX_S = 2.0
+BACKOFF_FIRST = timedelta(milliseconds=100)
+BACKOFF_MAX = timedelta(seconds=2)
 
 
 @contextmanager
@@ -67,14 +67,16 @@ class RedisSignalBus:
             retry=_RETRY,
         )
         self._lock = threading.Lock()
-        self._listeners: set[_Listener] = set()
+        self._listeners: set[_CancelSubscription] = set()
 
     def publish_cancel(self, notice: CancelNotice) -> None:
         with _translated("publish"):
             self._client.publish(wire.cancels_channel(self._prefix), wire.encode_notice(notice))
 
     def subscribe_cancels(self, handler: Callable[[CancelNotice], None]) -> Subscription:
-        listener = _Listener(self._client, wire.cancels_channel(self._prefix), handler, self._forget)
+        listener = _CancelSubscription(
+            self._client, wire.cancels_channel(self._prefix), handler, self._forget
+        )
         with self._lock:
             self._listeners.add(listener)
         listener.start()
@@ -160,12 +162,12 @@ class RedisSignalBus:
         with _translated("read"):
             return self._client.mget(keys)
 
-    def _forget(self, listener: _Listener) -> None:
+    def _forget(self, listener: _CancelSubscription) -> None:
         with self._lock:
             self._listeners.discard(listener)
 
 
-class _Listener:
+class _CancelSubscription:
     """One subscription: a daemon thread reading the channel, resubscribing with backoff whenever the
     connection is lost. Notices published while it is disconnected are missed (pub/sub keeps nothing); the
     database and the cancel keys cover those."""
@@ -175,7 +177,7 @@ class _Listener:
         client: redis.Redis,
         channel: str,
         handler: Callable[[CancelNotice], None],
-        on_close: Callable[[_Listener], None],
+        on_close: Callable[[_CancelSubscription], None],
     ) -> None:
         self._client = client
         self._channel = channel
@@ -281,8 +283,7 @@ class _Listener:
 
 def _backoff(failures: int) -> float:
     """Exponential, capped, with jitter so that many replicas do not reconnect in lockstep."""
-    delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2.0 ** (failures - 1))
-    return delay * random.uniform(0.5, 1.0)
+    return backoff_delay(BACKOFF_FIRST, failures, cap=BACKOFF_MAX).total_seconds()
 
 
 def _close_quietly(pubsub: PubSub | None) -> None:

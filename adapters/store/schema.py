@@ -163,6 +163,8 @@ job_runs = Table(
     Column("namespace", Text, nullable=False, server_default=text("'default'")),
     # The job's shard (migration 0010), copied to `open_runs` by its triggers.
     Column("shard", SmallInteger, nullable=False),
+    # What a succeeded handler returned, as JSON text (migration 0011).
+    Column("result", Text, nullable=True),
     PrimaryKeyConstraint("job_id", "run_id", "schedule_time", name="pk_job_runs"),
     postgresql_partition_by="RANGE (schedule_time)",
 )

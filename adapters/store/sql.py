@@ -203,6 +203,15 @@ class SqlStore:
             return outcome
 
     @translate_errors
+    def create_runs(self, runs: Sequence[RunRecord], *, audit: AuditEvent | None = None) -> CreateRunOutcome:
+        with self._writing() as connection:
+            outcome = sql_runs.create_run(connection, runs[0])
+            if outcome.status is CreateStatus.CREATED:
+                sql_runs.insert_runs(connection, runs[1:])
+                sql_audit.record(connection, [audit])
+            return outcome
+
+    @translate_errors
     def get_run(self, job_id: str, run_id: str) -> RunRecord:
         with read_connection(self._engine) as connection:
             return sql_runs.get_run(connection, job_id, run_id)
@@ -227,6 +236,13 @@ class SqlStore:
             if event is not None:
                 sql_audit.record(connection, [event])
             return run
+
+    @translate_errors
+    def cancel_runs(
+        self, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+    ) -> list[RunRecord | None]:
+        with self._writing() as connection:
+            return sql_runs.cancel_runs(connection, runs, reason=reason, now=now)
 
     # The audit trail ---------------------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ _FINAL_COLUMNS = (
     ("error_type", Text()),
     ("error_message", Text()),
     ("times_clamped", Boolean()),
+    ("result", Text()),
 )
 _NEXT_ATTEMPT = job_runs.c.attempt + 1
 
@@ -303,15 +304,8 @@ _EXECUTION_FIELDS = (
 
 def _final_row(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
-    return (
-        *key,
-        end.run_state.value,
-        end.end_time,
-        end.exit_code,
-        end.error_type,
-        end.error_message,
-        _clamped(end, row),
-    )
+    errors = (end.exit_code, end.error_type, end.error_message)
+    return (*key, end.run_state.value, end.end_time, *errors, _clamped(end, row), end.result)
 
 
 def _clamped(end: AttemptEnd, row: StoredRow) -> bool:

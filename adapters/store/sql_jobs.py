@@ -38,6 +38,7 @@ from jobmesh.adapters.store.sql_rows import (
 )
 from jobmesh.core.errors import EtagMismatch, NotFound
 from jobmesh.core.filters import ListQuery
+from jobmesh.core.names import job_name
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Page
 from jobmesh.core.records import (
     JOB_DELETED,
@@ -181,7 +182,7 @@ def _first_runs(connection: Connection, rows: Sequence[RowMapping]) -> dict[tupl
 def get_job(connection: Connection, job_id: str, *, include_deleted: bool) -> JobRecord:
     row = connection.execute(select(*JOB_COLUMNS).where(jobs.c.job_id == job_id)).mappings().first()
     if row is None or (row["state"] == JobState.DELETED and not include_deleted):
-        raise NotFound(f"jobs/{job_id}")
+        raise NotFound(job_name(job_id))
     return job_from_row(row)
 
 
@@ -261,8 +262,8 @@ def _versioned_update(
             select(jobs.c.state, jobs.c.version).where(jobs.c.job_id == job_id)
         ).first()
         if current is None or current.state == JobState.DELETED:
-            raise NotFound(f"jobs/{job_id}")
-        raise EtagMismatch(f"jobs/{job_id}", etag(current.version))
+            raise NotFound(job_name(job_id))
+        raise EtagMismatch(job_name(job_id), etag(current.version))
     return job_from_row(row)
 
 

@@ -48,6 +48,7 @@ from jobmesh.adapters.store.sql_feed import changes_after
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, StoredRow, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.names import run_name
 from jobmesh.core.ports.pipeline_store import DueChanges
 from jobmesh.core.ports.store import FeedCursor
 from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
@@ -222,7 +223,7 @@ def materialize(
 ) -> list[RunRecord]:
     for run in runs:
         if run.job_id != job_id or run.trigger is not RunTrigger.SCHEDULE:
-            raise ValueError(f"jobs/{run.job_id}/runs/{run.run_id}: not a scheduled occurrence of {job_id}")
+            raise ValueError(f"{run_name(run.job_id, run.run_id)}: not a scheduled occurrence of {job_id}")
     # The job row's lock serializes watchers over this job: partitioned job_runs cannot hold a unique
     # (job, schedule time) constraint, so "each occurrence once" (invariant 7) is checked under it.
     lock = (

@@ -274,6 +274,7 @@ def _fingerprint(kind: str, scope: Sequence[object], query: ListQuery) -> str:
         [str(part) for part in scope],
         [[c.field, c.operator, c.label_key, _plain(c.value)] for c in query.comparisons],
         [[key.field, key.descending] for key in query.order_by],
+        query.upcoming_after is None,
     ]
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:16]
 

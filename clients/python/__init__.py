@@ -1,6 +1,7 @@
 """The Python SDK of jobmesh: a `Client` (blocking) and an `AsyncClient` (asyncio) of the public API
 (`jobmesh.v1`'s `JobService` and `SearchService`), with typed helpers, retries, deadlines, TLS and tokens,
-typed errors, and the embeddable `Executor` that serves a program's own Python handlers.
+typed errors, Python functions as tasks (`Tasks`, `@tasks.task`, `.delay(...)`, `.result()`), and the
+embeddable `Executor` that serves a program's own Python handlers.
 
     from datetime import timedelta
     from jobmesh.client import Client, command, immediately
@@ -59,7 +60,10 @@ from jobmesh.client._requests import (
 )
 from jobmesh.client._resources import (
     AuditEvent,
+    Backfill,
     BatchCreated,
+    BulkFailure,
+    BulkResult,
     Job,
     LogLine,
     Run,
@@ -68,6 +72,16 @@ from jobmesh.client._resources import (
     SchedulePreview,
 )
 from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
+from jobmesh.client._task_codec import TaskArgumentError
+from jobmesh.client._tasks import (
+    AsyncTaskRun,
+    NonRetryableError,
+    Task,
+    TaskFailed,
+    TaskRun,
+    Tasks,
+    error_type_of,
+)
 from jobmesh.transport.tls import ChannelTls
 
 if TYPE_CHECKING:
@@ -85,10 +99,14 @@ __all__ = [
     "TERMINAL_STATES",
     "AlreadyExists",
     "AsyncClient",
+    "AsyncTaskRun",
     "AuditAction",
     "AuditEvent",
+    "Backfill",
     "BatchCreateJobsView",
     "BatchCreated",
+    "BulkFailure",
+    "BulkResult",
     "Cancelled",
     "ChannelTls",
     "Client",
@@ -110,6 +128,7 @@ __all__ = [
     "JobmeshError",
     "LogLine",
     "LogStream",
+    "NonRetryableError",
     "NotFound",
     "OverlapPolicy",
     "PermissionDenied",
@@ -123,6 +142,11 @@ __all__ = [
     "RunState",
     "RunTrigger",
     "SchedulePreview",
+    "Task",
+    "TaskArgumentError",
+    "TaskFailed",
+    "TaskRun",
+    "Tasks",
     "Unauthenticated",
     "Unavailable",
     "UpdateFields",
@@ -130,6 +154,7 @@ __all__ = [
     "command",
     "create_job_request",
     "cron",
+    "error_type_of",
     "handler",
     "http",
     "immediately",

@@ -18,8 +18,11 @@ from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    backfill_job_request,
+    backfill_of,
     batch_create_jobs_request,
     batch_created,
+    bulk_result,
     create_job_request,
     created_job,
     deadline,
@@ -34,7 +37,17 @@ from jobmesh.client._requests import (
     stream_timed_out,
     update_job_request,
 )
-from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
+from jobmesh.client._resources import (
+    AuditEvent,
+    Backfill,
+    BatchCreated,
+    BulkResult,
+    Job,
+    LogLine,
+    Run,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
@@ -169,6 +182,19 @@ class AsyncClient:
         )
         return Run.of((await self._call(self._jobs.RunJobNow, request)).run)
 
+    async def backfill_job(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        pace: timedelta | None = None,
+        request_id: str | None = None,
+    ) -> Backfill:
+        """As `Client.backfill_job`: the job's past occurrences in [`start`, `end`) as paced runs."""
+        request = backfill_job_request(name, start, end, pace, request_id)
+        return backfill_of(await self._call(self._jobs.BackfillJob, request))
+
     async def preview_schedule(
         self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None
     ) -> SchedulePreview:
@@ -197,7 +223,13 @@ class AsyncClient:
         return Run.of((await self._call(self._search.GetRun, search.GetRunRequest(name=name))).run)
 
     async def list_runs(
-        self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str = "",
+        order_by: str = "",
+        page_size: int = 0,
+        show_upcoming: bool = False,
     ) -> AsyncIterator[Run]:
         token = ""
         while True:
@@ -207,6 +239,7 @@ class AsyncClient:
                 order_by=order_by,
                 page_size=page_size,
                 page_token=token,
+                show_upcoming=show_upcoming,
             )
             answer = await self._call(self._search.ListRuns, request)
             for run in answer.runs:
@@ -222,6 +255,58 @@ class AsyncClient:
     async def replay_run(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.ReplayRunRequest(name=name, request_id=request_id or new_request_id())
         return Run.of((await self._call(self._jobs.ReplayRun, request)).run)
+
+    # Changes by filter (at most 1,000 runs or jobs a call; `dry_run` changes nothing and counts them) -----
+
+    async def cancel_runs(
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str,
+        reason: str = "",
+        dry_run: bool = False,
+        request_id: str | None = None,
+    ) -> BulkResult:
+        """Cancels the pending and running runs of `parent` that `filter` matches, as `cancel_run` does."""
+        request = job_service_pb2.BulkCancelRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            reason=reason,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result((await self._call(self._jobs.BulkCancelRuns, request)), dry_run)
+
+    async def replay_runs(
+        self, parent: str = "jobs/-", *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Replays the failed, timed-out and dead-lettered runs that `filter` matches, as `replay_run` does;
+        a retry with the same `request_id` makes no second replay of a run."""
+        request = job_service_pb2.BulkReplayRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result((await self._call(self._jobs.BulkReplayRuns, request)), dry_run)
+
+    async def pause_jobs(
+        self, *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Pauses the active jobs that `filter` matches, as `pause_job` does."""
+        request = job_service_pb2.BulkPauseJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result((await self._call(self._jobs.BulkPauseJobs, request)), dry_run)
+
+    async def resume_jobs(
+        self, *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Resumes the paused jobs that `filter` matches, as `resume_job` does."""
+        request = job_service_pb2.BulkResumeJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result((await self._call(self._jobs.BulkResumeJobs, request)), dry_run)
 
     async def wait_for_run(
         self,
@@ -319,6 +404,7 @@ class AsyncClient:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
+        show_upcoming: bool = False,
     ) -> AsyncIterator[RunChanges]:
         """As `Client.watch_runs`: resumed from the last `resume_token` when the server cuts the stream,
         and ended (not raised) when `timeout` passes."""
@@ -329,6 +415,7 @@ class AsyncClient:
                 filter=filter,
                 initial_page_size=initial_page_size,
                 resume_token=token,
+                show_upcoming=show_upcoming,
             )
             call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
             try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import click
@@ -17,6 +17,7 @@ from jobmesh.client._cli_session import (
     EXIT_CONFLICT,
     EXIT_FAILED_RUN,
     EXIT_INVALID,
+    EXIT_OTHER,
     Session,
     complete_jobs,
     connected,
@@ -33,7 +34,7 @@ from jobmesh.client._job_options import (
 )
 from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
-from jobmesh.client._resources import Run
+from jobmesh.client._resources import BulkResult, Run
 from jobmesh.client._specs import immediately
 
 __all__ = ["apply", "jobs", "runs"]
@@ -127,6 +128,12 @@ _SPEC_OPTIONS = (
 )
 
 
+def _warn_if_past(run_at: datetime | None) -> None:
+    """A time already passed is accepted and its run starts at once: say so before sending it."""
+    if run_at is not None and run_at <= datetime.now(UTC):
+        click.echo(f"warning: --at {run_at.isoformat()} is in the past: the run starts at once", err=True)
+
+
 def _spec_options(function: Any) -> Any:
     for option in reversed(_SPEC_OPTIONS):
         function = option(function)
@@ -136,6 +143,58 @@ def _spec_options(function: Any) -> Any:
 def _fields(values: dict[str, Any], fields: JobFields) -> JobFields:
     """The job's fields that options set, added to `fields`."""
     return job_fields({**values, "labels": _labels(values["labels"])}, fields)
+
+
+# Changes by filter ------------------------------------------------------------------------------------------
+
+_BULK_FILTER = click.option(
+    "--filter",
+    "filter_",
+    metavar="EXPR",
+    help="instead of one: every one this list filter matches, at most 1,000 a call (for example "
+    "'labels.team = \"a\"')",
+)
+_BULK_JOB = click.option(
+    "--job",
+    default="jobs/-",
+    show_default=True,
+    shell_complete=complete_jobs,
+    help="with --filter: one job's runs (default: every job's)",
+)
+_DRY_RUN = click.option("--dry-run", is_flag=True, help="with --filter: count them, change nothing")
+
+
+def _single(name: str | None, filter_: str | None, dry_run: bool, metavar: str) -> str | None:
+    """The one resource named, or None for a call by --filter; a usage error for neither or both."""
+    if (name is None) == (filter_ is None):
+        raise click.UsageError(f"give either {metavar} or --filter")
+    if name is not None and dry_run:
+        raise click.UsageError("--dry-run goes with --filter")
+    return name
+
+
+def _bulk_told(session: Session, result: BulkResult, done: str, what: str) -> None:
+    """Prints a bulk call's counts and each failure; exit 1 when some failed."""
+    if session.json:
+        click.echo(
+            json.dumps(
+                {
+                    "matched": result.matched,
+                    "changed": result.changed,
+                    "dry_run": result.dry_run,
+                    "failures": [{"name": f.name, "error": str(f.error)} for f in result.failures],
+                },
+                sort_keys=True,
+            )
+        )
+    elif result.dry_run:
+        click.echo(f"would be {done}: {result.matched} {what} (dry run, nothing changed)")
+    else:
+        click.echo(f"{done}: {result.changed} of {result.matched} {what}")
+    for failure in result.failures:
+        click.echo(f"jobmesh: {failure.name}: {failure.error}", err=True)
+    if result.failures:
+        raise click.exceptions.Exit(EXIT_OTHER)
 
 
 # jobs -----------------------------------------------------------------------------------------------------
@@ -160,7 +219,8 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
       jobmesh jobs create -- sh -c 'echo hello'
       jobmesh jobs create --id nightly --cron '0 3 * * *' --time-zone Europe/Paris --http https://example.com/hook
     """
-    schedule = schedule_of(values.pop("run_at"), values.pop("cron_expression"), values.pop("time_zone"))
+    run_at = values.pop("run_at")
+    schedule = schedule_of(run_at, values.pop("cron_expression"), values.pop("time_zone"))
     target = target_of(
         values.pop("argv"),
         values.pop("http_url"),
@@ -171,6 +231,7 @@ def create_job(session: Session, job_id: str, namespace: str, request_id: str | 
     if target is None:
         raise click.UsageError("no target: give a program after `--`, --http URL or --handler NAME")
     fields = _fields(values, {})
+    _warn_if_past(run_at)
     with session.client() as client:
         created = client.create_job(
             schedule or immediately(),
@@ -236,21 +297,33 @@ def update_job(session: Session, job: str, etag: str, **values: Any) -> None:
         fields["target"] = target
     if not fields:
         raise click.UsageError("nothing to update: give at least one field's option")
+    _warn_if_past(values["run_at"])
     with session.client() as client:
         _print(session, [client.update_job(job, etag=etag, **fields)], job_columns(), single=True)
 
 
 def _job_verb(name: str, help_text: str, call: str) -> None:
     @jobs.command(name, context_settings=_CONTEXT, epilog=EXIT_CODES_HELP, help=help_text)
-    @click.argument("job", shell_complete=complete_jobs)
+    @click.argument("job", required=False, shell_complete=complete_jobs)
+    @_BULK_FILTER
+    @_DRY_RUN
     @connected
-    def verb(session: Session, job: str) -> None:
+    def verb(session: Session, job: str | None, filter_: str | None, dry_run: bool) -> None:
         with session.client() as client:
-            _print(session, [getattr(client, call)(job)], job_columns(), single=True)
+            if _single(job, filter_, dry_run, "JOB") is not None:
+                _print(session, [getattr(client, call)(job)], job_columns(), single=True)
+                return
+            _bulk_told(
+                session, getattr(client, f"{call}s")(filter=filter_, dry_run=dry_run), f"{name}d", "jobs"
+            )
 
 
-_job_verb("pause", "Pauses a job: no new runs until it is resumed.", "pause_job")
-_job_verb("resume", "Resumes a paused job.", "resume_job")
+_job_verb(
+    "pause",
+    "Pauses a job, or with --filter every active job it matches: no new runs until resumed.",
+    "pause_job",
+)
+_job_verb("resume", "Resumes a paused job, or with --filter every paused job it matches.", "resume_job")
 
 
 @jobs.command("delete", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
@@ -272,12 +345,53 @@ def run_job_now(session: Session, job: str) -> None:
         _print(session, [client.run_job_now(job)], run_columns(), single=True)
 
 
+@jobs.command("backfill", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
+@click.argument("job", shell_complete=complete_jobs)
+@click.option("--from", "start", type=Moment(), required=True, help="the range's start, included (RFC 3339)")
+@click.option(
+    "--to", "end", type=Moment(), required=True, help="the range's end, excluded; not in the future"
+)
+@click.option("--pace", type=Duration(), help="the time between two runs' due times (default 1s)")
+@click.option("--request-id", default=None, help="makes a retried backfill idempotent")
+@connected
+def backfill_job(
+    session: Session,
+    job: str,
+    *,
+    start: datetime,
+    end: datetime,
+    pace: timedelta | None,
+    request_id: str | None,
+) -> None:
+    """Runs a cron job's occurrences in [--from, --to) again, one run each (trigger BACKFILL), released one
+    --pace after the other."""
+    with session.client() as client:
+        made = client.backfill_job(job, start, end, pace=pace, request_id=request_id)
+    if session.json:
+        click.echo(dumps(made))
+    elif made.first_schedule_time is None or made.last_schedule_time is None or made.last_due_time is None:
+        click.echo("no occurrence in the range: no run made")
+    else:
+        click.echo(
+            f"{made.run_count} backfill runs of {made.first_schedule_time.isoformat()}"
+            f" to {made.last_schedule_time.isoformat()},"
+            f" the last due at {made.last_due_time.isoformat(timespec='seconds')}"
+        )
+
+
 # runs -----------------------------------------------------------------------------------------------------
 
 
 @click.group(context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
 def runs() -> None:
     """Read, follow and steer runs. RUN is `jobs/JOB/runs/ID`."""
+
+
+_UPCOMING = click.option(
+    "--upcoming",
+    is_flag=True,
+    help="include upcoming runs too: those made ahead of their time, still SCHEDULED",
+)
 
 
 @runs.command("list", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
@@ -293,11 +407,14 @@ def runs() -> None:
 @click.option(
     "--limit", type=click.IntRange(min=0), default=50, show_default=True, help="at most this many (0: all)"
 )
+@_UPCOMING
 @connected
-def list_runs(session: Session, job: str, filter_: str, order_by: str, limit: int) -> None:
+def list_runs(session: Session, *, job: str, filter_: str, order_by: str, limit: int, upcoming: bool) -> None:
     """Lists runs, latest scheduled first, a page at a time."""
     with session.client() as client:
-        found = client.list_runs(job, filter=filter_, order_by=order_by, page_size=min(limit, 1000))
+        found = client.list_runs(
+            job, filter=filter_, order_by=order_by, page_size=min(limit, 1000), show_upcoming=upcoming
+        )
         _print(session, _limited(found, limit), run_columns())
 
 
@@ -329,22 +446,40 @@ def get_run(session: Session, run: str, wait: bool, timeout: timedelta | None) -
 
 
 @runs.command("cancel", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("run")
+@click.argument("run", required=False)
 @click.option("--reason", default="", help="why, recorded on the run")
+@_BULK_FILTER
+@_BULK_JOB
+@_DRY_RUN
 @connected
-def cancel_run(session: Session, run: str, reason: str) -> None:
-    """Cancels a pending or running run."""
+def cancel_run(  # noqa: PLR0917 - one argument per option
+    session: Session, run: str | None, reason: str, filter_: str | None, job: str, dry_run: bool
+) -> None:
+    """Cancels a pending or running run, or with --filter every one it matches."""
     with session.client() as client:
-        _print(session, [client.cancel_run(run, reason=reason)], run_columns(), single=True)
+        if (single := _single(run, filter_, dry_run, "RUN")) is not None:
+            _print(session, [client.cancel_run(single, reason=reason)], run_columns(), single=True)
+            return
+        result = client.cancel_runs(job, filter=filter_ or "", reason=reason, dry_run=dry_run)
+        _bulk_told(session, result, "cancelled", "runs")
 
 
 @runs.command("replay", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
-@click.argument("run")
+@click.argument("run", required=False)
+@_BULK_FILTER
+@_BULK_JOB
+@_DRY_RUN
 @connected
-def replay_run(session: Session, run: str) -> None:
-    """Runs a failed, timed-out or dead-lettered run again, as a new run."""
+def replay_run(session: Session, run: str | None, filter_: str | None, job: str, dry_run: bool) -> None:
+    """Runs a failed, timed-out or dead-lettered run again, as a new run; with --filter, every one it
+    matches."""
     with session.client() as client:
-        _print(session, [client.replay_run(run)], run_columns(), single=True)
+        if (single := _single(run, filter_, dry_run, "RUN")) is not None:
+            _print(session, [client.replay_run(single)], run_columns(), single=True)
+            return
+        _bulk_told(
+            session, client.replay_runs(job, filter=filter_ or "", dry_run=dry_run), "replayed", "runs"
+        )
 
 
 @runs.command("logs", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
@@ -380,13 +515,14 @@ def _change(session: Session, run: Run) -> str:
 )
 @click.option("--filter", "filter_", default="", metavar="EXPR", help="for example 'state = RUNNING'")
 @click.option("--timeout", type=Duration(), help="stop watching after this long (exit 0)")
+@_UPCOMING
 @connected
-def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | None) -> None:
+def watch_runs(session: Session, job: str, filter_: str, timeout: timedelta | None, upcoming: bool) -> None:
     """Prints the matching runs now, then each change as it happens, until Ctrl-C (or --timeout)."""
     seen = 0
     with session.client() as client:
         try:
-            for changes in client.watch_runs(job, filter=filter_, timeout=timeout):
+            for changes in client.watch_runs(job, filter=filter_, timeout=timeout, show_upcoming=upcoming):
                 session.status.clear()
                 for changed in changes.runs:
                     click.echo(_change(session, changed))

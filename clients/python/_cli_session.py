@@ -57,7 +57,7 @@ _EXIT_CODES: tuple[tuple[type[JobmeshError], int], ...] = (
 EXIT_CODES_HELP = """\b
 Exit codes:
   0    done
-  1    any other failure
+  1    any other failure, or a --filter call that could not change some (each is printed)
   2    bad usage, or INVALID_ARGUMENT (each field violation is printed); `apply`: a bad file
   3    NOT_FOUND: no such job or run
   4    ALREADY_EXISTS, ABORTED (stale --etag) or FAILED_PRECONDITION; `apply`: an id it must not take

@@ -17,8 +17,11 @@ from jobmesh.client._requests import (
     CreatedJob,
     JobFields,
     UpdateFields,
+    backfill_job_request,
+    backfill_of,
     batch_create_jobs_request,
     batch_created,
+    bulk_result,
     create_job_request,
     created_job,
     deadline,
@@ -33,7 +36,17 @@ from jobmesh.client._requests import (
     stream_timed_out,
     update_job_request,
 )
-from jobmesh.client._resources import AuditEvent, BatchCreated, Job, LogLine, Run, RunChanges, SchedulePreview
+from jobmesh.client._resources import (
+    AuditEvent,
+    Backfill,
+    BatchCreated,
+    BulkResult,
+    Job,
+    LogLine,
+    Run,
+    RunChanges,
+    SchedulePreview,
+)
 from jobmesh.client._retry import retry_wait
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, search_service_pb2_grpc
@@ -178,6 +191,21 @@ class Client:
         )
         return Run.of(self._call(self._jobs.RunJobNow, request).run)
 
+    def backfill_job(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        pace: timedelta | None = None,
+        request_id: str | None = None,
+    ) -> Backfill:
+        """Runs the cron job's occurrences in [`start`, `end`) (aware datetimes, in the past) again, one run
+        each marked `RunTrigger.BACKFILL`, due one `pace` after the other (1 s when None). Retried with the
+        same `request_id`, it answers the first call's count and makes no run again."""
+        request = backfill_job_request(name, start, end, pace, request_id)
+        return backfill_of(self._call(self._jobs.BackfillJob, request))
+
     def preview_schedule(
         self, schedule: job_pb2.Schedule, *, count: int = 0, after: datetime | None = None
     ) -> SchedulePreview:
@@ -206,9 +234,16 @@ class Client:
         return Run.of(self._call(self._search.GetRun, search.GetRunRequest(name=name)).run)
 
     def list_runs(
-        self, parent: str = "jobs/-", *, filter: str = "", order_by: str = "", page_size: int = 0
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str = "",
+        order_by: str = "",
+        page_size: int = 0,
+        show_upcoming: bool = False,
     ) -> Iterator[Run]:
-        """The runs of one job (`jobs/{job}`) or of all (`jobs/-`), a page at a time."""
+        """The runs of one job (`jobs/{job}`) or of all (`jobs/-`), a page at a time. Runs made ahead of
+        their time, still SCHEDULED, come only with `show_upcoming`."""
 
         def page(token: str) -> tuple[list[Run], str]:
             request = search.ListRunsRequest(
@@ -217,6 +252,7 @@ class Client:
                 order_by=order_by,
                 page_size=page_size,
                 page_token=token,
+                show_upcoming=show_upcoming,
             )
             answer = self._call(self._search.ListRuns, request)
             return [Run.of(run) for run in answer.runs], answer.next_page_token
@@ -230,6 +266,54 @@ class Client:
     def replay_run(self, name: str, *, request_id: str | None = None) -> Run:
         request = job_service_pb2.ReplayRunRequest(name=name, request_id=request_id or new_request_id())
         return Run.of(self._call(self._jobs.ReplayRun, request).run)
+
+    # Changes by filter (at most 1,000 runs or jobs a call; `dry_run` changes nothing and counts them) -----
+
+    def cancel_runs(
+        self,
+        parent: str = "jobs/-",
+        *,
+        filter: str,
+        reason: str = "",
+        dry_run: bool = False,
+        request_id: str | None = None,
+    ) -> BulkResult:
+        """Cancels the pending and running runs of `parent` that `filter` matches, as `cancel_run` does."""
+        request = job_service_pb2.BulkCancelRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            reason=reason,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result(self._call(self._jobs.BulkCancelRuns, request), dry_run)
+
+    def replay_runs(
+        self, parent: str = "jobs/-", *, filter: str, dry_run: bool = False, request_id: str | None = None
+    ) -> BulkResult:
+        """Replays the failed, timed-out and dead-lettered runs that `filter` matches, as `replay_run` does;
+        a retry with the same `request_id` makes no second replay of a run."""
+        request = job_service_pb2.BulkReplayRunsRequest(
+            parent=job_name(parent),
+            filter=filter,
+            validate_only=dry_run,
+            request_id=request_id or new_request_id(),
+        )
+        return bulk_result(self._call(self._jobs.BulkReplayRuns, request), dry_run)
+
+    def pause_jobs(self, *, filter: str, dry_run: bool = False, request_id: str | None = None) -> BulkResult:
+        """Pauses the active jobs that `filter` matches, as `pause_job` does."""
+        request = job_service_pb2.BulkPauseJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result(self._call(self._jobs.BulkPauseJobs, request), dry_run)
+
+    def resume_jobs(self, *, filter: str, dry_run: bool = False, request_id: str | None = None) -> BulkResult:
+        """Resumes the paused jobs that `filter` matches, as `resume_job` does."""
+        request = job_service_pb2.BulkResumeJobsRequest(
+            filter=filter, validate_only=dry_run, request_id=request_id or new_request_id()
+        )
+        return bulk_result(self._call(self._jobs.BulkResumeJobs, request), dry_run)
 
     def wait_for_run(
         self,
@@ -326,6 +410,7 @@ class Client:
         initial_page_size: int = 0,
         resume_token: str = "",
         timeout: timedelta | None = None,
+        show_upcoming: bool = False,
     ) -> Iterator[RunChanges]:
         """The matching runs now (the first message), then each change as it is committed, for as long as
         the iterator is read. Each message's `resume_token` starts a later stream just after it; a stream
@@ -339,6 +424,7 @@ class Client:
                 filter=filter,
                 initial_page_size=initial_page_size,
                 resume_token=token,
+                show_upcoming=show_upcoming,
             )
             call = self._search.WatchRuns(request, timeout=remaining(limit), metadata=self.config.metadata())
             try:

@@ -71,6 +71,7 @@ class RunTrigger(_ApiEnum):
     SCHEDULE = 1
     RUN_NOW = 2
     REPLAY = 3
+    BACKFILL = 4
 
 
 class Priority(_ApiEnum):
@@ -107,6 +108,7 @@ class AuditAction(_ApiEnum):
     CANCEL = 7
     REPLAY = 8
     REFUSED = 9
+    BACKFILL = 10
 
 
 class BatchCreateJobsView(_ApiEnum):

@@ -79,6 +79,7 @@ def run_columns() -> Columns:
         ("NAME", lambda run: run.name),
         ("STATE", lambda run: run.state.name),
         ("ATTEMPT", lambda run: str(run.attempt)),
+        ("TRIGGER", lambda run: run.trigger.name if run.trigger else "-"),
         ("SCHEDULED", lambda run: _time(run.schedule_time)),
         ("STARTED", lambda run: _time(run.start_time)),
         ("ENDED", lambda run: _time(run.end_time)),

@@ -7,15 +7,23 @@ import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, Unpack
 from zoneinfo import ZoneInfo
 
-from google.protobuf import field_mask_pb2
+from google.protobuf import field_mask_pb2, timestamp_pb2
 
 from jobmesh.client._enums import BatchCreateJobsView, Priority, RunState
 from jobmesh.client._errors import DeadlineExceeded, JobmeshError, error_from_status
-from jobmesh.client._resources import BatchCreated, Job, Run, SchedulePreview
+from jobmesh.client._resources import (
+    Backfill,
+    BatchCreated,
+    BulkFailure,
+    BulkResult,
+    Job,
+    Run,
+    SchedulePreview,
+)
 from jobmesh.client._specs import duration, timestamp
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
 from jobmesh.v1 import search_service_pb2 as search
@@ -25,6 +33,8 @@ __all__ = [
     "CreatedJob",
     "JobFields",
     "UpdateFields",
+    "backfill_job_request",
+    "backfill_of",
     "batch_create_jobs_request",
     "batch_created",
     "create_job_request",
@@ -209,9 +219,52 @@ def schedule_preview(answer: search.PreviewScheduleResponse) -> SchedulePreview:
     return SchedulePreview(times, answer.time_zone or "UTC")
 
 
+def backfill_job_request(
+    name: str, start: datetime, end: datetime, pace: timedelta | None, request_id: str | None
+) -> job_service_pb2.BackfillJobRequest:
+    request = job_service_pb2.BackfillJobRequest(
+        name=job_name(name),
+        start_time=timestamp(start, "start"),
+        end_time=timestamp(end, "end"),
+        request_id=request_id or new_request_id(),
+    )
+    if pace is not None:
+        request.pace.CopyFrom(duration(pace))
+    return request
+
+
+def backfill_of(answer: job_service_pb2.BackfillJobResponse) -> Backfill:
+    made = answer.run_count > 0  # the times are set when the range held an occurrence
+
+    def moment(stamp: timestamp_pb2.Timestamp) -> datetime | None:
+        return stamp.ToDatetime(tzinfo=UTC) if made else None
+
+    return Backfill(
+        answer.run_count,
+        moment(answer.first_schedule_time),
+        moment(answer.last_schedule_time),
+        moment(answer.last_due_time),
+        answer,
+    )
+
+
 def list_audit_events_request(
     *, filter: str, order_by: str, page_size: int, page_token: str
 ) -> search.ListAuditEventsRequest:
     return search.ListAuditEventsRequest(
         filter=filter, order_by=order_by, page_size=page_size, page_token=page_token
     )
+
+
+BulkResponse = (
+    job_service_pb2.BulkCancelRunsResponse
+    | job_service_pb2.BulkReplayRunsResponse
+    | job_service_pb2.BulkPauseJobsResponse
+    | job_service_pb2.BulkResumeJobsResponse
+)
+
+
+def bulk_result(answer: BulkResponse, dry_run: bool) -> BulkResult:
+    """A bulk call's counts, and each failed item's typed error."""
+    failures = tuple(BulkFailure(item.name, error_from_status(item.status)) for item in answer.failures)
+    return BulkResult(answer.matched_count, answer.changed_count, failures, dry_run)

@@ -5,15 +5,17 @@ message, for `json_format` or anything else that wants the wire form."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.client._enums import AuditAction, JobState, LogStream, Priority, RunState, RunTrigger
 from jobmesh.client._errors import JobmeshError
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2
 
 __all__ = [
     "AuditEvent",
@@ -123,6 +125,9 @@ class Run:
     update_time: timestamp_pb2.Timestamp
     times_clamped: bool
     namespace: str
+    created_after_schedule_time: bool
+    # What its handler returned, decoded from JSON; None when nothing was (see `Task.result_of` for types).
+    result: Any
     proto: run_pb2.Run = field(repr=False, compare=False)
 
     @classmethod
@@ -150,6 +155,8 @@ class Run:
             update_time=run.update_time,
             times_clamped=run.times_clamped,
             namespace=run.namespace,
+            created_after_schedule_time=run.created_after_schedule_time,
+            result=json.loads(run.result) if run.result else None,
             proto=run,
         )
 
@@ -215,6 +222,19 @@ class SchedulePreview:
 
 
 @dataclass(frozen=True, slots=True)
+class Backfill:
+    """What `backfill_job` made: how many runs (each marked `RunTrigger.BACKFILL`), the first and last
+    occurrences they stand for (their `schedule_time`), and when the last is due at the pace asked. The times
+    are None when the range held no occurrence."""
+
+    run_count: int
+    first_schedule_time: datetime | None
+    last_schedule_time: datetime | None
+    last_due_time: datetime | None
+    proto: job_service_pb2.BackfillJobResponse = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class BatchCreated:
     """One item of `batch_create_jobs`, in the order asked: the job (and the run made at once, if any), or
     the typed error that refused it, with its field violations (`job.schedule...` as `CreateJob` names them).
@@ -228,3 +248,23 @@ class BatchCreated:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class BulkFailure:
+    """A run or job a bulk call matched but could not change, and the typed error of why."""
+
+    name: str
+    error: JobmeshError
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """The outcome of a change by filter (`cancel_runs`, `replay_runs`, `pause_jobs`, `resume_jobs`): how many
+    runs or jobs matched that it changed (or, for a dry run, would change), how many it changed, and the
+    ones that failed."""
+
+    matched: int
+    changed: int
+    failures: tuple[BulkFailure, ...]
+    dry_run: bool

@@ -179,6 +179,14 @@ class Store(Protocol):
         """
         ...
 
+    def create_runs(self, runs: Sequence[RunRecord], *, audit: AuditEvent | None = None) -> CreateRunOutcome:
+        """Inserts runs of one job in one transaction (a backfill), idempotent on the first run's request id
+        as create_run is: the outcome is the first run's, and the others are inserted only when it was.
+
+        Raises NotFound when the job is missing or deleted.
+        """
+        ...
+
     def get_run(self, job_id: str, run_id: str) -> RunRecord:
         """The run with its previous attempts. Raises NotFound (`jobs/{job_id}/runs/{run_id}`)."""
         ...
@@ -203,6 +211,15 @@ class Store(Protocol):
         already CANCELLING or terminal is returned unchanged. The run is read once, under its lock: `audit`
         is called with it before it changes, may refuse the cancel by raising (nothing is written), and
         returns the audit event recorded with the change (none when nothing changes). Raises NotFound."""
+        ...
+
+    def cancel_runs(
+        self, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
+    ) -> list[RunRecord | None]:
+        """Cancels each `(job_id, run_id, audit)` as cancel_run does (writing the audit events of those that
+        changed), all in one transaction and in a few statements rather than a few per run; one result per
+        item, in order: the run (its `previous_attempts` may be left empty), or None for a run that is not
+        there."""
         ...
 
     # The audit trail ---------------------------------------------------------------------------------------

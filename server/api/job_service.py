@@ -10,9 +10,11 @@ import grpc
 from jobmesh.core.errors import InvalidArgument, PermissionDenied
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.records import JobRecord, RunRecord, ScheduleKind
+from jobmesh.core.timestamps import set_timestamp
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
 from jobmesh.server.api.status import ok_status, status_of, unary
 from jobmesh.server.authorization import Access, access_to
+from jobmesh.server.bulk_commands import BulkCommands, BulkOutcome
 from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.server.quotas import NamespaceQuotas, namespace_of
 from jobmesh.server.workers import Workers
@@ -55,8 +57,11 @@ _VIEWS: dict[int, Results] = {
 
 
 class JobService(job_service_pb2_grpc.JobServiceServicer):
-    def __init__(self, commands: JobCommands, workers: Workers, quotas: NamespaceQuotas) -> None:
+    def __init__(
+        self, commands: JobCommands, workers: Workers, quotas: NamespaceQuotas, bulk: BulkCommands
+    ) -> None:
         self._commands = commands
+        self._bulk = bulk
         self._workers = workers
         self._quotas = quotas
 
@@ -87,7 +92,9 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
             raise InvalidArgument.single("view", f"unknown view {request.view}: BASIC or FULL")
         with self._workers.creating(len(request.requests)):
             await self._admit_jobs([item.job for item in request.requests], access)
-            created = await self._workers.write(self._commands.create_jobs, list(request.requests), access)
+            created = await self._workers.write(
+                self._commands.create_jobs, list(request.requests), access, _RPC[1:] + "BatchCreateJobs"
+            )
         return pb.BatchCreateJobsResponse(results=results(created))
 
     @unary
@@ -148,6 +155,49 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         run = await self._workers.write(self._commands.replay_run, request, access_to(_RPC + "ReplayRun"))
         return pb.ReplayRunResponse(run=run_to_proto(run))
 
+    @unary
+    async def BackfillJob(self, request: pb.BackfillJobRequest, context: Context) -> pb.BackfillJobResponse:
+        made = await self._workers.write(
+            self._commands.backfill_job, request, access_to(_RPC + "BackfillJob")
+        )
+        response = pb.BackfillJobResponse(run_count=made.run_count)
+        for field in ("first_schedule_time", "last_schedule_time", "last_due_time"):
+            if (moment := getattr(made, field)) is not None:
+                set_timestamp(getattr(response, field), moment)
+        return response
+
+    @unary
+    async def BulkCancelRuns(
+        self, request: pb.BulkCancelRunsRequest, context: Context
+    ) -> pb.BulkCancelRunsResponse:
+        access = access_to(_RPC + "BulkCancelRuns")
+        outcome = await self._workers.write(self._bulk.cancel_runs, request, access)
+        return pb.BulkCancelRunsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkReplayRuns(
+        self, request: pb.BulkReplayRunsRequest, context: Context
+    ) -> pb.BulkReplayRunsResponse:
+        access = access_to(_RPC + "BulkReplayRuns")
+        outcome = await self._workers.write(self._bulk.replay_runs, request, access)
+        return pb.BulkReplayRunsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkPauseJobs(
+        self, request: pb.BulkPauseJobsRequest, context: Context
+    ) -> pb.BulkPauseJobsResponse:
+        access = access_to(_RPC + "BulkPauseJobs")
+        outcome = await self._workers.write(self._bulk.pause_jobs, request, access)
+        return pb.BulkPauseJobsResponse(**_bulk_fields(outcome))
+
+    @unary
+    async def BulkResumeJobs(
+        self, request: pb.BulkResumeJobsRequest, context: Context
+    ) -> pb.BulkResumeJobsResponse:
+        access = access_to(_RPC + "BulkResumeJobs")
+        outcome = await self._workers.write(self._bulk.resume_jobs, request, access)
+        return pb.BulkResumeJobsResponse(**_bulk_fields(outcome))
+
     async def _admit_jobs(self, jobs: list[job_pb2.Job], access: Access) -> None:
         """New jobs against their namespaces' quotas: only those the caller may create there are counted (a
         refusal must not tell a stranger how full a namespace is; the create refuses the others)."""
@@ -170,3 +220,14 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         if self._quotas.limits_runs:
             job = await self._workers.read(self._commands.get_job, job_name, access_to(method))
             await self._workers.read(self._quotas.admit_run, job.namespace)
+
+
+def _bulk_fields(outcome: BulkOutcome) -> dict[str, Any]:
+    """The fields every bulk response shares."""
+    return {
+        "matched_count": outcome.matched,
+        "changed_count": outcome.changed,
+        "failures": [
+            pb.BulkItemFailure(name=name, status=status_of(error)) for name, error in outcome.failures
+        ],
+    }

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
+from jobmesh.core.occurrences import next_fire_time
 from jobmesh.core.records import (
     AttemptRecord,
     JobRecord,
@@ -14,7 +18,7 @@ from jobmesh.core.records import (
     RunTrigger,
     etag_of,
 )
-from jobmesh.core.timestamps import set_timestamp, to_duration
+from jobmesh.core.timestamps import set_timestamp, to_duration, utcnow
 from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
 
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
@@ -32,8 +36,7 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
     job = job_pb2.Job.FromString(record.spec)
     job.name = job_name(record.job_id)
     job.state = _JOB_STATES[record.state]
-    if record.next_run_time is not None:
-        set_timestamp(job.next_run_time, record.next_run_time)
+    _set_next_run_time(job, record.state, job.schedule, utcnow())
     set_timestamp(job.create_time, record.create_time)
     set_timestamp(job.update_time, record.update_time)
     job.etag = etag_of(record.version)
@@ -44,9 +47,20 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
 def job_basic_proto(record: JobRecord) -> job_pb2.Job:
     """The job's name and next run time only (`BatchCreateJobs`' basic view)."""
     job = job_pb2.Job(name=job_name(record.job_id))
-    if record.next_run_time is not None:
-        set_timestamp(job.next_run_time, record.next_run_time)
+    schedule = job_pb2.Job.FromString(record.spec).schedule
+    _set_next_run_time(job, record.state, schedule, utcnow())
     return job
+
+
+def _set_next_run_time(job: job_pb2.Job, state: JobState, schedule: job_pb2.Schedule, now: datetime) -> None:
+    """The schedule's next fire time from now, as `PreviewSchedule` gives it first; none while the job is
+    paused or deleted. (The stored `JobRecord.next_run_time` is the watcher's cursor: the next occurrence not
+    yet made into a run, which lies as far ahead as the watcher makes runs.)"""
+    if state in (JobState.PAUSED, JobState.DELETED):
+        return
+    fire_time = next_fire_time(schedule, now)
+    if fire_time is not None:
+        set_timestamp(job.next_run_time, fire_time)
 
 
 def run_basic_proto(record: RunRecord) -> run_pb2.Run:
@@ -68,6 +82,8 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         trigger=_RUN_TRIGGERS[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,
+        created_after_schedule_time=record.created_after_schedule_time,
+        result=record.result or "",
     )
     _set_times(run, record)
     if record.exit_code is not None:
@@ -75,7 +91,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
     if record.error_type or record.error_message:
         run.error.type = record.error_type or ""
         run.error.message = record.error_message or ""
-    if (lateness := record.lateness()) is not None:
+    if (lateness := run_lateness(record)) is not None:
         run.lateness.CopyFrom(to_duration(lateness))
     run.previous_attempts.extend(attempt_to_proto(attempt) for attempt in record.previous_attempts)
     return run

@@ -66,7 +66,10 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
         job_id, comparisons = await self._workers.read(self._queries.runs_to_watch, request, access)
         after = decode_resume_token(request.resume_token) if request.resume_token else None
         with self._slots.held(context.peer(), caller_of(current_principal())):
-            async with self._feed.watching(job_id, comparisons, after, access.readable()) as watcher:
+            watching = self._feed.watching(
+                job_id, comparisons, after, access.readable(), show_upcoming=request.show_upcoming
+            )
+            async with watching as watcher:
                 if after is None:
                     yield await self._initial_page(request, watcher.cursor, access)
                 else:
@@ -92,6 +95,7 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             filter=request.filter,
             page_size=clamp_page_size(request.initial_page_size),
             order_by="update_time desc",
+            show_upcoming=request.show_upcoming,
         )
         page = await self._workers.read(self._queries.list_runs, first, access)
         return pb.WatchRunsResponse(

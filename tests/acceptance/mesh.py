@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
+from google.protobuf import field_mask_pb2
 
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.transport.tls import channel as channel_to
@@ -161,7 +162,12 @@ def runs_of(
     while True:
         page = search.ListRuns(
             search_service_pb2.ListRunsRequest(
-                parent=job, filter=filter_text, page_size=1000, page_token=token, order_by="schedule_time"
+                parent=job,
+                filter=filter_text,
+                page_size=1000,
+                page_token=token,
+                order_by="schedule_time",
+                show_upcoming=True,
             )
         )
         runs.extend(page.runs)
@@ -288,3 +294,53 @@ def assert_flood_told_truly(texts: list[str], budget_lines: int) -> None:
     assert f"{FLOOD_LINES - budget_lines:,} more lines" in marker
     assert "log budget" in marker
     assert texts[-1] == marker
+
+
+EVERY_SECOND = job_pb2.Schedule(cron=job_pb2.Schedule.Cron(expression="* * * * * *"))
+
+
+def check_a_change_stops_a_cron_job(
+    jobs: job_service_pb2_grpc.JobServiceStub,
+    search: search_service_pb2_grpc.SearchServiceStub,
+    job: job_pb2.Job,
+    stamps: Path,
+    change: str,
+) -> None:
+    """Issue 20, on any mesh: `job` (a cron job every second whose command stamps `stamps`) is made and
+    starts; a pause, delete or schedule change (`change`) withdraws its runs made ahead, so nothing starts
+    later than 1 s after the change is acknowledged and nothing is left pending; after a pause, a resume
+    starts again at the next fire time."""
+    name = create(jobs, job).job.name
+    eventually(lambda: len(read_times(stamps)) >= 3, 20, "three occurrences to start")
+
+    _change(jobs, name, change)
+    acknowledged = datetime.now(UTC)
+    time.sleep(5)
+    late = [started - acknowledged for started in read_times(stamps) if started > acknowledged]
+    assert all(delay <= timedelta(seconds=1) for delay in late), late
+    waiting = (run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED)
+    pending = [run.name for run in runs_of(search, name) if run.state in waiting]
+    assert not pending, pending
+    if change != "pause":
+        return
+
+    resumed = datetime.now(UTC)
+    jobs.ResumeJob(job_service_pb2.ResumeJobRequest(name=name))
+    again = eventually(
+        lambda: [started for started in read_times(stamps) if started > resumed],
+        20,
+        "a start after the resume",
+    )
+    assert again[0] - resumed < timedelta(seconds=3), again[0] - resumed  # next fire time, within 2 s
+
+
+def _change(jobs: job_service_pb2_grpc.JobServiceStub, name: str, change: str) -> None:
+    if change == "pause":
+        jobs.PauseJob(job_service_pb2.PauseJobRequest(name=name))
+    elif change == "delete":
+        jobs.DeleteJob(job_service_pb2.DeleteJobRequest(name=name))
+    else:
+        yearly = job_pb2.Job(name=name)
+        yearly.schedule.cron.expression = "0 0 1 1 *"
+        mask = field_mask_pb2.FieldMask(paths=["schedule"])
+        jobs.UpdateJob(job_service_pb2.UpdateJobRequest(job=yearly, update_mask=mask))

@@ -18,11 +18,13 @@ from jobmesh.transport.tls import ChannelTls
 from jobmesh.transport.tls import channel as channel_to
 from jobmesh.v1 import job_pb2, job_service_pb2_grpc, run_pb2, search_service_pb2_grpc
 from tests.acceptance.mesh import (
+    EVERY_SECOND,
     FLOOD,
     FLOOD_MB,
     STAMP,
     TERMINAL,
     assert_flood_told_truly,
+    check_a_change_stops_a_cron_job,
     create,
     escaping_sleeps,
     get_run,
@@ -135,3 +137,16 @@ def test_runs_queued_in_memory_run_at_once_after_a_restart(tmp_path: Path) -> No
 
 def _succeeded(search: search_service_pb2_grpc.SearchServiceStub) -> set[str]:
     return {run.name for run in runs_of(search, "jobs/-", "state = SUCCEEDED")}
+
+
+@pytest.mark.parametrize("change", ["pause", "delete", "schedule change"])
+def test_a_paused_deleted_or_rescheduled_cron_job_stops_at_once_on_jobmesh_dev(
+    tmp_path: Path, change: str
+) -> None:
+    """Issue 20 on the embedded default (SQLite, in-process queue and signals), as on the production mesh
+    (tests/acceptance/test_pipeline.py)."""
+    stamps = tmp_path / "cron"
+    job = command(STAMP.format(file=stamps))
+    job.schedule.CopyFrom(EVERY_SECOND)
+    with dev(tmp_path, f"127.0.0.1:{free_port()}") as (_, (jobs, search)):
+        check_a_change_stops_a_cron_job(jobs, search, job, stamps, change)

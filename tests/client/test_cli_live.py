@@ -48,7 +48,7 @@ def create(server: str, *args: str) -> dict[str, Any]:
 
 
 def first_run(server: str, job: str) -> dict[str, Any]:
-    [run] = ok_json(server, "runs", "list", "--job", job)
+    [run] = ok_json(server, "runs", "list", "--job", job, "--upcoming")
     assert isinstance(run, dict)
     return run
 

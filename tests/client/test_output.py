@@ -45,8 +45,8 @@ def test_a_table_aligns_its_columns() -> None:
     assert [line.index("STATE") for line in lines[:1]] == [
         line.index(s) for line, s in zip(lines[1:2], ["SUCCEEDED"], strict=True)
     ]
-    assert lines[2].split() == ["jobs/long-name/runs/2", "QUEUED", "2", "-", "-", "-", "-", "-"]
-    assert lines[1].split()[6] == "0"  # an exit code of 0 is shown, not taken for unset
+    assert lines[2].split() == ["jobs/long-name/runs/2", "QUEUED", "2", "-", "-", "-", "-", "-", "-"]
+    assert lines[1].split()[7] == "0"  # an exit code of 0 is shown, not taken for unset
 
 
 def test_log_lines_name_their_stream_unless_stdout() -> None:

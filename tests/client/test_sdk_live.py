@@ -73,7 +73,8 @@ def test_a_failed_run_is_terminal_and_replayable(client: Client) -> None:
 
 def test_waiting_gives_up_after_its_timeout(client: Client) -> None:
     later = client.create_job(at(datetime.now(UTC) + timedelta(hours=1)), command(["true"]))
-    [run] = client.list_runs(later.job.name)
+    assert list(client.list_runs(later.job.name)) == []  # upcoming: listed only when asked for
+    [run] = client.list_runs(later.job.name, show_upcoming=True)
     with pytest.raises(TimeoutError, match="did not end within"):
         client.wait_for_run(run.name, timedelta(milliseconds=300))
     assert client.cancel_run(run.name, reason="not needed").state == RunState.CANCELLED

@@ -4,6 +4,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from google.protobuf import duration_pb2
 
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.records import RunState
@@ -35,9 +36,26 @@ def test_defaults_when_the_policy_leaves_them_out() -> None:
     assert timedelta(seconds=2) <= delay <= timedelta(seconds=2.2)  # 1 s doubled
 
 
-def _end(attempt: int, state: RunState, policy: job_pb2.RetryPolicy, error: str = "ExitCode") -> AttemptEnd:
+def _end(
+    attempt: int,
+    state: RunState,
+    policy: job_pb2.RetryPolicy,
+    error: str = "ExitCode",
+    decided_at: datetime = END,
+) -> AttemptEnd:
     outcome = AttemptOutcome(state, END, error_type=error)
-    return decide(AttemptRef("j", "r", attempt), outcome, policy, rng=random.Random(1), executor="e")
+    ref = AttemptRef("j", "r", attempt)
+    return decide(ref, outcome, policy, rng=random.Random(1), executor="e", decided_at=decided_at)
+
+
+def test_a_retry_is_due_a_backoff_after_the_end_was_known_not_before() -> None:
+    """An attempt whose executor died ends when it was last heard; the sweeper finds it a heartbeat timeout
+    later, and the retry is due a backoff after that, not in the past."""
+    policy = _policy(max_attempts=2, initial_backoff=duration_pb2.Duration(seconds=1))
+    found = END + timedelta(seconds=15)
+    retry = _end(1, RunState.FAILED, policy, "HeartbeatLost", decided_at=found).retry_due_time
+    assert retry is not None
+    assert found + timedelta(seconds=1) <= retry <= found + timedelta(seconds=1.1)
 
 
 def test_failed_attempts_retry_then_dead_letter() -> None:

@@ -158,3 +158,41 @@ def test_registry() -> None:
         registry.register("a", b)
     with pytest.raises(TypeError):
         registry.register("c", "not callable")  # type: ignore[arg-type]
+
+
+# Results and error types ---------------------------------------------------------------------------------
+
+
+def test_a_return_value_is_the_outcomes_result_as_json() -> None:
+    async def total(context: HandlerContext) -> dict[str, object]:
+        await asyncio.sleep(0)
+        return {"sum": 5, "payload": context.payload.decode()}
+
+    outcome, _, _ = call({"total": total, "none": lambda _: None}, "total", b"p")
+    assert (outcome.state, outcome.result) == (run_pb2.RUN_STATE_SUCCEEDED, '{"sum":5,"payload":"p"}')
+    outcome, _, _ = call({"none": lambda _: None}, "none")
+    assert (outcome.state, outcome.result) == (run_pb2.RUN_STATE_SUCCEEDED, "")
+
+
+def test_a_return_value_that_cannot_be_kept_fails_by_name() -> None:
+    handlers: dict[str, Handler] = {"huge": lambda _: "x" * (64 * 1024), "odd": lambda _: object()}
+    huge, _, _ = call(handlers, "huge")
+    assert (huge.state, huge.error_type, huge.result) == (run_pb2.RUN_STATE_FAILED, "ResultTooLarge", "")
+    odd, _, _ = call(handlers, "odd")
+    assert (odd.state, odd.error_type) == (run_pb2.RUN_STATE_FAILED, "ResultNotSerializable")
+
+
+def test_an_exception_may_name_its_error_type() -> None:
+    class Declined(Exception):
+        jobmesh_error_type = "billing.CardDeclined"
+
+    def declined(_: HandlerContext) -> None:
+        raise Declined("no")
+
+    def plain(_: HandlerContext) -> None:
+        raise KeyError("k")
+
+    outcome, _, _ = call({"declined": declined}, "declined")
+    assert (outcome.error_type, outcome.error_message) == ("billing.CardDeclined", "no")
+    outcome, _, _ = call({"plain": plain}, "plain")
+    assert outcome.error_type == "KeyError"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,14 @@ def _run_now(api: Api, md: Metadata) -> Any:
     return api.jobs.RunJobNow(job_service_pb2.RunJobNowRequest(name=new_job(api).job.name), metadata=md)
 
 
+def _backfill(api: Api, md: Metadata) -> Any:
+    end = datetime.now(UTC).replace(microsecond=0)
+    request = job_service_pb2.BackfillJobRequest(name=_cron_job(api))
+    request.start_time.FromDatetime(end - timedelta(hours=1))
+    request.end_time.FromDatetime(end)
+    return api.jobs.BackfillJob(request, metadata=md)
+
+
 def _cancel(api: Api, md: Metadata) -> Any:
     return api.jobs.CancelRun(job_service_pb2.CancelRunRequest(name=new_job(api).run.name), metadata=md)
 
@@ -161,17 +170,43 @@ def _replay(api: Api, md: Metadata) -> Any:
     return api.jobs.ReplayRun(job_service_pb2.ReplayRunRequest(name=failed_run(api)), metadata=md)
 
 
+def _bulk_cancel(api: Api, md: Metadata) -> Any:
+    job = new_job(api).job.name
+    request = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{job}"')
+    return api.jobs.BulkCancelRuns(request, metadata=md)
+
+
+def _bulk_replay(api: Api, md: Metadata) -> Any:
+    job = failed_run(api).split("/runs/", 1)[0]
+    request = job_service_pb2.BulkReplayRunsRequest(parent=job)
+    return api.jobs.BulkReplayRuns(request, metadata=md)
+
+
+def _bulk_pause(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkPauseJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkPauseJobs(request, metadata=md)
+
+
+def _bulk_resume(api: Api, md: Metadata) -> Any:
+    request = job_service_pb2.BulkResumeJobsRequest(filter=f'name = "{new_job(api).job.name}"')
+    return api.jobs.BulkResumeJobs(request, metadata=md)
+
+
 def _list_jobs(api: Api, md: Metadata) -> Any:
     return api.search.ListJobs(search_service_pb2.ListJobsRequest(), metadata=md)
 
 
 def _list_runs(api: Api, md: Metadata) -> Any:
     parent = new_job(api).job.name
-    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent=parent), metadata=md)
+    return api.search.ListRuns(
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent=parent), metadata=md
+    )
 
 
 def _list_all_runs(api: Api, md: Metadata) -> Any:
-    return api.search.ListRuns(search_service_pb2.ListRunsRequest(parent="jobs/-"), metadata=md)
+    return api.search.ListRuns(
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-"), metadata=md
+    )
 
 
 def _get_run(api: Api, md: Metadata) -> Any:
@@ -180,7 +215,9 @@ def _get_run(api: Api, md: Metadata) -> Any:
 
 def _watch_runs(api: Api, md: Metadata) -> Any:
     parent = new_job(api).job.name
-    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent=parent), metadata=md)
+    stream = api.search.WatchRuns(
+        search_service_pb2.WatchRunsRequest(show_upcoming=True, parent=parent), metadata=md
+    )
     try:
         return next(stream)
     finally:
@@ -188,7 +225,9 @@ def _watch_runs(api: Api, md: Metadata) -> Any:
 
 
 def _watch_all_runs(api: Api, md: Metadata) -> Any:
-    stream = api.search.WatchRuns(search_service_pb2.WatchRunsRequest(parent="jobs/-"), metadata=md)
+    stream = api.search.WatchRuns(
+        search_service_pb2.WatchRunsRequest(show_upcoming=True, parent="jobs/-"), metadata=md
+    )
     try:
         return next(stream)
     finally:
@@ -266,6 +305,12 @@ CASES = [
     Case(_JOBS + "RunJobNow", _run_now, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "CancelRun", _cancel, (DENIED, OK, OK, HIDDEN)),
     Case(_JOBS + "ReplayRun", _replay, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "BackfillJob", _backfill, (DENIED, OK, OK, HIDDEN)),
+    # A call by filter changes only what lies where the caller holds the role: elsewhere it finds nothing.
+    Case(_JOBS + "BulkCancelRuns", _bulk_cancel, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkReplayRuns", _bulk_replay, (DENIED, OK, OK, HIDDEN)),
+    Case(_JOBS + "BulkPauseJobs", _bulk_pause, (DENIED, OK, OK, OK)),
+    Case(_JOBS + "BulkResumeJobs", _bulk_resume, (DENIED, OK, OK, OK)),
     # A list or a feed of every job answers everyone with what they may see (tested below).
     Case(_SEARCH + "ListJobs", _list_jobs, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListRuns", _list_runs, (OK, OK, OK, HIDDEN)),
@@ -335,19 +380,26 @@ def test_every_rpc_has_a_case_and_every_api_rpc_a_role() -> None:
 def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
     mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
     viewer = as_caller("viewer")
-    asked = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    asked = search_service_pb2.ListRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"'
+    )
     assert list(api.search.ListRuns(asked, metadata=viewer).runs) == []
-    by_job = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    by_job = search_service_pb2.ListRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'job = "{theirs.job.name}"'
+    )
     assert list(api.search.ListRuns(by_job, metadata=viewer).runs) == []
     everything = api.search.ListRuns(
-        search_service_pb2.ListRunsRequest(parent="jobs/-", page_size=1000), metadata=viewer
+        search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-", page_size=1000),
+        metadata=viewer,
     )
     assert {run.namespace for run in everything.runs} == {NAMESPACE}
     assert mine.run.name in {run.name for run in everything.runs}
     jobs = api.search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1000), metadata=viewer).jobs
     assert {job.namespace for job in jobs} == {NAMESPACE}
 
-    watch = search_service_pb2.WatchRunsRequest(parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"')
+    watch = search_service_pb2.WatchRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'namespace = "{OTHER_NAMESPACE}"'
+    )
     stream = api.search.WatchRuns(watch, metadata=viewer)
     try:
         first = next(stream)
@@ -358,7 +410,10 @@ def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:
     finally:
         stream.cancel()
     everything_watch = api.search.WatchRuns(
-        search_service_pb2.WatchRunsRequest(parent="jobs/-", resume_token=first.resume_token), metadata=viewer
+        search_service_pb2.WatchRunsRequest(
+            show_upcoming=True, parent="jobs/-", resume_token=first.resume_token
+        ),
+        metadata=viewer,
     )
     try:
         seen: list[run_pb2.Run] = []
@@ -381,7 +436,7 @@ def test_a_page_token_of_another_namespaces_caller_shows_nothing_of_that_namespa
         job.labels["case"] = case
         api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=unique()))
     scope = f'labels.case = "{case}"'
-    runs = search_service_pb2.ListRunsRequest(parent="jobs/-", filter=scope, page_size=1)
+    runs = search_service_pb2.ListRunsRequest(show_upcoming=True, parent="jobs/-", filter=scope, page_size=1)
     jobs = search_service_pb2.ListJobsRequest(filter=scope, page_size=1)
     runs.page_token = api.search.ListRuns(runs, metadata=as_caller("other-namespace")).next_page_token
     jobs.page_token = api.search.ListJobs(jobs, metadata=as_caller("other-namespace")).next_page_token
@@ -444,6 +499,22 @@ def test_request_ids_do_not_cross_namespaces(api: Api) -> None:
         metadata=as_caller("operator"),
     )
     assert again.job.name == mine.job.name
+
+
+def test_a_call_by_filter_changes_only_the_namespaces_where_the_caller_holds_the_role(api: Api) -> None:
+    mine, theirs = new_job(api), new_job(api, OTHER_NAMESPACE)
+    both = f'job = "{mine.job.name}"'
+    cancel = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=f'job = "{theirs.job.name}"')
+    answer = api.jobs.BulkCancelRuns(cancel, metadata=as_caller("operator"))
+    assert (answer.matched_count, answer.changed_count) == (0, 0)
+    theirs_now = api.search.GetRun(search_service_pb2.GetRunRequest(name=theirs.run.name)).run
+    assert theirs_now.state in (run_pb2.RUN_STATE_SCHEDULED, run_pb2.RUN_STATE_QUEUED)
+    mine_only = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both)
+    assert api.jobs.BulkCancelRuns(mine_only, metadata=as_caller("operator")).changed_count == 1
+    refused = job_service_pb2.BulkCancelRunsRequest(parent="jobs/-", filter=both, validate_only=True)
+    with pytest.raises(grpc.RpcError) as caught:
+        api.jobs.BulkCancelRuns(refused, metadata=as_caller("viewer"))
+    assert caught.value.code() is DENIED  # a viewer may not even count what it would change
 
 
 def test_the_readme_documents_each_rpcs_role() -> None:

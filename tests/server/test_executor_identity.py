@@ -440,6 +440,33 @@ def test_times_within_the_record_are_not_flagged_and_the_start_stays_the_claims(
     assert (run.start_time, run.lateness) == (running.start_time, running.lateness)
 
 
+def test_a_reported_result_is_kept_and_one_the_server_cannot_keep_fails_by_name(
+    streams: Any, channel: grpc.Channel, secured: Secured
+) -> None:
+    """The server checks what any executor reports: JSON, 64 KiB at most, kept on a success only."""
+    stream = streams("exec-1", "exec-1")
+    stream.next("welcome")
+    reported = {
+        '{"total": 5}': (run_pb2.RUN_STATE_SUCCEEDED, "", '{"total": 5}'),
+        '"' + "x" * 65536 + '"': (run_pb2.RUN_STATE_FAILED, "ResultTooLarge", ""),
+        "{not json": (run_pb2.RUN_STATE_FAILED, "ResultNotSerializable", ""),
+    }
+    for text, (state, error_type, kept) in reported.items():
+        ref = new_run(channel, secured)
+        assert claimed(stream, ref) == pb.CLAIM_OUTCOME_GRANTED
+        result = pb.AttemptResult(attempt=ref, state=run_pb2.RUN_STATE_SUCCEEDED, result=text)
+        stream.send(results=pb.ResultBatch(results=[result]))
+        assert list(stream.next("acks").acks.recorded) == [ref]
+        run = get_run(channel, secured, ref)
+        assert (run.state, run.error.type, run.result) == (state, error_type, kept)
+    failed = new_run(channel, secured)
+    assert claimed(stream, failed) == pb.CLAIM_OUTCOME_GRANTED
+    result = pb.AttemptResult(attempt=failed, state=run_pb2.RUN_STATE_FAILED, result="[1]")
+    stream.send(results=pb.ResultBatch(results=[result]))
+    assert list(stream.next("acks").acks.recorded) == [failed]
+    assert get_run(channel, secured, failed).result == ""  # only a success has a result
+
+
 def test_a_real_executor_presents_its_token_from_a_file_and_runs_a_job(
     channel: grpc.Channel, secured: Secured, tmp_path: Path
 ) -> None:

@@ -16,7 +16,7 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
-from jobmesh.server.feed import FEED_PAGE, FellBehind, RunFeed, Watcher
+from jobmesh.server.feed import FEED_PAGE, FeedSubscription, FellBehind, RunFeed
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.workers import Workers
@@ -38,7 +38,7 @@ def add_runs(store: SqlStore, job_id: str, count: int) -> list[str]:
     return ids
 
 
-async def take(watcher: Watcher, count: int) -> list[RunChange]:
+async def take(watcher: FeedSubscription, count: int) -> list[RunChange]:
     got: list[RunChange] = []
     async with asyncio.timeout(10):
         async for batch in watcher.changes():
@@ -48,7 +48,7 @@ async def take(watcher: Watcher, count: int) -> list[RunChange]:
     return got
 
 
-async def read_into(watcher: Watcher, got: list[RunChange]) -> None:
+async def read_into(watcher: FeedSubscription, got: list[RunChange]) -> None:
     async with asyncio.timeout(10):
         async for batch in watcher.changes():
             got += batch

@@ -89,7 +89,7 @@ def one_job() -> job_service_pb2.CreateJobRequest:
 
 
 def test_past_the_limit_creates_are_refused_at_once_and_reads_are_answered(
-    api: Api, held: HeldStore, grpc_servicer: Services
+    api: Api, held: HeldStore, grpc_servicer: Services, caplog: pytest.LogCaptureFixture
 ) -> None:
     existing = api.jobs.CreateJob(one_job()).job.name
     held.release.clear()
@@ -115,6 +115,8 @@ def test_past_the_limit_creates_are_refused_at_once_and_reads_are_answered(
             )
             assert error_info(refused).reason == "SERVER_OVERLOADED"
             assert retry_delay(refused) == RETRY_AFTER
+            said = [r for r in caplog.records if r.name == "jobmesh.server.workers"]
+            assert [vars(r)["reason"] for r in said] == ["pending_creates"]  # logged, at most once a while
         finally:
             held.release.set()
         assert all(future.result().job.name for future in accepted)

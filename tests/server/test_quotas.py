@@ -1,12 +1,14 @@
 """Quotas per namespace on a whole server (SQLite and PostgreSQL), against the attacks they answer: one
 operator's 2,000 every-second cron jobs are refused past the namespace's cron-job quota, creates past its
-job quota and runs past its runs per minute are refused, each `RESOURCE_EXHAUSTED` with a `QuotaFailure`
-naming the namespace, while other namespaces go on; an executor's 61 MiB log flood for one attempt is capped
-by the server, which also clamps a line's time that lies in the future. Namespaces with quotas of their own
-(`namespace_quotas`) get those instead of the defaults, each one, the others keeping the defaults."""
+job quota and runs past its runs per minute (a bulk replay's as a whole) are refused, each
+`RESOURCE_EXHAUSTED` with a `QuotaFailure` naming the namespace, while other namespaces go on; an executor's
+61 MiB log flood for one attempt is capped by the server, which also clamps a line's time that lies in the
+future. Namespaces with quotas of their own (`namespace_quotas`) get those instead of the defaults, each
+one, the others keeping the defaults."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +18,9 @@ import grpc
 import pytest
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
+from jobmesh.core.definitions import new_run as new_run_of
 from jobmesh.core.ports.pipeline_store import SchedulerStore
+from jobmesh.core.records import RunState, RunTrigger
 from jobmesh.core.timestamps import to_timestamp
 from jobmesh.v1 import (
     job_pb2,
@@ -119,6 +123,30 @@ def test_runs_past_the_runs_per_minute_are_refused(channel: grpc.Channel, secure
     again = job_service_pb2.RunJobNowRequest(name=made[0].job.name)
     error = call_error(lambda: jobs.RunJobNow(again, metadata=bearer(secured.token("admin"))), EXHAUSTED)
     assert quota_violations(error)[0][0] == f"namespace:{mine}"
+
+
+def test_a_bulk_replay_past_the_runs_per_minute_is_refused_whole(
+    channel: grpc.Channel, secured: Secured, store: SchedulerStore
+) -> None:
+    mine = namespace()
+    made = create(channel, secured, job(mine, NEXT_YEAR)).job.name  # makes no run
+    record = store.get_job(made.removeprefix("jobs/"))
+    now = datetime.now(UTC)
+    for _ in range(RUNS_A_MINUTE + 1):
+        dead = dataclasses.replace(
+            new_run_of(record, now, now, RunTrigger.SCHEDULE), state=RunState.DEAD_LETTERED
+        )
+        store.create_run(dead)
+    jobs = job_service_pb2_grpc.JobServiceStub(channel)
+    replay = job_service_pb2.BulkReplayRunsRequest(parent=made)
+    admin = bearer(secured.token("admin"))
+    error = call_error(lambda: jobs.BulkReplayRuns(replay, metadata=admin), EXHAUSTED)
+    assert quota_violations(error)[0][0] == f"namespace:{mine}"
+    search = search_service_pb2_grpc.SearchServiceStub(channel)
+    replays = search_service_pb2.ListRunsRequest(parent=made, filter="trigger = REPLAY")
+    assert list(search.ListRuns(replays, metadata=admin).runs) == []  # none of them was made
+    replay.validate_only = True
+    assert jobs.BulkReplayRuns(replay, metadata=admin).matched_count == RUNS_A_MINUTE + 1  # counting is free
 
 
 FLOOD = 61 * 1024 * 1024

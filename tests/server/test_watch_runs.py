@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what a stub's stream call returns (named in grpc's type stu
 
 def watch(api: Api, filter_text: str = "", resume_token: str = "") -> Stream:
     request = search_service_pb2.WatchRunsRequest(
-        parent="jobs/-", filter=filter_text, resume_token=resume_token
+        parent="jobs/-", filter=filter_text, resume_token=resume_token, show_upcoming=True
     )
     return api.search.WatchRuns(request, timeout=120)
 
@@ -157,7 +157,9 @@ def test_a_reader_that_falls_behind_is_cut_and_resumes_without_a_gap(
         api.address, options=[("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16 * 1024)]
     )
     slow = search_service_pb2_grpc.SearchServiceStub(channel)
-    request = search_service_pb2.WatchRunsRequest(parent="jobs/-", filter=f'labels.batch = "{label}"')
+    request = search_service_pb2.WatchRunsRequest(
+        show_upcoming=True, parent="jobs/-", filter=f'labels.batch = "{label}"'
+    )
     stream = slow.WatchRuns(request, timeout=120)
     next(stream)
     wanted: set[str] = set()

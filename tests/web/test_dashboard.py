@@ -11,7 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -428,6 +428,28 @@ def test_the_job_page_shows_its_audit_trail(dashboard: Dashboard, page: Page) ->
     screenshot(page, "job-audit-trail")
 
 
+def test_a_backfill_run_shows_its_trigger_and_the_job_its_audit_event(
+    dashboard: Dashboard, page: Page
+) -> None:
+    job_id = unique("backfilled")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = "0 * * * *"
+    dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    request = job_service_pb2.BackfillJobRequest(name=f"jobs/{job_id}")
+    request.start_time.FromDatetime(end - timedelta(hours=2))
+    request.end_time.FromDatetime(end)
+    assert dashboard.jobs.BackfillJob(request).run_count == 2
+    runs = dashboard.search.ListRuns(
+        search_service_pb2.ListRunsRequest(parent=f"jobs/{job_id}", filter="trigger = BACKFILL")
+    ).runs
+    page.goto(f"/#/{runs[0].name}")
+    expect(page.locator('[data-figure="trigger"]')).to_have_text("backfill")
+    page.goto(f"/#/jobs/{job_id}")
+    trail = page.get_by_role("table", name="Audit trail")
+    expect(trail.locator('tr[data-action="BACKFILL"]')).to_contain_text("backfill")
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
     browser: Browser, dashboard: Dashboard, host: str
@@ -457,6 +479,43 @@ def test_the_dashboard_works_by_either_loopback_name_under_its_security_policy(
 MARKUP = '<img src="/xss.png" onerror="document.title=`xss`"><b>bold</b>'
 INJECTED = 'img[src="/xss.png"], [onerror], b:text-is("bold"), u:text-is("under")'
 NEXT_YEAR = job_pb2.Schedule(run_at=timestamp_pb2.Timestamp(seconds=int(time.time()) + 365 * 86400))
+
+
+def test_dead_letters_appear_live_and_are_replayed_in_bulk_after_a_dry_run_count(
+    dashboard: Dashboard, page: Page
+) -> None:
+    """The dead letters' page, open before the runs fail, shows each as it is dead-lettered; "Replay all"
+    narrowed by a label counts them (nothing replayed yet), then replays exactly those once confirmed."""
+    label = unique("bulk")
+    page.goto("/#/dead-letters")
+    expect(page.get_by_role("status").filter(has_text="live")).to_be_visible()
+    retry = job_pb2.RetryPolicy(max_attempts=2, initial_backoff=duration_pb2.Duration(nanos=100_000_000))
+    runs = [
+        create_now(dashboard, unique("doomed"), command("false"), retry_policy=retry, labels={"batch": label})
+        for _ in range(3)
+    ]
+    for run in runs:  # never reloaded: the stream brings them
+        expect(page.locator(f'tr[data-run="{run.name}"]')).to_contain_text("ExitCode", timeout=30_000)
+    narrow = page.locator('input[name="narrow"]')
+    narrow.fill("colour = red")
+    page.get_by_role("button", name="Replay all…").click()
+    expect(page.locator(".field-error")).to_contain_text("unknown field 'colour'")
+    narrow.fill(f'labels.batch = "{label}"')
+    page.get_by_role("button", name="Replay all…").click()
+    confirm = page.get_by_role("dialog", name="Confirm the replay")
+    expect(confirm).to_contain_text("Replay 3 dead-lettered runs")
+    screenshot(page, "dead-letters-bulk-replay")
+
+    def replays() -> list[run_pb2.Run]:
+        request = search_service_pb2.ListRunsRequest(
+            parent="jobs/-", filter=f'labels.batch = "{label}" AND trigger = REPLAY'
+        )
+        return list(dashboard.search.ListRuns(request).runs)
+
+    assert replays() == []  # the count changed nothing
+    confirm.get_by_role("button", name="Replay 3 runs").click()
+    expect(page.get_by_role("status").filter(has_text="Replayed")).to_have_text("Replayed 3 of 3 runs.")
+    assert sorted(run.replay_of for run in replays()) == sorted(run.name for run in runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -567,3 +626,114 @@ def test_markup_the_server_quotes_back_in_an_error_is_shown_as_text(page: Page) 
     expect(page.get_by_text(f"job.labels['{key}']").first).to_be_visible()
     expect(page).to_have_url(re.compile("#/new$"))
     assert page.locator(INJECTED).count() == 0
+
+
+EVERY_MINUTE = "0 * * * * *"  # its first occurrence is made into a run at create; the cursor moves past it
+
+
+def iso_millis(stamp: timestamp_pb2.Timestamp) -> str:
+    """A timestamp as a page's `<time dateTime>` holds it (JavaScript's `toISOString`)."""
+    return stamp.ToDatetime(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def first_fire_time(dashboard: Dashboard, job_name: str) -> str:
+    job = dashboard.jobs.GetJob(job_service_pb2.GetJobRequest(name=job_name)).job
+    request = search_service_pb2.PreviewScheduleRequest(schedule=job.schedule, count=1)
+    return iso_millis(dashboard.search.PreviewSchedule(request).fire_times[0])
+
+
+def shown_beside_preview(
+    page: Page, dashboard: Dashboard, url: str, job_name: str, shown: str
+) -> tuple[str, str]:
+    """The time `shown` holds on the page at `url`, and PreviewSchedule's first fire time read around the
+    page's load: loaded again when an occurrence passed meanwhile."""
+    for _ in range(5):
+        before = first_fire_time(dashboard, job_name)
+        page.goto(url)
+        page.reload()  # a hash change alone keeps the page's loaded state
+        time_shown = page.locator(shown)
+        expect(time_shown).to_have_attribute("datetime", re.compile("Z$"))
+        value = time_shown.get_attribute("datetime") or ""
+        if first_fire_time(dashboard, job_name) == before:
+            return value, before
+    raise AssertionError("the first fire time kept moving")
+
+
+def test_the_next_run_is_the_first_fire_time_on_the_job_page_and_the_jobs_list(
+    dashboard: Dashboard, page: Page
+) -> None:
+    job_id = unique("next")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = EVERY_MINUTE
+    created = dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    assert created.HasField("run")  # the first occurrence was made into a run at once
+    name = f"jobs/{job_id}"
+    next_run, preview = shown_beside_preview(
+        page, dashboard, f"/#/jobs/{job_id}", name, '[data-figure="next-run"] time'
+    )
+    assert next_run == preview
+    first_listed = page.get_by_role("list", name="Next fire times").locator("li time").first
+    expect(first_listed).to_have_attribute("datetime", next_run)
+    listed, preview = shown_beside_preview(
+        page,
+        dashboard,
+        f"/#/jobs?text={job_id}",
+        name,
+        f'tr[data-job="{name}"] [data-column="next-run"] time',
+    )
+    assert listed == preview
+    screenshot(page, "jobs-next-run")
+
+
+def test_a_paused_job_page_shows_no_next_run(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("paused")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.cron.expression = EVERY_MINUTE
+    dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id))
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator('[data-figure="next-run"] time')).to_have_count(1)
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".view-head .badge")).to_have_text("PAUSED")
+    expect(page.locator('[data-figure="next-run"]')).to_have_text("Next run: —")
+
+
+def test_upcoming_runs_show_on_the_job_page_only_when_asked(dashboard: Dashboard, page: Page) -> None:
+    job_id = unique("upcoming")
+    job = job_pb2.Job(target=command("true"))
+    job.schedule.run_at.FromDatetime(datetime.now(UTC) + timedelta(hours=1))
+    run = dashboard.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=job, job_id=job_id)).run
+    page.goto(f"/#/jobs/{job_id}")
+    runs = page.get_by_role("table", name="Runs of this job", exact=True)
+    expect(runs.get_by_text("No runs yet.")).to_be_visible()
+    expect(page.get_by_role("table", name="Upcoming runs of this job")).to_have_count(0)
+    page.get_by_role("button", name="Show upcoming runs").click()
+    upcoming = page.get_by_role("table", name="Upcoming runs of this job")
+    expect(upcoming.locator("[data-run]")).to_have_count(1)
+    expect(upcoming.locator(f'[data-run="{run.name}"]')).to_have_attribute("data-state", "SCHEDULED")
+    expect(runs.locator("[data-run]")).to_have_count(0)
+    screenshot(page, "job-upcoming-runs")
+
+
+def test_the_form_warns_before_sending_a_time_already_passed_and_the_run_is_marked(
+    dashboard: Dashboard, page: Page
+) -> None:
+    job_id = unique("late")
+    page.goto("/#/new")
+    page.locator('input[name="jobId"]').fill(job_id)
+    page.get_by_label("At a time, once").check()
+    warning = page.locator('[data-warning="run-at-passed"]')
+    page.locator('input[name="runAt"]').fill("2031-06-01T12:30")
+    expect(warning).to_have_count(0)
+    # The page's zone is UTC.
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    page.locator('input[name="runAt"]').fill(an_hour_ago)
+    expect(warning).to_be_visible()
+    expect(warning).to_have_attribute("role", "alert")
+    expect(warning).to_contain_text("already passed")
+    page.locator('input[name="command"]').fill("true")
+    page.get_by_role("button", name="Create job").click()
+    expect(page).to_have_url(re.compile(f"#/jobs/{job_id}$"))
+    runs = dashboard.search.ListRuns(search_service_pb2.ListRunsRequest(parent=f"jobs/{job_id}")).runs
+    assert [run.created_after_schedule_time for run in runs] == [True]
+    page.goto(f"/#/{runs[0].name}")
+    expect(page.locator('[data-mark="created-after-schedule-time"]')).to_contain_text("already passed")

@@ -4,7 +4,7 @@ import { useEffect, useId, useState, type ReactNode } from "react";
 import { searchService } from "./api";
 import { Choices, FieldError } from "./components";
 import { violationFor } from "./errors";
-import { FIELDS, FormProblems, jobOf, type FormValues, type ScheduleChoice, type TargetChoice } from "./jobform";
+import { FIELDS, FormProblems, jobOf, runAtHasPassed, type FormValues, type ScheduleChoice, type TargetChoice } from "./jobform";
 import { describeCron } from "./schedule";
 import { formatTime } from "./time";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -132,6 +132,11 @@ export function JobForm(props: Props) {
           <Field label="Run at (your browser's time zone)" name="runAt" fields={shown}>
             {(a) => <input {...a} type="datetime-local" value={values.runAt} onChange={(e) => set({ runAt: e.target.value })} />}
           </Field>
+        ) : null}
+        {runAtHasPassed(values, Date.now()) ? (
+          <p className="warning" role="alert" data-warning="run-at-passed">
+            This time has already passed: the run will start at once, and be marked as made after its time.
+          </p>
         ) : null}
         {values.schedule === "cron" ? (
           <>

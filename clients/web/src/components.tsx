@@ -1,12 +1,13 @@
 // Small pieces shared by the views.
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { JobState } from "@gen/jobmesh/v1/job_pb.js";
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import type { Problem } from "./errors";
 import type { Liveness } from "./hooks";
 import { linkTo } from "./router";
-import { durationMillis, formatClock, formatMillis } from "./time";
+import { durationMillis, formatClock, formatMillis, formatTime } from "./time";
 
 export function runStateName(state: RunState): string {
   return (RunState[state] ?? "UNSPECIFIED").replace("_", " ");
@@ -88,6 +89,11 @@ export function runTitle(name: string): string {
 }
 
 const ROW_HEIGHT = 34;
+
+/** An instant as text (in `zone`, or the browser's), carrying its exact value for machines (`dateTime`). */
+export function TimeText({ ts, zone }: { ts: Timestamp | undefined; zone?: string }) {
+  return ts ? <time dateTime={timestampDate(ts).toISOString()}>{formatTime(ts, zone)}</time> : <>—</>;
+}
 
 /** Runs in a virtualised table: only the rows in view are in the page, however many runs there are. */
 export function RunTable({

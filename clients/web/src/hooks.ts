@@ -68,19 +68,26 @@ function useBatchedStream<T>(
   return liveness;
 }
 
-/** Runs of `parent` as they change. A reopened stream resumes after the last message it had (its resume
- * token), so a reconnect misses nothing; if that resume is refused, the next try starts afresh. */
-export function useWatchRuns(parent: string, onBatch: (runs: Run[]) => void, initialPageSize = 200): Liveness {
+/** Runs of `parent` (that match `filter`, as in ListRuns) as they change. A reopened stream resumes after the
+ * last message it had (its resume token), so a reconnect misses nothing; if that resume is refused, the next
+ * try starts afresh. */
+export function useWatchRuns(
+  parent: string,
+  onBatch: (runs: Run[]) => void,
+  initialPageSize = 200,
+  filter = "",
+): Liveness {
   const resume = useRef("");
   useEffect(() => {
     resume.current = ""; // another parent starts with its first page (declared before the stream's effect)
-  }, [parent]);
+  }, [parent, filter]);
   const open = useCallback(
     async function* (signal: AbortSignal) {
       const resumeToken = resume.current;
       let answered = false;
       try {
-        for await (const response of searchService.watchRuns({ parent, initialPageSize, resumeToken }, { signal })) {
+        const request = { parent, filter, initialPageSize, resumeToken };
+        for await (const response of searchService.watchRuns(request, { signal })) {
           answered = true;
           resume.current = response.resumeToken;
           yield response.runs;
@@ -90,9 +97,9 @@ export function useWatchRuns(parent: string, onBatch: (runs: Run[]) => void, ini
         throw error;
       }
     },
-    [parent, initialPageSize],
+    [parent, initialPageSize, filter],
   );
-  return useBatchedStream(open, onBatch, `${parent}|${initialPageSize}`);
+  return useBatchedStream(open, onBatch, `${parent}|${initialPageSize}|${filter}`);
 }
 
 /** A run's log from the start, then following new lines; a reopened tail resumes after the last line. */

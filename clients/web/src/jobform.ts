@@ -114,6 +114,14 @@ function seconds(text: string, field: string, problems: Record<string, string>) 
   return create(DurationSchema, { seconds: BigInt(whole), nanos: Math.round((value - whole) * 1e9) });
 }
 
+/** Whether the form asks for a run at a time already passed: the server accepts it and the run starts at
+ * once, so the form warns before it is sent. */
+export function runAtHasPassed(values: FormValues, nowMs: number): boolean {
+  if (values.schedule !== "runAt" || !values.runAt) return false;
+  const when = new Date(values.runAt).getTime();
+  return !Number.isNaN(when) && when <= nowMs;
+}
+
 function scheduleOf(values: FormValues, problems: Record<string, string>): Schedule | undefined {
   if (values.schedule === "immediate") return create(ScheduleSchema, { kind: { case: "immediate", value: {} } });
   if (values.schedule === "cron") {

@@ -6,7 +6,7 @@ import { RunSchema, RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { describe, expect, it } from "vitest";
 import { conflictMessage, jobIdTaken, problemOf, unclaimed, violationFor } from "./errors";
 import { jobFilter, NO_FILTERS } from "./filters";
-import { EMPTY_FORM, FormProblems, jobOf, valuesOf } from "./jobform";
+import { EMPTY_FORM, FormProblems, jobOf, runAtHasPassed, valuesOf } from "./jobform";
 import { RunBook } from "./runbook";
 import { envEntries } from "./secrets";
 import { describeCron } from "./schedule";
@@ -190,5 +190,17 @@ describe("a command's environment on the job page", () => {
       { name: "TOKEN", secret: "API_TOKEN" },
     ]);
     expect(JSON.stringify(entries)).not.toContain("secret://");
+  });
+});
+
+describe("a run at a time already passed", () => {
+  const now = new Date("2026-12-05T10:00:00").getTime();
+  it("is warned about only for a one-shot time at or before now", () => {
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "2026-12-05T09:59" }, now)).toBe(true);
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "2026-12-05T10:00" }, now)).toBe(true);
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "2026-12-05T10:01" }, now)).toBe(false);
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "cron", runAt: "2026-12-05T09:59" }, now)).toBe(false);
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "" }, now)).toBe(false);
+    expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "not a time" }, now)).toBe(false);
   });
 });

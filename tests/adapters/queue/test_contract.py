@@ -7,8 +7,6 @@ import time
 from collections.abc import Sequence
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from jobmesh.adapters.queue.codec import LANES, lane_of, topic_of
 from jobmesh.control.v1 import dispatch_pb2
@@ -33,14 +31,21 @@ def test_round_trip_preserves_every_field(backend: Backend) -> None:
     assert all(d.trace_context == {} for d in got)
 
 
-def test_the_publishers_trace_context_travels_with_the_run(backend: Backend) -> None:
-    context = SpanContext(trace_id=0x1234, span_id=0x5678, is_remote=False, trace_flags=TraceFlags(1))
-    with trace.use_span(NonRecordingSpan(context)):
-        backend.queue.publish([backend.run("a", "1")])
+def test_each_run_carries_its_own_trace_context_in_its_headers(backend: Backend) -> None:
+    runs = [backend.run("a", "1"), backend.run("b", "2"), backend.run("c", "3")]
+    for index, run in enumerate(runs[:2], start=1):
+        run.trace_context["traceparent"] = f"00-{index:032x}-{index:016x}-01"
+    runs[1].trace_context["tracestate"] = "vendor=b"
+    backend.queue.publish(runs)
 
-    (delivery,) = drain(backend.consumer(), 1)
+    got = {d.run.attempt.run: d for d in drain(backend.consumer(), 3)}
 
-    assert delivery.trace_context["traceparent"] == f"00-{0x1234:032x}-{0x5678:016x}-01"
+    assert got[runs[0].attempt.run].trace_context == {"traceparent": f"00-{1:032x}-{1:016x}-01"}
+    assert got[runs[1].attempt.run].trace_context == {
+        "traceparent": f"00-{2:032x}-{2:016x}-01",
+        "tracestate": "vendor=b",
+    }
+    assert got[runs[2].attempt.run].trace_context == {}  # an untraced run has no trace headers
 
 
 def test_runs_of_one_job_arrive_in_publish_order(backend: Backend) -> None:

@@ -32,7 +32,7 @@ from jobmesh.core.records import RunState
 from jobmesh.core.shards import shard_of
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, new_job
-from tests.adapters.store.pipeline_support import add_job, add_run, ref
+from tests.adapters.store.pipeline_support import add_job, add_run, end, finish, ref
 
 
 def _schema_drift(url: str) -> list[Any]:
@@ -73,7 +73,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0010",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0011",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -285,6 +285,33 @@ def test_jobs_and_runs_get_their_shards_up_from_0009(empty_url: str) -> None:
         assert [item.run.job_id for item in store.due_runs(at(70), limit=10, shards=[shard_of("delta")])] == [
             "delta"
         ]
+    finally:
+        store.close()
+    assert _schema_drift(empty_url) == []
+
+
+def test_runs_keep_their_rows_down_to_0010_and_get_an_empty_result_up_again(empty_url: str) -> None:
+    """Migration 0011 adds `job_runs.result`; its downgrade drops it and keeps the runs."""
+    store = SqlStore(empty_url)
+    try:
+        add_job(store)
+        record = add_run(store, 60)
+        store.claim([ref(record)], "ex1", at(61))
+        assert finish(store, [end(ref(record), result="[1,2]")]) == [ref(record)]
+        assert store.get_run("alpha", record.run_id).result == "[1,2]"
+    finally:
+        store.close()
+    _downgrade(empty_url, "0010")
+    engine = create_engine(empty_url)
+    try:
+        assert "result" not in {column["name"] for column in inspect(engine).get_columns("job_runs")}
+    finally:
+        engine.dispose()
+    upgrade(empty_url)
+    store = SqlStore(empty_url)
+    try:
+        kept = store.get_run("alpha", record.run_id)
+        assert (kept.state, kept.result) == (RunState.SUCCEEDED, None)
     finally:
         store.close()
     assert _schema_drift(empty_url) == []

@@ -10,6 +10,7 @@ import pytest
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.lateness import run_lateness
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import AttemptRecord, RunState
 from tests.adapters.store.builders import at, run
@@ -227,7 +228,7 @@ def test_an_end_never_rewrites_the_start_read_while_running(store: SqlStore, run
     assert granted.status is ClaimStatus.GRANTED
     running = store.get_run("alpha", record.run_id)
     assert (running.start_time, running.first_start_time) == (at(61.5), at(61.5))
-    assert running.lateness() == at(61.5) - at(60)
+    assert run_lateness(running) == at(61.5) - at(60)
     outcome = end(
         ref(record),
         RunState.SUCCEEDED if run_state is RunState.SUCCEEDED else RunState.FAILED,
@@ -240,7 +241,7 @@ def test_an_end_never_rewrites_the_start_read_while_running(store: SqlStore, run
     assert finish(store, [outcome]) == [ref(record)]
     ended = store.get_run("alpha", record.run_id)
     assert ended.first_start_time == running.first_start_time
-    assert ended.lateness() == running.lateness()
+    assert run_lateness(ended) == run_lateness(running)
     [history] = ended.previous_attempts if run_state is RunState.SCHEDULED else [ended]
     assert (history.start_time, history.end_time) == (running.start_time, at(70))
 
@@ -274,6 +275,15 @@ def test_a_final_end_records_the_outcome(
         "ex1",
         at(60),  # claimed at 10, ahead of its due time: it starts at 60, never before
     )
+
+
+def test_a_succeeded_attempt_keeps_its_result_on_the_run(store: SqlStore) -> None:
+    record, plain = add_run(store, 1), add_run(store, 2)
+    store.claim([ref(record), ref(plain)], "ex1", at(10))
+    text = '{"total":5,"note":"é"}'
+    assert finish(store, [end(ref(record), result=text), end(ref(plain))]) == [ref(record), ref(plain)]
+    assert store.get_run("alpha", record.run_id).result == text
+    assert store.get_run("alpha", plain.run_id).result is None
 
 
 def test_ends_are_fenced_by_attempt_state_and_executor(store: SqlStore) -> None:

@@ -11,7 +11,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import StatementError
 
 from jobmesh.adapters.store.sql import SqlStore
+from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.errors import NotFound
+from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ports.store import CreateStatus
 from jobmesh.core.records import AttemptRecord, RunRecord, RunState, RunTrigger
 from tests.adapters.store.backend import Backend
@@ -207,6 +209,62 @@ def test_a_cancel_its_audit_refuses_writes_nothing(store: SqlStore, alpha: str, 
     with pytest.raises(NotFound):
         store.cancel_run(alpha, "r1", reason="stop", now=now, audit=refused)
     assert store.get_run(alpha, "r1") == record
+
+
+def test_cancel_runs_cancels_each_as_cancel_run_and_audits_those_that_changed(
+    store: SqlStore, alpha: str, now: datetime
+) -> None:
+    store.create_run(run(alpha, "r1", state=RunState.QUEUED))
+    store.create_run(run(alpha, "r2", state=RunState.RUNNING, executor="ex1", start_time=at(61)))
+    finished = run(alpha, "r3", state=RunState.SUCCEEDED)
+    store.create_run(finished)
+    items = [(alpha, name, _cancel_event(alpha, name, now)) for name in ("r1", "nope", "r2", "r3")]
+    results = store.cancel_runs(items, reason="bulk", now=now)
+    assert [result.state if result else None for result in results] == [
+        RunState.CANCELLED,
+        None,
+        RunState.CANCELLING,
+        RunState.SUCCEEDED,
+    ]
+    assert results[3] == finished
+    # The answers are built from the one locked read and the changes written: as a later read sees them.
+    assert results[0] == store.get_run(alpha, "r1")
+    assert results[2] == store.get_run(alpha, "r2")
+    query = ListQuery((Comparison("job", "=", alpha),), (), 100, "")
+    audited = {event.resource for event in store.list_audit_events(query).items}
+    assert audited == {f"jobs/{alpha}/runs/r1", f"jobs/{alpha}/runs/r2"}
+
+
+def test_cancel_runs_reads_its_runs_once(store: SqlStore, alpha: str, now: datetime) -> None:
+    store.create_run(run(alpha, "r1", state=RunState.QUEUED))
+    store.create_run(run(alpha, "r2", state=RunState.RUNNING, executor="ex1", start_time=at(61)))
+    reads: list[str] = []
+
+    def count(_c: Any, _k: Any, statement: str, *_rest: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "job_runs" in statement:
+            reads.append(statement)
+
+    items = [(alpha, name, _cancel_event(alpha, name, now)) for name in ("r1", "r2")]
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        results = store.cancel_runs(items, reason="bulk", now=now)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert len(reads) == 1, reads
+    states = [result.state if result else None for result in results]
+    assert states == [RunState.CANCELLED, RunState.CANCELLING]
+
+
+def _cancel_event(job_id: str, run_id: str, now: datetime) -> AuditEvent:
+    return AuditEvent(
+        event_id=f"{run_id}-event",
+        time=now,
+        actor="tester",
+        action=AuditAction.CANCEL,
+        resource=f"jobs/{job_id}/runs/{run_id}",
+        job_id=job_id,
+        namespace="default",
+    )
 
 
 # Logs ---------------------------------------------------------------------------------------

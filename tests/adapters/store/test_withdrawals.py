@@ -91,13 +91,15 @@ def test_a_claim_of_a_paused_jobs_run_is_refused_and_the_run_withdrawn(store: Sq
     late = add_run(store, 60)
     queued = add_run(store, 61, state=RunState.QUEUED)
     by_hand = add_run(store, 62, trigger=RunTrigger.RUN_NOW)
-    claims = store.claim([ref(late), ref(queued), ref(by_hand)], "ex1", at(60))
+    backfilled = add_run(store, 63, state=RunState.QUEUED, trigger=RunTrigger.BACKFILL)
+    claims = store.claim([ref(late), ref(queued), ref(by_hand), ref(backfilled)], "ex1", at(60))
     assert [claim.status for claim in claims] == [
         ClaimStatus.CANCELLED,
         ClaimStatus.CANCELLED,
         ClaimStatus.GRANTED,  # a run asked for while the job is paused is run
+        ClaimStatus.CANCELLED,  # a backfill's runs are the schedule's: they stop with it
     ]
-    for record in (late, queued):
+    for record in (late, queued, backfilled):
         assert _state(store, record) == (RunState.CANCELLED, "Cancelled", "job paused")
         assert store.get_run("alpha", record.run_id).start_time is None
     assert store.claim([ref(late)], "ex2", at(61))[0].status is ClaimStatus.CANCELLED

@@ -5,7 +5,7 @@ import { AuditAction } from "@gen/jobmesh/v1/audit_pb.js";
 import { JobState, OverlapPolicy, Priority, type Job } from "@gen/jobmesh/v1/job_pb.js";
 import type { Run } from "@gen/jobmesh/v1/run_pb.js";
 import { jobService, searchService } from "../api";
-import { ConfirmDialog, JobStateBadge, LiveDot, ProblemBanner, RunTable } from "../components";
+import { ConfirmDialog, JobStateBadge, LiveDot, ProblemBanner, RunTable, TimeText } from "../components";
 import { problemOf, type Problem } from "../errors";
 import { useLoad, useWatchRuns } from "../hooks";
 import { RunBook } from "../runbook";
@@ -98,11 +98,48 @@ function NextFireTimes({ job }: { job: Job }) {
       {preview.value && preview.value.fireTimes.length === 0 ? <p>None: the schedule has no occurrence ahead.</p> : null}
       <ol className="fire-times" aria-label="Next fire times">
         {(preview.value?.fireTimes ?? []).map((time) => (
-          <li key={String(time.seconds)}>{formatTime(time, zone)}</li>
+          <li key={String(time.seconds)}>
+            <TimeText ts={time} zone={zone} />
+          </li>
         ))}
       </ol>
       {job.state === JobState.PAUSED ? <p className="hint">Paused: none of these will run until it is resumed.</p> : null}
     </div>
+  );
+}
+
+/** The runs made ahead of their time, still SCHEDULED (ListRuns' `showUpcoming`): left out of the live runs,
+ * shown here only when asked for. */
+function UpcomingRuns({ name }: { name: string }) {
+  const [shown, setShown] = useState(false);
+  return (
+    <div>
+      <h2>Upcoming runs</h2>
+      <button type="button" aria-pressed={shown} onClick={() => setShown((now) => !now)}>
+        {shown ? "Hide upcoming runs" : "Show upcoming runs"}
+      </button>
+      {shown ? <UpcomingList name={name} /> : null}
+    </div>
+  );
+}
+
+function UpcomingList({ name }: { name: string }) {
+  const upcoming = useLoad(
+    () =>
+      searchService.listRuns({
+        parent: name,
+        showUpcoming: true,
+        filter: `state = SCHEDULED AND schedule_time > "${new Date().toISOString()}"`,
+        orderBy: "schedule_time",
+        pageSize: 100,
+      }),
+    [name],
+  );
+  return (
+    <>
+      <ProblemBanner problem={upcoming.problem} />
+      <RunTable runs={upcoming.value?.runs ?? []} height={200} label="Upcoming runs of this job" empty="No upcoming runs." />
+    </>
   );
 }
 
@@ -242,7 +279,9 @@ export function JobPage({ name }: { name: string }) {
         <div>
           <h2>Schedule</h2>
           <p className="schedule-words">{describeSchedule(job.schedule)}</p>
-          <p>Next run: {formatTime(job.nextRunTime)}</p>
+          <p data-figure="next-run">
+            Next run: <TimeText ts={job.nextRunTime} />
+          </p>
           <NextFireTimes job={job} />
         </div>
         <div>
@@ -251,6 +290,7 @@ export function JobPage({ name }: { name: string }) {
         </div>
       </div>
       <JobRuns name={name} />
+      <UpcomingRuns name={name} />
       <JobAudit name={name} etag={job.etag} changes={changes} />
       <ConfirmDialog
         open={deleting}

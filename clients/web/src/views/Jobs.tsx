@@ -1,12 +1,11 @@
 // The jobs list: filters (state, label, schedule kind, text) in the URL, and pages by the API's page tokens.
 import { useState, type FormEvent } from "react";
-import { JobStateBadge, Pager, ProblemBanner, usePageTokens } from "../components";
+import { JobStateBadge, Pager, ProblemBanner, TimeText, usePageTokens } from "../components";
 import { searchService } from "../api";
 import { jobFilter, NO_FILTERS, type JobFilters } from "../filters";
 import { useLoad } from "../hooks";
 import { link, linkTo, navigate, useRoute } from "../router";
 import { describeSchedule } from "../schedule";
-import { formatTime } from "../time";
 
 const PAGE_SIZE = 25;
 
@@ -109,7 +108,9 @@ export function Jobs() {
                 <JobStateBadge state={job.state} />
               </td>
               <td>{describeSchedule(job.schedule)}</td>
-              <td>{formatTime(job.nextRunTime)}</td>
+              <td data-column="next-run">
+                <TimeText ts={job.nextRunTime} />
+              </td>
               <td>
                 <div className="labels">
                   {Object.entries(job.labels).map(([key, value]) => (

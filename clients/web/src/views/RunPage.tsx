@@ -1,7 +1,7 @@
 // A run: its attempts, timings and lateness, its error, cancel and replay, and its log tail (TailRunLogs,
 // following). The run's own changes arrive on WatchRuns for its job.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { LogStream, RunState, type LogLine, type Run } from "@gen/jobmesh/v1/run_pb.js";
+import { LogStream, RunState, RunTrigger, type LogLine, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { jobService, searchService } from "../api";
 import { LiveDot, ProblemBanner, StateBadge, runTitle } from "../components";
 import { problemOf, type Problem } from "../errors";
@@ -24,8 +24,17 @@ function Timings({ run }: { run: Run }) {
   const end = millisOf(run.endTime);
   return (
     <dl className="details">
+      <dt>Trigger</dt>
+      <dd data-figure="trigger">{(RunTrigger[run.trigger] ?? "").toLowerCase().replaceAll("_", " ")}</dd>
       <dt>Scheduled</dt>
-      <dd>{formatTime(run.scheduleTime)}</dd>
+      <dd>
+        {formatTime(run.scheduleTime)}
+        {run.createdAfterScheduleTime ? (
+          <span className="badge" data-mark="created-after-schedule-time" title="lateness counts from when the run was made">
+            {" "}already passed when made: ran at once
+          </span>
+        ) : null}
+      </dd>
       <dt>Due (this attempt)</dt>
       <dd>{formatTime(run.dueTime)}</dd>
       <dt>Queued</dt>

@@ -48,21 +48,24 @@ const (
 	// A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
 	// subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
 	AuditAction_AUDIT_ACTION_REFUSED AuditAction = 9
+	// A `BackfillJob` call made runs of the job (the event names the job).
+	AuditAction_AUDIT_ACTION_BACKFILL AuditAction = 10
 )
 
 // Enum value maps for AuditAction.
 var (
 	AuditAction_name = map[int32]string{
-		0: "AUDIT_ACTION_UNSPECIFIED",
-		1: "AUDIT_ACTION_CREATE",
-		2: "AUDIT_ACTION_UPDATE",
-		3: "AUDIT_ACTION_DELETE",
-		4: "AUDIT_ACTION_PAUSE",
-		5: "AUDIT_ACTION_RESUME",
-		6: "AUDIT_ACTION_RUN_NOW",
-		7: "AUDIT_ACTION_CANCEL",
-		8: "AUDIT_ACTION_REPLAY",
-		9: "AUDIT_ACTION_REFUSED",
+		0:  "AUDIT_ACTION_UNSPECIFIED",
+		1:  "AUDIT_ACTION_CREATE",
+		2:  "AUDIT_ACTION_UPDATE",
+		3:  "AUDIT_ACTION_DELETE",
+		4:  "AUDIT_ACTION_PAUSE",
+		5:  "AUDIT_ACTION_RESUME",
+		6:  "AUDIT_ACTION_RUN_NOW",
+		7:  "AUDIT_ACTION_CANCEL",
+		8:  "AUDIT_ACTION_REPLAY",
+		9:  "AUDIT_ACTION_REFUSED",
+		10: "AUDIT_ACTION_BACKFILL",
 	}
 	AuditAction_value = map[string]int32{
 		"AUDIT_ACTION_UNSPECIFIED": 0,
@@ -75,6 +78,7 @@ var (
 		"AUDIT_ACTION_CANCEL":      7,
 		"AUDIT_ACTION_REPLAY":      8,
 		"AUDIT_ACTION_REFUSED":     9,
+		"AUDIT_ACTION_BACKFILL":    10,
 	}
 )
 
@@ -225,7 +229,7 @@ const file_jobmesh_v1_audit_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\a \x01(\tB\x04\xe2A\x01\x03R\trequestId:O\xeaAL\n" +
 	"\x16jobmesh.dev/AuditEvent\x12\x19auditEvents/{audit_event}*\vauditEvents2\n" +
-	"auditEvent*\x8d\x02\n" +
+	"auditEvent*\xa8\x02\n" +
 	"\vAuditAction\x12\x1c\n" +
 	"\x18AUDIT_ACTION_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13AUDIT_ACTION_CREATE\x10\x01\x12\x17\n" +
@@ -236,7 +240,9 @@ const file_jobmesh_v1_audit_proto_rawDesc = "" +
 	"\x14AUDIT_ACTION_RUN_NOW\x10\x06\x12\x17\n" +
 	"\x13AUDIT_ACTION_CANCEL\x10\a\x12\x17\n" +
 	"\x13AUDIT_ACTION_REPLAY\x10\b\x12\x18\n" +
-	"\x14AUDIT_ACTION_REFUSED\x10\tBc\n" +
+	"\x14AUDIT_ACTION_REFUSED\x10\t\x12\x19\n" +
+	"\x15AUDIT_ACTION_BACKFILL\x10\n" +
+	"Bc\n" +
 	"\x0edev.jobmesh.v1B\n" +
 	"AuditProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"

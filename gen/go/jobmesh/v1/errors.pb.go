@@ -88,6 +88,10 @@ const (
 	// `RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
 	// `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
 	ErrorReason_ERROR_REASON_QUOTA_EXCEEDED ErrorReason = 18
+	// `FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`.
+	ErrorReason_ERROR_REASON_JOB_NOT_CRON ErrorReason = 19
+	// `FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`.
+	ErrorReason_ERROR_REASON_JOB_PAUSED ErrorReason = 20
 )
 
 // Enum value maps for ErrorReason.
@@ -112,6 +116,8 @@ var (
 		16: "ERROR_REASON_STORE_FAILURE",
 		17: "ERROR_REASON_QUEUE_UNREACHABLE",
 		18: "ERROR_REASON_QUOTA_EXCEEDED",
+		19: "ERROR_REASON_JOB_NOT_CRON",
+		20: "ERROR_REASON_JOB_PAUSED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":          0,
@@ -133,6 +139,8 @@ var (
 		"ERROR_REASON_STORE_FAILURE":        16,
 		"ERROR_REASON_QUEUE_UNREACHABLE":    17,
 		"ERROR_REASON_QUOTA_EXCEEDED":       18,
+		"ERROR_REASON_JOB_NOT_CRON":         19,
+		"ERROR_REASON_JOB_PAUSED":           20,
 	}
 )
 
@@ -245,7 +253,7 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"\vbad_request\x18\x02 \x01(\v2\x16.google.rpc.BadRequestR\n" +
 	"badRequest\x124\n" +
 	"\n" +
-	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\x9c\x05\n" +
+	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\xd8\x05\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dERROR_REASON_INVALID_ARGUMENT\x10\x01\x12\x1a\n" +
@@ -266,7 +274,9 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"\x1eERROR_REASON_STORE_UNAVAILABLE\x10\x0f\x12\x1e\n" +
 	"\x1aERROR_REASON_STORE_FAILURE\x10\x10\x12\"\n" +
 	"\x1eERROR_REASON_QUEUE_UNREACHABLE\x10\x11\x12\x1f\n" +
-	"\x1bERROR_REASON_QUOTA_EXCEEDED\x10\x12Bd\n" +
+	"\x1bERROR_REASON_QUOTA_EXCEEDED\x10\x12\x12\x1d\n" +
+	"\x19ERROR_REASON_JOB_NOT_CRON\x10\x13\x12\x1b\n" +
+	"\x17ERROR_REASON_JOB_PAUSED\x10\x14Bd\n" +
 	"\x0edev.jobmesh.v1B\vErrorsProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"
 

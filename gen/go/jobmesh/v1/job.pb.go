@@ -233,7 +233,9 @@ type Job struct {
 	Queue string `protobuf:"bytes,10,opt,name=queue,proto3" json:"queue,omitempty"`
 	// Whether the job produces runs.
 	State JobState `protobuf:"varint,11,opt,name=state,proto3,enum=jobmesh.v1.JobState" json:"state,omitempty"`
-	// The next time a run is due, unset when none will be.
+	// The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+	// job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+	// How far ahead the mesh makes runs is internal and does not show here.
 	NextRunTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=next_run_time,json=nextRunTime,proto3" json:"next_run_time,omitempty"`
 	// When the job was created.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`

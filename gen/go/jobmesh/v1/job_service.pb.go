@@ -11,7 +11,9 @@ import (
 	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -1154,12 +1156,775 @@ func (x *ReplayRunResponse) GetRun() *Run {
 	return nil
 }
 
+// Request for `BackfillJob`.
+type BackfillJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `jobs/{job}`: an active job with a cron schedule (a paused job is refused; pausing a job cancels its
+	// pending backfill runs).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The range's start, inclusive: an occurrence exactly at it is run.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// The range's end, exclusive: an occurrence exactly at it is not run. Not after now: a backfill runs the
+	// past, the schedule runs the future.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The time between two runs' due times, from 10 ms to 1 hour; 1 second when unset. Each run keeps its
+	// occurrence as `schedule_time`; its `due_time` is when the pace releases it. The job's overlap policy
+	// does not apply to backfill runs: the pace spreads them.
+	Pace *durationpb.Duration `protobuf:"bytes,4,opt,name=pace,proto3" json:"pace,omitempty"`
+	// Makes a retried call idempotent, as in `CreateJobRequest`: the same id with the same request answers
+	// the first call's outcome and makes no run again.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobRequest) Reset() {
+	*x = BackfillJobRequest{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobRequest) ProtoMessage() {}
+
+func (x *BackfillJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobRequest.ProtoReflect.Descriptor instead.
+func (*BackfillJobRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BackfillJobRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BackfillJobRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetPace() *durationpb.Duration {
+	if x != nil {
+		return x.Pace
+	}
+	return nil
+}
+
+func (x *BackfillJobRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response for `BackfillJob`.
+type BackfillJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many runs the backfill made: one per occurrence in the range, at most 10,000.
+	RunCount int32 `protobuf:"varint,1,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	// The first run's schedule time (the range's first occurrence).
+	FirstScheduleTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=first_schedule_time,json=firstScheduleTime,proto3" json:"first_schedule_time,omitempty"`
+	// The last run's schedule time (the range's last occurrence).
+	LastScheduleTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_schedule_time,json=lastScheduleTime,proto3" json:"last_schedule_time,omitempty"`
+	// When the last run is due, as paced.
+	LastDueTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_due_time,json=lastDueTime,proto3" json:"last_due_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillJobResponse) Reset() {
+	*x = BackfillJobResponse{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillJobResponse) ProtoMessage() {}
+
+func (x *BackfillJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillJobResponse.ProtoReflect.Descriptor instead.
+func (*BackfillJobResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *BackfillJobResponse) GetRunCount() int32 {
+	if x != nil {
+		return x.RunCount
+	}
+	return 0
+}
+
+func (x *BackfillJobResponse) GetFirstScheduleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstScheduleTime
+	}
+	return nil
+}
+
+func (x *BackfillJobResponse) GetLastScheduleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastScheduleTime
+	}
+	return nil
+}
+
+func (x *BackfillJobResponse) GetLastDueTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastDueTime
+	}
+	return nil
+}
+
+// One item of a bulk call (`BulkCancelRuns`, `BulkReplayRuns`, `BulkPauseJobs`, `BulkResumeJobs`) that was not
+// changed.
+type BulkItemFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run or job, `jobs/{job}/runs/{run}` or `jobs/{job}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Why, with the details the single call (`CancelRun`, ...) would give.
+	Status        *status.Status `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkItemFailure) Reset() {
+	*x = BulkItemFailure{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkItemFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkItemFailure) ProtoMessage() {}
+
+func (x *BulkItemFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkItemFailure.ProtoReflect.Descriptor instead.
+func (*BulkItemFailure) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BulkItemFailure) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BulkItemFailure) GetStatus() *status.Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// Request for `BulkCancelRuns`.
+type BulkCancelRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The runs to cancel, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+	// every run of `parent` that can be cancelled.
+	Filter string `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Why, recorded on each run, as in `CancelRunRequest`. At most 1,024 characters.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Changes nothing: the response counts what the call would change (AIP-163).
+	ValidateOnly bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+	// 128 characters.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkCancelRunsRequest) Reset() {
+	*x = BulkCancelRunsRequest{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkCancelRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkCancelRunsRequest) ProtoMessage() {}
+
+func (x *BulkCancelRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkCancelRunsRequest.ProtoReflect.Descriptor instead.
+func (*BulkCancelRunsRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BulkCancelRunsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BulkCancelRunsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BulkCancelRunsRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BulkCancelRunsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *BulkCancelRunsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response for `BulkCancelRuns`.
+type BulkCancelRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many runs matched that the call changed, or would change with `validate_only`.
+	MatchedCount int32 `protobuf:"varint,1,opt,name=matched_count,json=matchedCount,proto3" json:"matched_count,omitempty"`
+	// How many it changed (0 with `validate_only`).
+	ChangedCount int32 `protobuf:"varint,2,opt,name=changed_count,json=changedCount,proto3" json:"changed_count,omitempty"`
+	// The matched ones it could not change, and why.
+	Failures      []*BulkItemFailure `protobuf:"bytes,3,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkCancelRunsResponse) Reset() {
+	*x = BulkCancelRunsResponse{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkCancelRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkCancelRunsResponse) ProtoMessage() {}
+
+func (x *BulkCancelRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkCancelRunsResponse.ProtoReflect.Descriptor instead.
+func (*BulkCancelRunsResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *BulkCancelRunsResponse) GetMatchedCount() int32 {
+	if x != nil {
+		return x.MatchedCount
+	}
+	return 0
+}
+
+func (x *BulkCancelRunsResponse) GetChangedCount() int32 {
+	if x != nil {
+		return x.ChangedCount
+	}
+	return 0
+}
+
+func (x *BulkCancelRunsResponse) GetFailures() []*BulkItemFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+// Request for `BulkReplayRuns`.
+type BulkReplayRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+	Parent string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	// The runs to replay, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+	// every run of `parent` that can be replayed.
+	Filter string `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Changes nothing: the response counts what the call would change (AIP-163).
+	ValidateOnly bool `protobuf:"varint,3,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+	// 128 characters.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkReplayRunsRequest) Reset() {
+	*x = BulkReplayRunsRequest{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkReplayRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkReplayRunsRequest) ProtoMessage() {}
+
+func (x *BulkReplayRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkReplayRunsRequest.ProtoReflect.Descriptor instead.
+func (*BulkReplayRunsRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BulkReplayRunsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *BulkReplayRunsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BulkReplayRunsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *BulkReplayRunsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response for `BulkReplayRuns`.
+type BulkReplayRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many runs matched that the call changed, or would change with `validate_only`.
+	MatchedCount int32 `protobuf:"varint,1,opt,name=matched_count,json=matchedCount,proto3" json:"matched_count,omitempty"`
+	// How many it changed (0 with `validate_only`).
+	ChangedCount int32 `protobuf:"varint,2,opt,name=changed_count,json=changedCount,proto3" json:"changed_count,omitempty"`
+	// The matched ones it could not change, and why.
+	Failures      []*BulkItemFailure `protobuf:"bytes,3,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkReplayRunsResponse) Reset() {
+	*x = BulkReplayRunsResponse{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkReplayRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkReplayRunsResponse) ProtoMessage() {}
+
+func (x *BulkReplayRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkReplayRunsResponse.ProtoReflect.Descriptor instead.
+func (*BulkReplayRunsResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BulkReplayRunsResponse) GetMatchedCount() int32 {
+	if x != nil {
+		return x.MatchedCount
+	}
+	return 0
+}
+
+func (x *BulkReplayRunsResponse) GetChangedCount() int32 {
+	if x != nil {
+		return x.ChangedCount
+	}
+	return 0
+}
+
+func (x *BulkReplayRunsResponse) GetFailures() []*BulkItemFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+// Request for `BulkPauseJobs`.
+type BulkPauseJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The jobs to pause, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+	// every job that can be paused.
+	Filter string `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Changes nothing: the response counts what the call would change (AIP-163).
+	ValidateOnly bool `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+	// 128 characters.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkPauseJobsRequest) Reset() {
+	*x = BulkPauseJobsRequest{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkPauseJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkPauseJobsRequest) ProtoMessage() {}
+
+func (x *BulkPauseJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkPauseJobsRequest.ProtoReflect.Descriptor instead.
+func (*BulkPauseJobsRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BulkPauseJobsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BulkPauseJobsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *BulkPauseJobsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response for `BulkPauseJobs`.
+type BulkPauseJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many jobs matched that the call changed, or would change with `validate_only`.
+	MatchedCount int32 `protobuf:"varint,1,opt,name=matched_count,json=matchedCount,proto3" json:"matched_count,omitempty"`
+	// How many it changed (0 with `validate_only`).
+	ChangedCount int32 `protobuf:"varint,2,opt,name=changed_count,json=changedCount,proto3" json:"changed_count,omitempty"`
+	// The matched ones it could not change, and why.
+	Failures      []*BulkItemFailure `protobuf:"bytes,3,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkPauseJobsResponse) Reset() {
+	*x = BulkPauseJobsResponse{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkPauseJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkPauseJobsResponse) ProtoMessage() {}
+
+func (x *BulkPauseJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkPauseJobsResponse.ProtoReflect.Descriptor instead.
+func (*BulkPauseJobsResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *BulkPauseJobsResponse) GetMatchedCount() int32 {
+	if x != nil {
+		return x.MatchedCount
+	}
+	return 0
+}
+
+func (x *BulkPauseJobsResponse) GetChangedCount() int32 {
+	if x != nil {
+		return x.ChangedCount
+	}
+	return 0
+}
+
+func (x *BulkPauseJobsResponse) GetFailures() []*BulkItemFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+// Request for `BulkResumeJobs`.
+type BulkResumeJobsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The jobs to resume, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+	// every job that can be resumed.
+	Filter string `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Changes nothing: the response counts what the call would change (AIP-163).
+	ValidateOnly bool `protobuf:"varint,2,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+	// 128 characters.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkResumeJobsRequest) Reset() {
+	*x = BulkResumeJobsRequest{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkResumeJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkResumeJobsRequest) ProtoMessage() {}
+
+func (x *BulkResumeJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkResumeJobsRequest.ProtoReflect.Descriptor instead.
+func (*BulkResumeJobsRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BulkResumeJobsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *BulkResumeJobsRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
+func (x *BulkResumeJobsRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// Response for `BulkResumeJobs`.
+type BulkResumeJobsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many jobs matched that the call changed, or would change with `validate_only`.
+	MatchedCount int32 `protobuf:"varint,1,opt,name=matched_count,json=matchedCount,proto3" json:"matched_count,omitempty"`
+	// How many it changed (0 with `validate_only`).
+	ChangedCount int32 `protobuf:"varint,2,opt,name=changed_count,json=changedCount,proto3" json:"changed_count,omitempty"`
+	// The matched ones it could not change, and why.
+	Failures      []*BulkItemFailure `protobuf:"bytes,3,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkResumeJobsResponse) Reset() {
+	*x = BulkResumeJobsResponse{}
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkResumeJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkResumeJobsResponse) ProtoMessage() {}
+
+func (x *BulkResumeJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_job_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkResumeJobsResponse.ProtoReflect.Descriptor instead.
+func (*BulkResumeJobsResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_job_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BulkResumeJobsResponse) GetMatchedCount() int32 {
+	if x != nil {
+		return x.MatchedCount
+	}
+	return 0
+}
+
+func (x *BulkResumeJobsResponse) GetChangedCount() int32 {
+	if x != nil {
+		return x.ChangedCount
+	}
+	return 0
+}
+
+func (x *BulkResumeJobsResponse) GetFailures() []*BulkItemFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
 var File_jobmesh_v1_job_service_proto protoreflect.FileDescriptor
 
 const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cjobmesh/v1/job_service.proto\x12\n" +
-	"jobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a google/protobuf/field_mask.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n" +
+	"jobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n" +
 	"\x10CreateJobRequest\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x0f.jobmesh.v1.JobB\x04\xe2A\x01\x02R\x03job\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n" +
@@ -1224,11 +1989,68 @@ const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\"6\n" +
 	"\x11ReplayRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run*\x80\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\x8e\x02\n" +
+	"\x12BackfillJobRequest\x12,\n" +
+	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
+	"\x0fjobmesh.dev/JobR\x04name\x12?\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x02R\tstartTime\x12;\n" +
+	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x02R\aendTime\x12-\n" +
+	"\x04pace\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04pace\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\x88\x02\n" +
+	"\x13BackfillJobResponse\x12\x1b\n" +
+	"\trun_count\x18\x01 \x01(\x05R\brunCount\x12J\n" +
+	"\x13first_schedule_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x11firstScheduleTime\x12H\n" +
+	"\x12last_schedule_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastScheduleTime\x12>\n" +
+	"\rlast_due_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vlastDueTime\"Q\n" +
+	"\x0fBulkItemFailure\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x06status\x18\x02 \x01(\v2\x12.google.rpc.StatusR\x06status\"\xa9\x01\n" +
+	"\x15BulkCancelRunsRequest\x12\x1c\n" +
+	"\x06parent\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x06parent\x12\x16\n" +
+	"\x06filter\x18\x02 \x01(\tR\x06filter\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\x9b\x01\n" +
+	"\x16BulkCancelRunsResponse\x12#\n" +
+	"\rmatched_count\x18\x01 \x01(\x05R\fmatchedCount\x12#\n" +
+	"\rchanged_count\x18\x02 \x01(\x05R\fchangedCount\x127\n" +
+	"\bfailures\x18\x03 \x03(\v2\x1b.jobmesh.v1.BulkItemFailureR\bfailures\"\x91\x01\n" +
+	"\x15BulkReplayRunsRequest\x12\x1c\n" +
+	"\x06parent\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x06parent\x12\x16\n" +
+	"\x06filter\x18\x02 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x03 \x01(\bR\fvalidateOnly\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\x9b\x01\n" +
+	"\x16BulkReplayRunsResponse\x12#\n" +
+	"\rmatched_count\x18\x01 \x01(\x05R\fmatchedCount\x12#\n" +
+	"\rchanged_count\x18\x02 \x01(\x05R\fchangedCount\x127\n" +
+	"\bfailures\x18\x03 \x03(\v2\x1b.jobmesh.v1.BulkItemFailureR\bfailures\"r\n" +
+	"\x14BulkPauseJobsRequest\x12\x16\n" +
+	"\x06filter\x18\x01 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"\x9a\x01\n" +
+	"\x15BulkPauseJobsResponse\x12#\n" +
+	"\rmatched_count\x18\x01 \x01(\x05R\fmatchedCount\x12#\n" +
+	"\rchanged_count\x18\x02 \x01(\x05R\fchangedCount\x127\n" +
+	"\bfailures\x18\x03 \x03(\v2\x1b.jobmesh.v1.BulkItemFailureR\bfailures\"s\n" +
+	"\x15BulkResumeJobsRequest\x12\x16\n" +
+	"\x06filter\x18\x01 \x01(\tR\x06filter\x12#\n" +
+	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"\x9b\x01\n" +
+	"\x16BulkResumeJobsResponse\x12#\n" +
+	"\rmatched_count\x18\x01 \x01(\x05R\fmatchedCount\x12#\n" +
+	"\rchanged_count\x18\x02 \x01(\x05R\fchangedCount\x127\n" +
+	"\bfailures\x18\x03 \x03(\v2\x1b.jobmesh.v1.BulkItemFailureR\bfailures*\x80\x01\n" +
 	"\x13BatchCreateJobsView\x12&\n" +
 	"\"BATCH_CREATE_JOBS_VIEW_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cBATCH_CREATE_JOBS_VIEW_BASIC\x10\x01\x12\x1f\n" +
-	"\x1bBATCH_CREATE_JOBS_VIEW_FULL\x10\x022\xe6\x06\n" +
+	"\x1bBATCH_CREATE_JOBS_VIEW_FULL\x10\x022\xb4\n" +
+	"\n" +
 	"\n" +
 	"JobService\x12W\n" +
 	"\tCreateJob\x12\x1c.jobmesh.v1.CreateJobRequest\x1a\x1d.jobmesh.v1.CreateJobResponse\"\r\xdaA\n" +
@@ -1241,7 +2063,12 @@ const file_jobmesh_v1_job_service_proto_rawDesc = "" +
 	"\tResumeJob\x12\x1c.jobmesh.v1.ResumeJobRequest\x1a\x1d.jobmesh.v1.ResumeJobResponse\"\a\xdaA\x04name\x12Q\n" +
 	"\tRunJobNow\x12\x1c.jobmesh.v1.RunJobNowRequest\x1a\x1d.jobmesh.v1.RunJobNowResponse\"\a\xdaA\x04name\x12_\n" +
 	"\tCancelRun\x12\x1c.jobmesh.v1.CancelRunRequest\x1a\x1d.jobmesh.v1.CancelRunResponse\"\x15\xdaA\x04name\xdaA\vname,reason\x12Q\n" +
-	"\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponse\"\a\xdaA\x04nameBh\n" +
+	"\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponse\"\a\xdaA\x04name\x12k\n" +
+	"\vBackfillJob\x12\x1e.jobmesh.v1.BackfillJobRequest\x1a\x1f.jobmesh.v1.BackfillJobResponse\"\x1b\xdaA\x18name,start_time,end_time\x12W\n" +
+	"\x0eBulkCancelRuns\x12!.jobmesh.v1.BulkCancelRunsRequest\x1a\".jobmesh.v1.BulkCancelRunsResponse\x12W\n" +
+	"\x0eBulkReplayRuns\x12!.jobmesh.v1.BulkReplayRunsRequest\x1a\".jobmesh.v1.BulkReplayRunsResponse\x12T\n" +
+	"\rBulkPauseJobs\x12 .jobmesh.v1.BulkPauseJobsRequest\x1a!.jobmesh.v1.BulkPauseJobsResponse\x12W\n" +
+	"\x0eBulkResumeJobs\x12!.jobmesh.v1.BulkResumeJobsRequest\x1a\".jobmesh.v1.BulkResumeJobsResponseBh\n" +
 	"\x0edev.jobmesh.v1B\x0fJobServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"
 
@@ -1258,7 +2085,7 @@ func file_jobmesh_v1_job_service_proto_rawDescGZIP() []byte {
 }
 
 var file_jobmesh_v1_job_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_jobmesh_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_jobmesh_v1_job_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_jobmesh_v1_job_service_proto_goTypes = []any{
 	(BatchCreateJobsView)(0),        // 0: jobmesh.v1.BatchCreateJobsView
 	(*CreateJobRequest)(nil),        // 1: jobmesh.v1.CreateJobRequest
@@ -1282,56 +2109,90 @@ var file_jobmesh_v1_job_service_proto_goTypes = []any{
 	(*CancelRunResponse)(nil),       // 19: jobmesh.v1.CancelRunResponse
 	(*ReplayRunRequest)(nil),        // 20: jobmesh.v1.ReplayRunRequest
 	(*ReplayRunResponse)(nil),       // 21: jobmesh.v1.ReplayRunResponse
-	(*Job)(nil),                     // 22: jobmesh.v1.Job
-	(*Run)(nil),                     // 23: jobmesh.v1.Run
-	(*status.Status)(nil),           // 24: google.rpc.Status
-	(*fieldmaskpb.FieldMask)(nil),   // 25: google.protobuf.FieldMask
+	(*BackfillJobRequest)(nil),      // 22: jobmesh.v1.BackfillJobRequest
+	(*BackfillJobResponse)(nil),     // 23: jobmesh.v1.BackfillJobResponse
+	(*BulkItemFailure)(nil),         // 24: jobmesh.v1.BulkItemFailure
+	(*BulkCancelRunsRequest)(nil),   // 25: jobmesh.v1.BulkCancelRunsRequest
+	(*BulkCancelRunsResponse)(nil),  // 26: jobmesh.v1.BulkCancelRunsResponse
+	(*BulkReplayRunsRequest)(nil),   // 27: jobmesh.v1.BulkReplayRunsRequest
+	(*BulkReplayRunsResponse)(nil),  // 28: jobmesh.v1.BulkReplayRunsResponse
+	(*BulkPauseJobsRequest)(nil),    // 29: jobmesh.v1.BulkPauseJobsRequest
+	(*BulkPauseJobsResponse)(nil),   // 30: jobmesh.v1.BulkPauseJobsResponse
+	(*BulkResumeJobsRequest)(nil),   // 31: jobmesh.v1.BulkResumeJobsRequest
+	(*BulkResumeJobsResponse)(nil),  // 32: jobmesh.v1.BulkResumeJobsResponse
+	(*Job)(nil),                     // 33: jobmesh.v1.Job
+	(*Run)(nil),                     // 34: jobmesh.v1.Run
+	(*status.Status)(nil),           // 35: google.rpc.Status
+	(*fieldmaskpb.FieldMask)(nil),   // 36: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),   // 37: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 38: google.protobuf.Duration
 }
 var file_jobmesh_v1_job_service_proto_depIdxs = []int32{
-	22, // 0: jobmesh.v1.CreateJobRequest.job:type_name -> jobmesh.v1.Job
-	22, // 1: jobmesh.v1.CreateJobResponse.job:type_name -> jobmesh.v1.Job
-	23, // 2: jobmesh.v1.CreateJobResponse.run:type_name -> jobmesh.v1.Run
+	33, // 0: jobmesh.v1.CreateJobRequest.job:type_name -> jobmesh.v1.Job
+	33, // 1: jobmesh.v1.CreateJobResponse.job:type_name -> jobmesh.v1.Job
+	34, // 2: jobmesh.v1.CreateJobResponse.run:type_name -> jobmesh.v1.Run
 	1,  // 3: jobmesh.v1.BatchCreateJobsRequest.requests:type_name -> jobmesh.v1.CreateJobRequest
 	0,  // 4: jobmesh.v1.BatchCreateJobsRequest.view:type_name -> jobmesh.v1.BatchCreateJobsView
-	24, // 5: jobmesh.v1.BatchCreateJobsResult.status:type_name -> google.rpc.Status
-	22, // 6: jobmesh.v1.BatchCreateJobsResult.job:type_name -> jobmesh.v1.Job
-	23, // 7: jobmesh.v1.BatchCreateJobsResult.run:type_name -> jobmesh.v1.Run
+	35, // 5: jobmesh.v1.BatchCreateJobsResult.status:type_name -> google.rpc.Status
+	33, // 6: jobmesh.v1.BatchCreateJobsResult.job:type_name -> jobmesh.v1.Job
+	34, // 7: jobmesh.v1.BatchCreateJobsResult.run:type_name -> jobmesh.v1.Run
 	4,  // 8: jobmesh.v1.BatchCreateJobsResponse.results:type_name -> jobmesh.v1.BatchCreateJobsResult
-	22, // 9: jobmesh.v1.GetJobResponse.job:type_name -> jobmesh.v1.Job
-	22, // 10: jobmesh.v1.UpdateJobRequest.job:type_name -> jobmesh.v1.Job
-	25, // 11: jobmesh.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
-	22, // 12: jobmesh.v1.UpdateJobResponse.job:type_name -> jobmesh.v1.Job
-	22, // 13: jobmesh.v1.DeleteJobResponse.job:type_name -> jobmesh.v1.Job
-	22, // 14: jobmesh.v1.PauseJobResponse.job:type_name -> jobmesh.v1.Job
-	22, // 15: jobmesh.v1.ResumeJobResponse.job:type_name -> jobmesh.v1.Job
-	23, // 16: jobmesh.v1.RunJobNowResponse.run:type_name -> jobmesh.v1.Run
-	23, // 17: jobmesh.v1.CancelRunResponse.run:type_name -> jobmesh.v1.Run
-	23, // 18: jobmesh.v1.ReplayRunResponse.run:type_name -> jobmesh.v1.Run
-	1,  // 19: jobmesh.v1.JobService.CreateJob:input_type -> jobmesh.v1.CreateJobRequest
-	3,  // 20: jobmesh.v1.JobService.BatchCreateJobs:input_type -> jobmesh.v1.BatchCreateJobsRequest
-	6,  // 21: jobmesh.v1.JobService.GetJob:input_type -> jobmesh.v1.GetJobRequest
-	8,  // 22: jobmesh.v1.JobService.UpdateJob:input_type -> jobmesh.v1.UpdateJobRequest
-	10, // 23: jobmesh.v1.JobService.DeleteJob:input_type -> jobmesh.v1.DeleteJobRequest
-	12, // 24: jobmesh.v1.JobService.PauseJob:input_type -> jobmesh.v1.PauseJobRequest
-	14, // 25: jobmesh.v1.JobService.ResumeJob:input_type -> jobmesh.v1.ResumeJobRequest
-	16, // 26: jobmesh.v1.JobService.RunJobNow:input_type -> jobmesh.v1.RunJobNowRequest
-	18, // 27: jobmesh.v1.JobService.CancelRun:input_type -> jobmesh.v1.CancelRunRequest
-	20, // 28: jobmesh.v1.JobService.ReplayRun:input_type -> jobmesh.v1.ReplayRunRequest
-	2,  // 29: jobmesh.v1.JobService.CreateJob:output_type -> jobmesh.v1.CreateJobResponse
-	5,  // 30: jobmesh.v1.JobService.BatchCreateJobs:output_type -> jobmesh.v1.BatchCreateJobsResponse
-	7,  // 31: jobmesh.v1.JobService.GetJob:output_type -> jobmesh.v1.GetJobResponse
-	9,  // 32: jobmesh.v1.JobService.UpdateJob:output_type -> jobmesh.v1.UpdateJobResponse
-	11, // 33: jobmesh.v1.JobService.DeleteJob:output_type -> jobmesh.v1.DeleteJobResponse
-	13, // 34: jobmesh.v1.JobService.PauseJob:output_type -> jobmesh.v1.PauseJobResponse
-	15, // 35: jobmesh.v1.JobService.ResumeJob:output_type -> jobmesh.v1.ResumeJobResponse
-	17, // 36: jobmesh.v1.JobService.RunJobNow:output_type -> jobmesh.v1.RunJobNowResponse
-	19, // 37: jobmesh.v1.JobService.CancelRun:output_type -> jobmesh.v1.CancelRunResponse
-	21, // 38: jobmesh.v1.JobService.ReplayRun:output_type -> jobmesh.v1.ReplayRunResponse
-	29, // [29:39] is the sub-list for method output_type
-	19, // [19:29] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	33, // 9: jobmesh.v1.GetJobResponse.job:type_name -> jobmesh.v1.Job
+	33, // 10: jobmesh.v1.UpdateJobRequest.job:type_name -> jobmesh.v1.Job
+	36, // 11: jobmesh.v1.UpdateJobRequest.update_mask:type_name -> google.protobuf.FieldMask
+	33, // 12: jobmesh.v1.UpdateJobResponse.job:type_name -> jobmesh.v1.Job
+	33, // 13: jobmesh.v1.DeleteJobResponse.job:type_name -> jobmesh.v1.Job
+	33, // 14: jobmesh.v1.PauseJobResponse.job:type_name -> jobmesh.v1.Job
+	33, // 15: jobmesh.v1.ResumeJobResponse.job:type_name -> jobmesh.v1.Job
+	34, // 16: jobmesh.v1.RunJobNowResponse.run:type_name -> jobmesh.v1.Run
+	34, // 17: jobmesh.v1.CancelRunResponse.run:type_name -> jobmesh.v1.Run
+	34, // 18: jobmesh.v1.ReplayRunResponse.run:type_name -> jobmesh.v1.Run
+	37, // 19: jobmesh.v1.BackfillJobRequest.start_time:type_name -> google.protobuf.Timestamp
+	37, // 20: jobmesh.v1.BackfillJobRequest.end_time:type_name -> google.protobuf.Timestamp
+	38, // 21: jobmesh.v1.BackfillJobRequest.pace:type_name -> google.protobuf.Duration
+	37, // 22: jobmesh.v1.BackfillJobResponse.first_schedule_time:type_name -> google.protobuf.Timestamp
+	37, // 23: jobmesh.v1.BackfillJobResponse.last_schedule_time:type_name -> google.protobuf.Timestamp
+	37, // 24: jobmesh.v1.BackfillJobResponse.last_due_time:type_name -> google.protobuf.Timestamp
+	35, // 25: jobmesh.v1.BulkItemFailure.status:type_name -> google.rpc.Status
+	24, // 26: jobmesh.v1.BulkCancelRunsResponse.failures:type_name -> jobmesh.v1.BulkItemFailure
+	24, // 27: jobmesh.v1.BulkReplayRunsResponse.failures:type_name -> jobmesh.v1.BulkItemFailure
+	24, // 28: jobmesh.v1.BulkPauseJobsResponse.failures:type_name -> jobmesh.v1.BulkItemFailure
+	24, // 29: jobmesh.v1.BulkResumeJobsResponse.failures:type_name -> jobmesh.v1.BulkItemFailure
+	1,  // 30: jobmesh.v1.JobService.CreateJob:input_type -> jobmesh.v1.CreateJobRequest
+	3,  // 31: jobmesh.v1.JobService.BatchCreateJobs:input_type -> jobmesh.v1.BatchCreateJobsRequest
+	6,  // 32: jobmesh.v1.JobService.GetJob:input_type -> jobmesh.v1.GetJobRequest
+	8,  // 33: jobmesh.v1.JobService.UpdateJob:input_type -> jobmesh.v1.UpdateJobRequest
+	10, // 34: jobmesh.v1.JobService.DeleteJob:input_type -> jobmesh.v1.DeleteJobRequest
+	12, // 35: jobmesh.v1.JobService.PauseJob:input_type -> jobmesh.v1.PauseJobRequest
+	14, // 36: jobmesh.v1.JobService.ResumeJob:input_type -> jobmesh.v1.ResumeJobRequest
+	16, // 37: jobmesh.v1.JobService.RunJobNow:input_type -> jobmesh.v1.RunJobNowRequest
+	18, // 38: jobmesh.v1.JobService.CancelRun:input_type -> jobmesh.v1.CancelRunRequest
+	20, // 39: jobmesh.v1.JobService.ReplayRun:input_type -> jobmesh.v1.ReplayRunRequest
+	22, // 40: jobmesh.v1.JobService.BackfillJob:input_type -> jobmesh.v1.BackfillJobRequest
+	25, // 41: jobmesh.v1.JobService.BulkCancelRuns:input_type -> jobmesh.v1.BulkCancelRunsRequest
+	27, // 42: jobmesh.v1.JobService.BulkReplayRuns:input_type -> jobmesh.v1.BulkReplayRunsRequest
+	29, // 43: jobmesh.v1.JobService.BulkPauseJobs:input_type -> jobmesh.v1.BulkPauseJobsRequest
+	31, // 44: jobmesh.v1.JobService.BulkResumeJobs:input_type -> jobmesh.v1.BulkResumeJobsRequest
+	2,  // 45: jobmesh.v1.JobService.CreateJob:output_type -> jobmesh.v1.CreateJobResponse
+	5,  // 46: jobmesh.v1.JobService.BatchCreateJobs:output_type -> jobmesh.v1.BatchCreateJobsResponse
+	7,  // 47: jobmesh.v1.JobService.GetJob:output_type -> jobmesh.v1.GetJobResponse
+	9,  // 48: jobmesh.v1.JobService.UpdateJob:output_type -> jobmesh.v1.UpdateJobResponse
+	11, // 49: jobmesh.v1.JobService.DeleteJob:output_type -> jobmesh.v1.DeleteJobResponse
+	13, // 50: jobmesh.v1.JobService.PauseJob:output_type -> jobmesh.v1.PauseJobResponse
+	15, // 51: jobmesh.v1.JobService.ResumeJob:output_type -> jobmesh.v1.ResumeJobResponse
+	17, // 52: jobmesh.v1.JobService.RunJobNow:output_type -> jobmesh.v1.RunJobNowResponse
+	19, // 53: jobmesh.v1.JobService.CancelRun:output_type -> jobmesh.v1.CancelRunResponse
+	21, // 54: jobmesh.v1.JobService.ReplayRun:output_type -> jobmesh.v1.ReplayRunResponse
+	23, // 55: jobmesh.v1.JobService.BackfillJob:output_type -> jobmesh.v1.BackfillJobResponse
+	26, // 56: jobmesh.v1.JobService.BulkCancelRuns:output_type -> jobmesh.v1.BulkCancelRunsResponse
+	28, // 57: jobmesh.v1.JobService.BulkReplayRuns:output_type -> jobmesh.v1.BulkReplayRunsResponse
+	30, // 58: jobmesh.v1.JobService.BulkPauseJobs:output_type -> jobmesh.v1.BulkPauseJobsResponse
+	32, // 59: jobmesh.v1.JobService.BulkResumeJobs:output_type -> jobmesh.v1.BulkResumeJobsResponse
+	45, // [45:60] is the sub-list for method output_type
+	30, // [30:45] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_jobmesh_v1_job_service_proto_init() }
@@ -1347,7 +2208,7 @@ func file_jobmesh_v1_job_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobmesh_v1_job_service_proto_rawDesc), len(file_jobmesh_v1_job_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,11 @@ const (
 	JobService_RunJobNow_FullMethodName       = "/jobmesh.v1.JobService/RunJobNow"
 	JobService_CancelRun_FullMethodName       = "/jobmesh.v1.JobService/CancelRun"
 	JobService_ReplayRun_FullMethodName       = "/jobmesh.v1.JobService/ReplayRun"
+	JobService_BackfillJob_FullMethodName     = "/jobmesh.v1.JobService/BackfillJob"
+	JobService_BulkCancelRuns_FullMethodName  = "/jobmesh.v1.JobService/BulkCancelRuns"
+	JobService_BulkReplayRuns_FullMethodName  = "/jobmesh.v1.JobService/BulkReplayRuns"
+	JobService_BulkPauseJobs_FullMethodName   = "/jobmesh.v1.JobService/BulkPauseJobs"
+	JobService_BulkResumeJobs_FullMethodName  = "/jobmesh.v1.JobService/BulkResumeJobs"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -63,6 +68,20 @@ type JobServiceClient interface {
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Runs a failed, timed-out or dead-lettered run again, as a new run of the same job.
 	ReplayRun(ctx context.Context, in *ReplayRunRequest, opts ...grpc.CallOption) (*ReplayRunResponse, error)
+	// Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+	// `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+	BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error)
+	// Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+	// per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+	// With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+	BulkCancelRuns(ctx context.Context, in *BulkCancelRunsRequest, opts ...grpc.CallOption) (*BulkCancelRunsResponse, error)
+	// Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+	// at most 1,000 per call (as in `BulkCancelRuns`).
+	BulkReplayRuns(ctx context.Context, in *BulkReplayRunsRequest, opts ...grpc.CallOption) (*BulkReplayRunsResponse, error)
+	// Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+	BulkPauseJobs(ctx context.Context, in *BulkPauseJobsRequest, opts ...grpc.CallOption) (*BulkPauseJobsResponse, error)
+	// Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+	BulkResumeJobs(ctx context.Context, in *BulkResumeJobsRequest, opts ...grpc.CallOption) (*BulkResumeJobsResponse, error)
 }
 
 type jobServiceClient struct {
@@ -173,6 +192,56 @@ func (c *jobServiceClient) ReplayRun(ctx context.Context, in *ReplayRunRequest, 
 	return out, nil
 }
 
+func (c *jobServiceClient) BackfillJob(ctx context.Context, in *BackfillJobRequest, opts ...grpc.CallOption) (*BackfillJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BackfillJobResponse)
+	err := c.cc.Invoke(ctx, JobService_BackfillJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BulkCancelRuns(ctx context.Context, in *BulkCancelRunsRequest, opts ...grpc.CallOption) (*BulkCancelRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkCancelRunsResponse)
+	err := c.cc.Invoke(ctx, JobService_BulkCancelRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BulkReplayRuns(ctx context.Context, in *BulkReplayRunsRequest, opts ...grpc.CallOption) (*BulkReplayRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkReplayRunsResponse)
+	err := c.cc.Invoke(ctx, JobService_BulkReplayRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BulkPauseJobs(ctx context.Context, in *BulkPauseJobsRequest, opts ...grpc.CallOption) (*BulkPauseJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkPauseJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_BulkPauseJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) BulkResumeJobs(ctx context.Context, in *BulkResumeJobsRequest, opts ...grpc.CallOption) (*BulkResumeJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkResumeJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_BulkResumeJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -205,6 +274,20 @@ type JobServiceServer interface {
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Runs a failed, timed-out or dead-lettered run again, as a new run of the same job.
 	ReplayRun(context.Context, *ReplayRunRequest) (*ReplayRunResponse, error)
+	// Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+	// `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+	BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error)
+	// Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+	// per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+	// With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+	BulkCancelRuns(context.Context, *BulkCancelRunsRequest) (*BulkCancelRunsResponse, error)
+	// Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+	// at most 1,000 per call (as in `BulkCancelRuns`).
+	BulkReplayRuns(context.Context, *BulkReplayRunsRequest) (*BulkReplayRunsResponse, error)
+	// Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+	BulkPauseJobs(context.Context, *BulkPauseJobsRequest) (*BulkPauseJobsResponse, error)
+	// Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+	BulkResumeJobs(context.Context, *BulkResumeJobsRequest) (*BulkResumeJobsResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -244,6 +327,21 @@ func (UnimplementedJobServiceServer) CancelRun(context.Context, *CancelRunReques
 }
 func (UnimplementedJobServiceServer) ReplayRun(context.Context, *ReplayRunRequest) (*ReplayRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReplayRun not implemented")
+}
+func (UnimplementedJobServiceServer) BackfillJob(context.Context, *BackfillJobRequest) (*BackfillJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BackfillJob not implemented")
+}
+func (UnimplementedJobServiceServer) BulkCancelRuns(context.Context, *BulkCancelRunsRequest) (*BulkCancelRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkCancelRuns not implemented")
+}
+func (UnimplementedJobServiceServer) BulkReplayRuns(context.Context, *BulkReplayRunsRequest) (*BulkReplayRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkReplayRuns not implemented")
+}
+func (UnimplementedJobServiceServer) BulkPauseJobs(context.Context, *BulkPauseJobsRequest) (*BulkPauseJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkPauseJobs not implemented")
+}
+func (UnimplementedJobServiceServer) BulkResumeJobs(context.Context, *BulkResumeJobsRequest) (*BulkResumeJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BulkResumeJobs not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -446,6 +544,96 @@ func _JobService_ReplayRun_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_BackfillJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackfillJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BackfillJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BackfillJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BackfillJob(ctx, req.(*BackfillJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BulkCancelRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkCancelRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BulkCancelRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BulkCancelRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BulkCancelRuns(ctx, req.(*BulkCancelRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BulkReplayRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkReplayRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BulkReplayRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BulkReplayRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BulkReplayRuns(ctx, req.(*BulkReplayRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BulkPauseJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkPauseJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BulkPauseJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BulkPauseJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BulkPauseJobs(ctx, req.(*BulkPauseJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_BulkResumeJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkResumeJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).BulkResumeJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_BulkResumeJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).BulkResumeJobs(ctx, req.(*BulkResumeJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -492,6 +680,26 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReplayRun",
 			Handler:    _JobService_ReplayRun_Handler,
+		},
+		{
+			MethodName: "BackfillJob",
+			Handler:    _JobService_BackfillJob_Handler,
+		},
+		{
+			MethodName: "BulkCancelRuns",
+			Handler:    _JobService_BulkCancelRuns_Handler,
+		},
+		{
+			MethodName: "BulkReplayRuns",
+			Handler:    _JobService_BulkReplayRuns_Handler,
+		},
+		{
+			MethodName: "BulkPauseJobs",
+			Handler:    _JobService_BulkPauseJobs_Handler,
+		},
+		{
+			MethodName: "BulkResumeJobs",
+			Handler:    _JobService_BulkResumeJobs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -117,6 +117,8 @@ const (
 	RunTrigger_RUN_TRIGGER_RUN_NOW RunTrigger = 2
 	// A `ReplayRun` call.
 	RunTrigger_RUN_TRIGGER_REPLAY RunTrigger = 3
+	// A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+	RunTrigger_RUN_TRIGGER_BACKFILL RunTrigger = 4
 )
 
 // Enum value maps for RunTrigger.
@@ -126,12 +128,14 @@ var (
 		1: "RUN_TRIGGER_SCHEDULE",
 		2: "RUN_TRIGGER_RUN_NOW",
 		3: "RUN_TRIGGER_REPLAY",
+		4: "RUN_TRIGGER_BACKFILL",
 	}
 	RunTrigger_value = map[string]int32{
 		"RUN_TRIGGER_UNSPECIFIED": 0,
 		"RUN_TRIGGER_SCHEDULE":    1,
 		"RUN_TRIGGER_RUN_NOW":     2,
 		"RUN_TRIGGER_REPLAY":      3,
+		"RUN_TRIGGER_BACKFILL":    4,
 	}
 )
 
@@ -249,9 +253,10 @@ type Run struct {
 	Progress float64 `protobuf:"fixed64,12,opt,name=progress,proto3" json:"progress,omitempty"`
 	// A short progress message reported by the target.
 	ProgressMessage string `protobuf:"bytes,13,opt,name=progress_message,json=progressMessage,proto3" json:"progress_message,omitempty"`
-	// How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-	// the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-	// shows it, and never changed after.
+	// How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+	// `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+	// run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+	// once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`
@@ -270,9 +275,16 @@ type Run struct {
 	// to that record.
 	TimesClamped bool `protobuf:"varint,21,opt,name=times_clamped,json=timesClamped,proto3" json:"times_clamped,omitempty"`
 	// The namespace of the run's job.
-	Namespace     string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Namespace string `protobuf:"bytes,22,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+	// returned nothing (None) or when the target is not a handler.
+	Result string `protobuf:"bytes,23,opt,name=result,proto3" json:"result,omitempty"`
+	// True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+	// caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+	// run.
+	CreatedAfterScheduleTime bool `protobuf:"varint,24,opt,name=created_after_schedule_time,json=createdAfterScheduleTime,proto3" json:"created_after_schedule_time,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -457,6 +469,20 @@ func (x *Run) GetNamespace() string {
 		return x.Namespace
 	}
 	return ""
+}
+
+func (x *Run) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *Run) GetCreatedAfterScheduleTime() bool {
+	if x != nil {
+		return x.CreatedAfterScheduleTime
+	}
+	return false
 }
 
 // Why an attempt failed.
@@ -701,7 +727,8 @@ var File_jobmesh_v1_run_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/run.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\t\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\n" +
+	"\n" +
 	"\x03Run\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12\x1e\n" +
 	"\aattempt\x18\x02 \x01(\x05B\x04\xe2A\x01\x03R\aattempt\x12E\n" +
@@ -729,7 +756,9 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\vupdate_time\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"updateTime\x12)\n" +
 	"\rtimes_clamped\x18\x15 \x01(\bB\x04\xe2A\x01\x03R\ftimesClamped\x12\"\n" +
-	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace:6\xeaA3\n" +
+	"\tnamespace\x18\x16 \x01(\tB\x04\xe2A\x01\x03R\tnamespace\x12\x1c\n" +
+	"\x06result\x18\x17 \x01(\tB\x04\xe2A\x01\x03R\x06result\x12C\n" +
+	"\x1bcreated_after_schedule_time\x18\x18 \x01(\bB\x04\xe2A\x01\x03R\x18createdAfterScheduleTime:6\xeaA3\n" +
 	"\x0fjobmesh.dev/Run\x12\x15jobs/{job}/runs/{run}*\x04runs2\x03runB\f\n" +
 	"\n" +
 	"_exit_code\"8\n" +
@@ -764,13 +793,14 @@ const file_jobmesh_v1_run_proto_rawDesc = "" +
 	"\x10RUN_STATE_FAILED\x10\x06\x12\x17\n" +
 	"\x13RUN_STATE_CANCELLED\x10\a\x12\x17\n" +
 	"\x13RUN_STATE_TIMED_OUT\x10\b\x12\x1b\n" +
-	"\x17RUN_STATE_DEAD_LETTERED\x10\t*t\n" +
+	"\x17RUN_STATE_DEAD_LETTERED\x10\t*\x8e\x01\n" +
 	"\n" +
 	"RunTrigger\x12\x1b\n" +
 	"\x17RUN_TRIGGER_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14RUN_TRIGGER_SCHEDULE\x10\x01\x12\x17\n" +
 	"\x13RUN_TRIGGER_RUN_NOW\x10\x02\x12\x16\n" +
-	"\x12RUN_TRIGGER_REPLAY\x10\x03*l\n" +
+	"\x12RUN_TRIGGER_REPLAY\x10\x03\x12\x18\n" +
+	"\x14RUN_TRIGGER_BACKFILL\x10\x04*l\n" +
 	"\tLogStream\x12\x1a\n" +
 	"\x16LOG_STREAM_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11LOG_STREAM_STDOUT\x10\x01\x12\x15\n" +

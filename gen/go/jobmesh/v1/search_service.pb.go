@@ -174,7 +174,12 @@ type ListRunsRequest struct {
 	Filter string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	// Comma-separated fields, each optionally followed by `desc`: `schedule_time`, `due_time`,
 	// `create_time`, `update_time`, `start_time`, `end_time`. Default `schedule_time desc`.
-	OrderBy       string `protobuf:"bytes,5,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	OrderBy string `protobuf:"bytes,5,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	// Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+	// after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+	// upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+	// fire times are `Job.next_run_time` and `PreviewSchedule`.
+	ShowUpcoming  bool `protobuf:"varint,6,opt,name=show_upcoming,json=showUpcoming,proto3" json:"show_upcoming,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -242,6 +247,13 @@ func (x *ListRunsRequest) GetOrderBy() string {
 		return x.OrderBy
 	}
 	return ""
+}
+
+func (x *ListRunsRequest) GetShowUpcoming() bool {
+	if x != nil {
+		return x.ShowUpcoming
+	}
+	return false
 }
 
 // Response for `ListRuns`.
@@ -403,7 +415,10 @@ type WatchRunsRequest struct {
 	// A `resume_token` of an earlier stream: the stream starts just after the message that carried it. There
 	// is no initial page: the first message, sent at once, holds no runs, and the matching changes since
 	// follow. A token may be used with another filter or parent.
-	ResumeToken   string `protobuf:"bytes,4,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	ResumeToken string `protobuf:"bytes,4,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	// As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+	// first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+	ShowUpcoming  bool `protobuf:"varint,5,opt,name=show_upcoming,json=showUpcoming,proto3" json:"show_upcoming,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +479,13 @@ func (x *WatchRunsRequest) GetResumeToken() string {
 		return x.ResumeToken
 	}
 	return ""
+}
+
+func (x *WatchRunsRequest) GetShowUpcoming() bool {
+	if x != nil {
+		return x.ShowUpcoming
+	}
+	return false
 }
 
 // Response for `WatchRuns`.
@@ -894,14 +916,15 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\fshow_deleted\x18\x05 \x01(\bR\vshowDeleted\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.jobmesh.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb2\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd7\x01\n" +
 	"\x0fListRunsRequest\x120\n" +
 	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06filter\x18\x04 \x01(\tR\x06filter\x12\x19\n" +
-	"\border_by\x18\x05 \x01(\tR\aorderBy\"_\n" +
+	"\border_by\x18\x05 \x01(\tR\aorderBy\x12#\n" +
+	"\rshow_upcoming\x18\x06 \x01(\bR\fshowUpcoming\"_\n" +
 	"\x10ListRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.jobmesh.v1.RunR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"=\n" +
@@ -909,12 +932,13 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
 	"\x0fjobmesh.dev/RunR\x04name\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\xab\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\xd0\x01\n" +
 	"\x10WatchRunsRequest\x120\n" +
 	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12*\n" +
 	"\x11initial_page_size\x18\x03 \x01(\x05R\x0finitialPageSize\x12!\n" +
-	"\fresume_token\x18\x04 \x01(\tR\vresumeToken\"[\n" +
+	"\fresume_token\x18\x04 \x01(\tR\vresumeToken\x12#\n" +
+	"\rshow_upcoming\x18\x05 \x01(\bR\fshowUpcoming\"[\n" +
 	"\x11WatchRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.jobmesh.v1.RunR\x04runs\x12!\n" +
 	"\fresume_token\x18\x02 \x01(\tR\vresumeToken\"\x81\x01\n" +

@@ -53,12 +53,14 @@ const (
 type SearchServiceClient interface {
 	// Lists jobs. Deleted jobs are left out unless `show_deleted` is set.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
-	// Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+	// Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+	// (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// Gets a run.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
 	// Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-	// the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+	// the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+	// `ListRuns`); the next ones hold each change that matches, in the
 	// order the changes were committed. A run may come again in a state it was already sent in; its
 	// `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
 	// just after that message, so nothing is missed across a reconnect.
@@ -198,12 +200,14 @@ func (c *searchServiceClient) ListAuditEvents(ctx context.Context, in *ListAudit
 type SearchServiceServer interface {
 	// Lists jobs. Deleted jobs are left out unless `show_deleted` is set.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
-	// Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+	// Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+	// (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// Gets a run.
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
 	// Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-	// the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+	// the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+	// `ListRuns`); the next ones hold each change that matches, in the
 	// order the changes were committed. A run may come again in a state it was already sent in; its
 	// `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
 	// just after that message, so nothing is missed across a reconnect.

@@ -46,6 +46,8 @@ class _AuditActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_AuditActi
     """A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
     subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
     """
+    AUDIT_ACTION_BACKFILL: _AuditAction.ValueType  # 10
+    """A `BackfillJob` call made runs of the job (the event names the job)."""
 
 class AuditAction(_AuditAction, metaclass=_AuditActionEnumTypeWrapper):
     """What an audited call did."""
@@ -72,6 +74,8 @@ AUDIT_ACTION_REFUSED: AuditAction.ValueType  # 9
 """A call refused `UNAUTHENTICATED` or `PERMISSION_DENIED`: `resource` is the method, `actor` the caller's
 subject (`anonymous` without a valid credential), `namespace` the refusal's (empty when unknown).
 """
+AUDIT_ACTION_BACKFILL: AuditAction.ValueType  # 10
+"""A `BackfillJob` call made runs of the job (the event names the job)."""
 Global___AuditAction: _TypeAlias = AuditAction  # noqa: Y015
 
 @_typing.final

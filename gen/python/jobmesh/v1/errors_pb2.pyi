@@ -92,6 +92,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """`RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
     `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
     """
+    ERROR_REASON_JOB_NOT_CRON: _ErrorReason.ValueType  # 19
+    """`FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`."""
+    ERROR_REASON_JOB_PAUSED: _ErrorReason.ValueType  # 20
+    """`FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`."""
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Why a call failed, for a program to act on.
@@ -173,6 +177,10 @@ ERROR_REASON_QUOTA_EXCEEDED: ErrorReason.ValueType  # 18
 """`RESOURCE_EXHAUSTED`: a create, schedule change or run past a quota of its namespace; a
 `google.rpc.QuotaFailure` names the namespace (`namespace:NAME`) and the quota. Metadata: `quota`.
 """
+ERROR_REASON_JOB_NOT_CRON: ErrorReason.ValueType  # 19
+"""`FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`."""
+ERROR_REASON_JOB_PAUSED: ErrorReason.ValueType  # 20
+"""`FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

@@ -203,7 +203,10 @@ class Job(_message.Message):
 
     @_builtins.property
     def next_run_time(self) -> _timestamp_pb2.Timestamp:
-        """The next time a run is due, unset when none will be."""
+        """The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+        job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+        How far ahead the mesh makes runs is internal and does not show here.
+        """
 
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:

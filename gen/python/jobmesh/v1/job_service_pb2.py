@@ -25,13 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.api import client_pb2 as google_dot_api_dot_client__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.api import resource_pb2 as google_dot_api_dot_resource__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 from jobmesh.v1 import job_pb2 as jobmesh_dot_v1_dot_job__pb2
 from jobmesh.v1 import run_pb2 as jobmesh_dot_v1_dot_run__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cjobmesh/v1/job_service.proto\x12\njobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a google/protobuf/field_mask.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n\x10\x43reateJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobB\x04\xe2\x41\x01\x02R\x03job\x12\x15\n\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"Y\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12!\n\x03run\x18\x02 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"\x93\x01\n\x16\x42\x61tchCreateJobsRequest\x12>\n\x08requests\x18\x01 \x03(\x0b\x32\x1c.jobmesh.v1.CreateJobRequestB\x04\xe2\x41\x01\x02R\x08requests\x12\x39\n\x04view\x18\x02 \x01(\x0e\x32\x1f.jobmesh.v1.BatchCreateJobsViewB\x04\xe2\x41\x01\x01R\x04view\"\x89\x01\n\x15\x42\x61tchCreateJobsResult\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x12.google.rpc.StatusR\x06status\x12!\n\x03job\x18\x02 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12!\n\x03run\x18\x03 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"V\n\x17\x42\x61tchCreateJobsResponse\x12;\n\x07results\x18\x01 \x03(\x0b\x32!.jobmesh.v1.BatchCreateJobsResultR\x07results\"=\n\rGetJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"~\n\x10UpdateJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobB\x04\xe2\x41\x01\x02R\x03job\x12\x41\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskB\x04\xe2\x41\x01\x02R\nupdateMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"T\n\x10\x44\x65leteJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\x12\x12\n\x04\x65tag\x18\x02 \x01(\tR\x04\x65tag\"f\n\x11\x44\x65leteJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12.\n\x13\x63\x61ncelled_run_count\x18\x02 \x01(\x05R\x11\x63\x61ncelledRunCount\"?\n\x0fPauseJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"@\n\x10ResumeJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"_\n\x10RunJobNowRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"6\n\x11RunJobNowResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"X\n\x10\x43\x61ncelRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"6\n\x11\x43\x61ncelRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"_\n\x10ReplayRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"6\n\x11ReplayRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run*\x80\x01\n\x13\x42\x61tchCreateJobsView\x12&\n\"BATCH_CREATE_JOBS_VIEW_UNSPECIFIED\x10\x00\x12 \n\x1c\x42\x41TCH_CREATE_JOBS_VIEW_BASIC\x10\x01\x12\x1f\n\x1b\x42\x41TCH_CREATE_JOBS_VIEW_FULL\x10\x02\x32\xe6\x06\n\nJobService\x12W\n\tCreateJob\x12\x1c.jobmesh.v1.CreateJobRequest\x1a\x1d.jobmesh.v1.CreateJobResponse\"\r\xda\x41\njob,job_id\x12Z\n\x0f\x42\x61tchCreateJobs\x12\".jobmesh.v1.BatchCreateJobsRequest\x1a#.jobmesh.v1.BatchCreateJobsResponse\x12H\n\x06GetJob\x12\x19.jobmesh.v1.GetJobRequest\x1a\x1a.jobmesh.v1.GetJobResponse\"\x07\xda\x41\x04name\x12\\\n\tUpdateJob\x12\x1c.jobmesh.v1.UpdateJobRequest\x1a\x1d.jobmesh.v1.UpdateJobResponse\"\x12\xda\x41\x0fjob,update_mask\x12Q\n\tDeleteJob\x12\x1c.jobmesh.v1.DeleteJobRequest\x1a\x1d.jobmesh.v1.DeleteJobResponse\"\x07\xda\x41\x04name\x12N\n\x08PauseJob\x12\x1b.jobmesh.v1.PauseJobRequest\x1a\x1c.jobmesh.v1.PauseJobResponse\"\x07\xda\x41\x04name\x12Q\n\tResumeJob\x12\x1c.jobmesh.v1.ResumeJobRequest\x1a\x1d.jobmesh.v1.ResumeJobResponse\"\x07\xda\x41\x04name\x12Q\n\tRunJobNow\x12\x1c.jobmesh.v1.RunJobNowRequest\x1a\x1d.jobmesh.v1.RunJobNowResponse\"\x07\xda\x41\x04name\x12_\n\tCancelRun\x12\x1c.jobmesh.v1.CancelRunRequest\x1a\x1d.jobmesh.v1.CancelRunResponse\"\x15\xda\x41\x04name\xda\x41\x0bname,reason\x12Q\n\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponse\"\x07\xda\x41\x04nameBh\n\x0e\x64\x65v.jobmesh.v1B\x0fJobServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cjobmesh/v1/job_service.proto\x12\njobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"q\n\x10\x43reateJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobB\x04\xe2\x41\x01\x02R\x03job\x12\x15\n\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"Y\n\x11\x43reateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12!\n\x03run\x18\x02 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"\x93\x01\n\x16\x42\x61tchCreateJobsRequest\x12>\n\x08requests\x18\x01 \x03(\x0b\x32\x1c.jobmesh.v1.CreateJobRequestB\x04\xe2\x41\x01\x02R\x08requests\x12\x39\n\x04view\x18\x02 \x01(\x0e\x32\x1f.jobmesh.v1.BatchCreateJobsViewB\x04\xe2\x41\x01\x01R\x04view\"\x89\x01\n\x15\x42\x61tchCreateJobsResult\x12*\n\x06status\x18\x01 \x01(\x0b\x32\x12.google.rpc.StatusR\x06status\x12!\n\x03job\x18\x02 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12!\n\x03run\x18\x03 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"V\n\x17\x42\x61tchCreateJobsResponse\x12;\n\x07results\x18\x01 \x03(\x0b\x32!.jobmesh.v1.BatchCreateJobsResultR\x07results\"=\n\rGetJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"3\n\x0eGetJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"~\n\x10UpdateJobRequest\x12\'\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobB\x04\xe2\x41\x01\x02R\x03job\x12\x41\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskB\x04\xe2\x41\x01\x02R\nupdateMask\"6\n\x11UpdateJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"T\n\x10\x44\x65leteJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\x12\x12\n\x04\x65tag\x18\x02 \x01(\tR\x04\x65tag\"f\n\x11\x44\x65leteJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\x12.\n\x13\x63\x61ncelled_run_count\x18\x02 \x01(\x05R\x11\x63\x61ncelledRunCount\"?\n\x0fPauseJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"5\n\x10PauseJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"@\n\x10ResumeJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\"6\n\x11ResumeJobResponse\x12!\n\x03job\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.JobR\x03job\"_\n\x10RunJobNowRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"6\n\x11RunJobNowResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"X\n\x10\x43\x61ncelRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"6\n\x11\x43\x61ncelRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"_\n\x10ReplayRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12\x1d\n\nrequest_id\x18\x02 \x01(\tR\trequestId\"6\n\x11ReplayRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"\x8e\x02\n\x12\x42\x61\x63kfillJobRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/JobR\x04name\x12?\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x02R\tstartTime\x12;\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x02R\x07\x65ndTime\x12-\n\x04pace\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x04pace\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\"\x88\x02\n\x13\x42\x61\x63kfillJobResponse\x12\x1b\n\trun_count\x18\x01 \x01(\x05R\x08runCount\x12J\n\x13\x66irst_schedule_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x11\x66irstScheduleTime\x12H\n\x12last_schedule_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x10lastScheduleTime\x12>\n\rlast_due_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0blastDueTime\"Q\n\x0f\x42ulkItemFailure\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.StatusR\x06status\"\xa9\x01\n\x15\x42ulkCancelRunsRequest\x12\x1c\n\x06parent\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\x06parent\x12\x16\n\x06\x66ilter\x18\x02 \x01(\tR\x06\x66ilter\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x12#\n\rvalidate_only\x18\x04 \x01(\x08R\x0cvalidateOnly\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\"\x9b\x01\n\x16\x42ulkCancelRunsResponse\x12#\n\rmatched_count\x18\x01 \x01(\x05R\x0cmatchedCount\x12#\n\rchanged_count\x18\x02 \x01(\x05R\x0c\x63hangedCount\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.BulkItemFailureR\x08\x66\x61ilures\"\x91\x01\n\x15\x42ulkReplayRunsRequest\x12\x1c\n\x06parent\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\x06parent\x12\x16\n\x06\x66ilter\x18\x02 \x01(\tR\x06\x66ilter\x12#\n\rvalidate_only\x18\x03 \x01(\x08R\x0cvalidateOnly\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"\x9b\x01\n\x16\x42ulkReplayRunsResponse\x12#\n\rmatched_count\x18\x01 \x01(\x05R\x0cmatchedCount\x12#\n\rchanged_count\x18\x02 \x01(\x05R\x0c\x63hangedCount\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.BulkItemFailureR\x08\x66\x61ilures\"r\n\x14\x42ulkPauseJobsRequest\x12\x16\n\x06\x66ilter\x18\x01 \x01(\tR\x06\x66ilter\x12#\n\rvalidate_only\x18\x02 \x01(\x08R\x0cvalidateOnly\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"\x9a\x01\n\x15\x42ulkPauseJobsResponse\x12#\n\rmatched_count\x18\x01 \x01(\x05R\x0cmatchedCount\x12#\n\rchanged_count\x18\x02 \x01(\x05R\x0c\x63hangedCount\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.BulkItemFailureR\x08\x66\x61ilures\"s\n\x15\x42ulkResumeJobsRequest\x12\x16\n\x06\x66ilter\x18\x01 \x01(\tR\x06\x66ilter\x12#\n\rvalidate_only\x18\x02 \x01(\x08R\x0cvalidateOnly\x12\x1d\n\nrequest_id\x18\x03 \x01(\tR\trequestId\"\x9b\x01\n\x16\x42ulkResumeJobsResponse\x12#\n\rmatched_count\x18\x01 \x01(\x05R\x0cmatchedCount\x12#\n\rchanged_count\x18\x02 \x01(\x05R\x0c\x63hangedCount\x12\x37\n\x08\x66\x61ilures\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.BulkItemFailureR\x08\x66\x61ilures*\x80\x01\n\x13\x42\x61tchCreateJobsView\x12&\n\"BATCH_CREATE_JOBS_VIEW_UNSPECIFIED\x10\x00\x12 \n\x1c\x42\x41TCH_CREATE_JOBS_VIEW_BASIC\x10\x01\x12\x1f\n\x1b\x42\x41TCH_CREATE_JOBS_VIEW_FULL\x10\x02\x32\xb4\n\n\nJobService\x12W\n\tCreateJob\x12\x1c.jobmesh.v1.CreateJobRequest\x1a\x1d.jobmesh.v1.CreateJobResponse\"\r\xda\x41\njob,job_id\x12Z\n\x0f\x42\x61tchCreateJobs\x12\".jobmesh.v1.BatchCreateJobsRequest\x1a#.jobmesh.v1.BatchCreateJobsResponse\x12H\n\x06GetJob\x12\x19.jobmesh.v1.GetJobRequest\x1a\x1a.jobmesh.v1.GetJobResponse\"\x07\xda\x41\x04name\x12\\\n\tUpdateJob\x12\x1c.jobmesh.v1.UpdateJobRequest\x1a\x1d.jobmesh.v1.UpdateJobResponse\"\x12\xda\x41\x0fjob,update_mask\x12Q\n\tDeleteJob\x12\x1c.jobmesh.v1.DeleteJobRequest\x1a\x1d.jobmesh.v1.DeleteJobResponse\"\x07\xda\x41\x04name\x12N\n\x08PauseJob\x12\x1b.jobmesh.v1.PauseJobRequest\x1a\x1c.jobmesh.v1.PauseJobResponse\"\x07\xda\x41\x04name\x12Q\n\tResumeJob\x12\x1c.jobmesh.v1.ResumeJobRequest\x1a\x1d.jobmesh.v1.ResumeJobResponse\"\x07\xda\x41\x04name\x12Q\n\tRunJobNow\x12\x1c.jobmesh.v1.RunJobNowRequest\x1a\x1d.jobmesh.v1.RunJobNowResponse\"\x07\xda\x41\x04name\x12_\n\tCancelRun\x12\x1c.jobmesh.v1.CancelRunRequest\x1a\x1d.jobmesh.v1.CancelRunResponse\"\x15\xda\x41\x04name\xda\x41\x0bname,reason\x12Q\n\tReplayRun\x12\x1c.jobmesh.v1.ReplayRunRequest\x1a\x1d.jobmesh.v1.ReplayRunResponse\"\x07\xda\x41\x04name\x12k\n\x0b\x42\x61\x63kfillJob\x12\x1e.jobmesh.v1.BackfillJobRequest\x1a\x1f.jobmesh.v1.BackfillJobResponse\"\x1b\xda\x41\x18name,start_time,end_time\x12W\n\x0e\x42ulkCancelRuns\x12!.jobmesh.v1.BulkCancelRunsRequest\x1a\".jobmesh.v1.BulkCancelRunsResponse\x12W\n\x0e\x42ulkReplayRuns\x12!.jobmesh.v1.BulkReplayRunsRequest\x1a\".jobmesh.v1.BulkReplayRunsResponse\x12T\n\rBulkPauseJobs\x12 .jobmesh.v1.BulkPauseJobsRequest\x1a!.jobmesh.v1.BulkPauseJobsResponse\x12W\n\x0e\x42ulkResumeJobs\x12!.jobmesh.v1.BulkResumeJobsRequest\x1a\".jobmesh.v1.BulkResumeJobsResponseBh\n\x0e\x64\x65v.jobmesh.v1B\x0fJobServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -63,6 +65,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CANCELRUNREQUEST'].fields_by_name['name']._serialized_options = b'\342A\001\002\372A\021\n\017jobmesh.dev/Run'
   _globals['_REPLAYRUNREQUEST'].fields_by_name['name']._loaded_options = None
   _globals['_REPLAYRUNREQUEST'].fields_by_name['name']._serialized_options = b'\342A\001\002\372A\021\n\017jobmesh.dev/Run'
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['name']._loaded_options = None
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['name']._serialized_options = b'\342A\001\002\372A\021\n\017jobmesh.dev/Job'
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['start_time']._loaded_options = None
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['start_time']._serialized_options = b'\342A\001\002'
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['end_time']._loaded_options = None
+  _globals['_BACKFILLJOBREQUEST'].fields_by_name['end_time']._serialized_options = b'\342A\001\002'
+  _globals['_BULKCANCELRUNSREQUEST'].fields_by_name['parent']._loaded_options = None
+  _globals['_BULKCANCELRUNSREQUEST'].fields_by_name['parent']._serialized_options = b'\342A\001\002'
+  _globals['_BULKREPLAYRUNSREQUEST'].fields_by_name['parent']._loaded_options = None
+  _globals['_BULKREPLAYRUNSREQUEST'].fields_by_name['parent']._serialized_options = b'\342A\001\002'
   _globals['_JOBSERVICE'].methods_by_name['CreateJob']._loaded_options = None
   _globals['_JOBSERVICE'].methods_by_name['CreateJob']._serialized_options = b'\332A\njob,job_id'
   _globals['_JOBSERVICE'].methods_by_name['GetJob']._loaded_options = None
@@ -81,50 +93,74 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_JOBSERVICE'].methods_by_name['CancelRun']._serialized_options = b'\332A\004name\332A\013name,reason'
   _globals['_JOBSERVICE'].methods_by_name['ReplayRun']._loaded_options = None
   _globals['_JOBSERVICE'].methods_by_name['ReplayRun']._serialized_options = b'\332A\004name'
-  _globals['_BATCHCREATEJOBSVIEW']._serialized_start=2001
-  _globals['_BATCHCREATEJOBSVIEW']._serialized_end=2129
-  _globals['_CREATEJOBREQUEST']._serialized_start=232
-  _globals['_CREATEJOBREQUEST']._serialized_end=345
-  _globals['_CREATEJOBRESPONSE']._serialized_start=347
-  _globals['_CREATEJOBRESPONSE']._serialized_end=436
-  _globals['_BATCHCREATEJOBSREQUEST']._serialized_start=439
-  _globals['_BATCHCREATEJOBSREQUEST']._serialized_end=586
-  _globals['_BATCHCREATEJOBSRESULT']._serialized_start=589
-  _globals['_BATCHCREATEJOBSRESULT']._serialized_end=726
-  _globals['_BATCHCREATEJOBSRESPONSE']._serialized_start=728
-  _globals['_BATCHCREATEJOBSRESPONSE']._serialized_end=814
-  _globals['_GETJOBREQUEST']._serialized_start=816
-  _globals['_GETJOBREQUEST']._serialized_end=877
-  _globals['_GETJOBRESPONSE']._serialized_start=879
-  _globals['_GETJOBRESPONSE']._serialized_end=930
-  _globals['_UPDATEJOBREQUEST']._serialized_start=932
-  _globals['_UPDATEJOBREQUEST']._serialized_end=1058
-  _globals['_UPDATEJOBRESPONSE']._serialized_start=1060
-  _globals['_UPDATEJOBRESPONSE']._serialized_end=1114
-  _globals['_DELETEJOBREQUEST']._serialized_start=1116
-  _globals['_DELETEJOBREQUEST']._serialized_end=1200
-  _globals['_DELETEJOBRESPONSE']._serialized_start=1202
-  _globals['_DELETEJOBRESPONSE']._serialized_end=1304
-  _globals['_PAUSEJOBREQUEST']._serialized_start=1306
-  _globals['_PAUSEJOBREQUEST']._serialized_end=1369
-  _globals['_PAUSEJOBRESPONSE']._serialized_start=1371
-  _globals['_PAUSEJOBRESPONSE']._serialized_end=1424
-  _globals['_RESUMEJOBREQUEST']._serialized_start=1426
-  _globals['_RESUMEJOBREQUEST']._serialized_end=1490
-  _globals['_RESUMEJOBRESPONSE']._serialized_start=1492
-  _globals['_RESUMEJOBRESPONSE']._serialized_end=1546
-  _globals['_RUNJOBNOWREQUEST']._serialized_start=1548
-  _globals['_RUNJOBNOWREQUEST']._serialized_end=1643
-  _globals['_RUNJOBNOWRESPONSE']._serialized_start=1645
-  _globals['_RUNJOBNOWRESPONSE']._serialized_end=1699
-  _globals['_CANCELRUNREQUEST']._serialized_start=1701
-  _globals['_CANCELRUNREQUEST']._serialized_end=1789
-  _globals['_CANCELRUNRESPONSE']._serialized_start=1791
-  _globals['_CANCELRUNRESPONSE']._serialized_end=1845
-  _globals['_REPLAYRUNREQUEST']._serialized_start=1847
-  _globals['_REPLAYRUNREQUEST']._serialized_end=1942
-  _globals['_REPLAYRUNRESPONSE']._serialized_start=1944
-  _globals['_REPLAYRUNRESPONSE']._serialized_end=1998
-  _globals['_JOBSERVICE']._serialized_start=2132
-  _globals['_JOBSERVICE']._serialized_end=3002
+  _globals['_JOBSERVICE'].methods_by_name['BackfillJob']._loaded_options = None
+  _globals['_JOBSERVICE'].methods_by_name['BackfillJob']._serialized_options = b'\332A\030name,start_time,end_time'
+  _globals['_BATCHCREATEJOBSVIEW']._serialized_start=3873
+  _globals['_BATCHCREATEJOBSVIEW']._serialized_end=4001
+  _globals['_CREATEJOBREQUEST']._serialized_start=297
+  _globals['_CREATEJOBREQUEST']._serialized_end=410
+  _globals['_CREATEJOBRESPONSE']._serialized_start=412
+  _globals['_CREATEJOBRESPONSE']._serialized_end=501
+  _globals['_BATCHCREATEJOBSREQUEST']._serialized_start=504
+  _globals['_BATCHCREATEJOBSREQUEST']._serialized_end=651
+  _globals['_BATCHCREATEJOBSRESULT']._serialized_start=654
+  _globals['_BATCHCREATEJOBSRESULT']._serialized_end=791
+  _globals['_BATCHCREATEJOBSRESPONSE']._serialized_start=793
+  _globals['_BATCHCREATEJOBSRESPONSE']._serialized_end=879
+  _globals['_GETJOBREQUEST']._serialized_start=881
+  _globals['_GETJOBREQUEST']._serialized_end=942
+  _globals['_GETJOBRESPONSE']._serialized_start=944
+  _globals['_GETJOBRESPONSE']._serialized_end=995
+  _globals['_UPDATEJOBREQUEST']._serialized_start=997
+  _globals['_UPDATEJOBREQUEST']._serialized_end=1123
+  _globals['_UPDATEJOBRESPONSE']._serialized_start=1125
+  _globals['_UPDATEJOBRESPONSE']._serialized_end=1179
+  _globals['_DELETEJOBREQUEST']._serialized_start=1181
+  _globals['_DELETEJOBREQUEST']._serialized_end=1265
+  _globals['_DELETEJOBRESPONSE']._serialized_start=1267
+  _globals['_DELETEJOBRESPONSE']._serialized_end=1369
+  _globals['_PAUSEJOBREQUEST']._serialized_start=1371
+  _globals['_PAUSEJOBREQUEST']._serialized_end=1434
+  _globals['_PAUSEJOBRESPONSE']._serialized_start=1436
+  _globals['_PAUSEJOBRESPONSE']._serialized_end=1489
+  _globals['_RESUMEJOBREQUEST']._serialized_start=1491
+  _globals['_RESUMEJOBREQUEST']._serialized_end=1555
+  _globals['_RESUMEJOBRESPONSE']._serialized_start=1557
+  _globals['_RESUMEJOBRESPONSE']._serialized_end=1611
+  _globals['_RUNJOBNOWREQUEST']._serialized_start=1613
+  _globals['_RUNJOBNOWREQUEST']._serialized_end=1708
+  _globals['_RUNJOBNOWRESPONSE']._serialized_start=1710
+  _globals['_RUNJOBNOWRESPONSE']._serialized_end=1764
+  _globals['_CANCELRUNREQUEST']._serialized_start=1766
+  _globals['_CANCELRUNREQUEST']._serialized_end=1854
+  _globals['_CANCELRUNRESPONSE']._serialized_start=1856
+  _globals['_CANCELRUNRESPONSE']._serialized_end=1910
+  _globals['_REPLAYRUNREQUEST']._serialized_start=1912
+  _globals['_REPLAYRUNREQUEST']._serialized_end=2007
+  _globals['_REPLAYRUNRESPONSE']._serialized_start=2009
+  _globals['_REPLAYRUNRESPONSE']._serialized_end=2063
+  _globals['_BACKFILLJOBREQUEST']._serialized_start=2066
+  _globals['_BACKFILLJOBREQUEST']._serialized_end=2336
+  _globals['_BACKFILLJOBRESPONSE']._serialized_start=2339
+  _globals['_BACKFILLJOBRESPONSE']._serialized_end=2603
+  _globals['_BULKITEMFAILURE']._serialized_start=2605
+  _globals['_BULKITEMFAILURE']._serialized_end=2686
+  _globals['_BULKCANCELRUNSREQUEST']._serialized_start=2689
+  _globals['_BULKCANCELRUNSREQUEST']._serialized_end=2858
+  _globals['_BULKCANCELRUNSRESPONSE']._serialized_start=2861
+  _globals['_BULKCANCELRUNSRESPONSE']._serialized_end=3016
+  _globals['_BULKREPLAYRUNSREQUEST']._serialized_start=3019
+  _globals['_BULKREPLAYRUNSREQUEST']._serialized_end=3164
+  _globals['_BULKREPLAYRUNSRESPONSE']._serialized_start=3167
+  _globals['_BULKREPLAYRUNSRESPONSE']._serialized_end=3322
+  _globals['_BULKPAUSEJOBSREQUEST']._serialized_start=3324
+  _globals['_BULKPAUSEJOBSREQUEST']._serialized_end=3438
+  _globals['_BULKPAUSEJOBSRESPONSE']._serialized_start=3441
+  _globals['_BULKPAUSEJOBSRESPONSE']._serialized_end=3595
+  _globals['_BULKRESUMEJOBSREQUEST']._serialized_start=3597
+  _globals['_BULKRESUMEJOBSREQUEST']._serialized_end=3712
+  _globals['_BULKRESUMEJOBSRESPONSE']._serialized_start=3715
+  _globals['_BULKRESUMEJOBSRESPONSE']._serialized_end=3870
+  _globals['_JOBSERVICE']._serialized_start=4004
+  _globals['_JOBSERVICE']._serialized_end=5336
 # @@protoc_insertion_point(module_scope)

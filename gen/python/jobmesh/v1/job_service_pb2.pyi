@@ -5,8 +5,10 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.rpc import status_pb2 as _status_pb2
@@ -600,3 +602,402 @@ class ReplayRunResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReplayRunResponse: _TypeAlias = ReplayRunResponse  # noqa: Y015
+
+@_typing.final
+class BackfillJobRequest(_message.Message):
+    """Request for `BackfillJob`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    PACE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """`jobs/{job}`: an active job with a cron schedule (a paused job is refused; pausing a job cancels its
+    pending backfill runs).
+    """
+    request_id: _builtins.str
+    """Makes a retried call idempotent, as in `CreateJobRequest`: the same id with the same request answers
+    the first call's outcome and makes no run again.
+    """
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """The range's start, inclusive: an occurrence exactly at it is run."""
+
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp:
+        """The range's end, exclusive: an occurrence exactly at it is not run. Not after now: a backfill runs the
+        past, the schedule runs the future.
+        """
+
+    @_builtins.property
+    def pace(self) -> _duration_pb2.Duration:
+        """The time between two runs' due times, from 10 ms to 1 hour; 1 second when unset. Each run keeps its
+        occurrence as `schedule_time`; its `due_time` is when the pace releases it. The job's overlap policy
+        does not apply to backfill runs: the pace spreads them.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+        pace: _duration_pb2.Duration | None = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "pace", b"pace", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "name", b"name", "pace", b"pace", "request_id", b"request_id", "start_time", b"start_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BackfillJobRequest: _TypeAlias = BackfillJobRequest  # noqa: Y015
+
+@_typing.final
+class BackfillJobResponse(_message.Message):
+    """Response for `BackfillJob`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_COUNT_FIELD_NUMBER: _builtins.int
+    FIRST_SCHEDULE_TIME_FIELD_NUMBER: _builtins.int
+    LAST_SCHEDULE_TIME_FIELD_NUMBER: _builtins.int
+    LAST_DUE_TIME_FIELD_NUMBER: _builtins.int
+    run_count: _builtins.int
+    """How many runs the backfill made: one per occurrence in the range, at most 10,000."""
+    @_builtins.property
+    def first_schedule_time(self) -> _timestamp_pb2.Timestamp:
+        """The first run's schedule time (the range's first occurrence)."""
+
+    @_builtins.property
+    def last_schedule_time(self) -> _timestamp_pb2.Timestamp:
+        """The last run's schedule time (the range's last occurrence)."""
+
+    @_builtins.property
+    def last_due_time(self) -> _timestamp_pb2.Timestamp:
+        """When the last run is due, as paced."""
+
+    def __init__(
+        self,
+        *,
+        run_count: _builtins.int = ...,
+        first_schedule_time: _timestamp_pb2.Timestamp | None = ...,
+        last_schedule_time: _timestamp_pb2.Timestamp | None = ...,
+        last_due_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["first_schedule_time", b"first_schedule_time", "last_due_time", b"last_due_time", "last_schedule_time", b"last_schedule_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_schedule_time", b"first_schedule_time", "last_due_time", b"last_due_time", "last_schedule_time", b"last_schedule_time", "run_count", b"run_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BackfillJobResponse: _TypeAlias = BackfillJobResponse  # noqa: Y015
+
+@_typing.final
+class BulkItemFailure(_message.Message):
+    """One item of a bulk call (`BulkCancelRuns`, `BulkReplayRuns`, `BulkPauseJobs`, `BulkResumeJobs`) that was not
+    changed.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The run or job, `jobs/{job}/runs/{run}` or `jobs/{job}`."""
+    @_builtins.property
+    def status(self) -> _status_pb2.Status:
+        """Why, with the details the single call (`CancelRun`, ...) would give."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        status: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkItemFailure: _TypeAlias = BulkItemFailure  # noqa: Y015
+
+@_typing.final
+class BulkCancelRunsRequest(_message.Message):
+    """Request for `BulkCancelRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """`jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change."""
+    filter: _builtins.str
+    """The runs to cancel, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+    every run of `parent` that can be cancelled.
+    """
+    reason: _builtins.str
+    """Why, recorded on each run, as in `CancelRunRequest`. At most 1,024 characters."""
+    validate_only: _builtins.bool
+    """Changes nothing: the response counts what the call would change (AIP-163)."""
+    request_id: _builtins.str
+    """Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+    128 characters.
+    """
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        filter: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "parent", b"parent", "reason", b"reason", "request_id", b"request_id", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkCancelRunsRequest: _TypeAlias = BulkCancelRunsRequest  # noqa: Y015
+
+@_typing.final
+class BulkCancelRunsResponse(_message.Message):
+    """Response for `BulkCancelRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_COUNT_FIELD_NUMBER: _builtins.int
+    CHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    matched_count: _builtins.int
+    """How many runs matched that the call changed, or would change with `validate_only`."""
+    changed_count: _builtins.int
+    """How many it changed (0 with `validate_only`)."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___BulkItemFailure]:
+        """The matched ones it could not change, and why."""
+
+    def __init__(
+        self,
+        *,
+        matched_count: _builtins.int = ...,
+        changed_count: _builtins.int = ...,
+        failures: _abc.Iterable[Global___BulkItemFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed_count", b"changed_count", "failures", b"failures", "matched_count", b"matched_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkCancelRunsResponse: _TypeAlias = BulkCancelRunsResponse  # noqa: Y015
+
+@_typing.final
+class BulkReplayRunsRequest(_message.Message):
+    """Request for `BulkReplayRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """`jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change."""
+    filter: _builtins.str
+    """The runs to replay, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+    every run of `parent` that can be replayed.
+    """
+    validate_only: _builtins.bool
+    """Changes nothing: the response counts what the call would change (AIP-163)."""
+    request_id: _builtins.str
+    """Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+    128 characters.
+    """
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "parent", b"parent", "request_id", b"request_id", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkReplayRunsRequest: _TypeAlias = BulkReplayRunsRequest  # noqa: Y015
+
+@_typing.final
+class BulkReplayRunsResponse(_message.Message):
+    """Response for `BulkReplayRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_COUNT_FIELD_NUMBER: _builtins.int
+    CHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    matched_count: _builtins.int
+    """How many runs matched that the call changed, or would change with `validate_only`."""
+    changed_count: _builtins.int
+    """How many it changed (0 with `validate_only`)."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___BulkItemFailure]:
+        """The matched ones it could not change, and why."""
+
+    def __init__(
+        self,
+        *,
+        matched_count: _builtins.int = ...,
+        changed_count: _builtins.int = ...,
+        failures: _abc.Iterable[Global___BulkItemFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed_count", b"changed_count", "failures", b"failures", "matched_count", b"matched_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkReplayRunsResponse: _TypeAlias = BulkReplayRunsResponse  # noqa: Y015
+
+@_typing.final
+class BulkPauseJobsRequest(_message.Message):
+    """Request for `BulkPauseJobs`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    filter: _builtins.str
+    """The jobs to pause, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+    every job that can be paused.
+    """
+    validate_only: _builtins.bool
+    """Changes nothing: the response counts what the call would change (AIP-163)."""
+    request_id: _builtins.str
+    """Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+    128 characters.
+    """
+    def __init__(
+        self,
+        *,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "request_id", b"request_id", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkPauseJobsRequest: _TypeAlias = BulkPauseJobsRequest  # noqa: Y015
+
+@_typing.final
+class BulkPauseJobsResponse(_message.Message):
+    """Response for `BulkPauseJobs`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_COUNT_FIELD_NUMBER: _builtins.int
+    CHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    matched_count: _builtins.int
+    """How many jobs matched that the call changed, or would change with `validate_only`."""
+    changed_count: _builtins.int
+    """How many it changed (0 with `validate_only`)."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___BulkItemFailure]:
+        """The matched ones it could not change, and why."""
+
+    def __init__(
+        self,
+        *,
+        matched_count: _builtins.int = ...,
+        changed_count: _builtins.int = ...,
+        failures: _abc.Iterable[Global___BulkItemFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed_count", b"changed_count", "failures", b"failures", "matched_count", b"matched_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkPauseJobsResponse: _TypeAlias = BulkPauseJobsResponse  # noqa: Y015
+
+@_typing.final
+class BulkResumeJobsRequest(_message.Message):
+    """Request for `BulkResumeJobs`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    filter: _builtins.str
+    """The jobs to resume, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+    every job that can be resumed.
+    """
+    validate_only: _builtins.bool
+    """Changes nothing: the response counts what the call would change (AIP-163)."""
+    request_id: _builtins.str
+    """Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+    128 characters.
+    """
+    def __init__(
+        self,
+        *,
+        filter: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "request_id", b"request_id", "validate_only", b"validate_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkResumeJobsRequest: _TypeAlias = BulkResumeJobsRequest  # noqa: Y015
+
+@_typing.final
+class BulkResumeJobsResponse(_message.Message):
+    """Response for `BulkResumeJobs`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_COUNT_FIELD_NUMBER: _builtins.int
+    CHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    matched_count: _builtins.int
+    """How many jobs matched that the call changed, or would change with `validate_only`."""
+    changed_count: _builtins.int
+    """How many it changed (0 with `validate_only`)."""
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___BulkItemFailure]:
+        """The matched ones it could not change, and why."""
+
+    def __init__(
+        self,
+        *,
+        matched_count: _builtins.int = ...,
+        changed_count: _builtins.int = ...,
+        failures: _abc.Iterable[Global___BulkItemFailure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed_count", b"changed_count", "failures", b"failures", "matched_count", b"matched_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BulkResumeJobsResponse: _TypeAlias = BulkResumeJobsResponse  # noqa: Y015

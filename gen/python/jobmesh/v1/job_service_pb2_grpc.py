@@ -91,6 +91,31 @@ class JobServiceStub:
                 request_serializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.SerializeToString,
                 response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.FromString,
                 _registered_method=True)
+        self.BackfillJob = channel.unary_unary(
+                '/jobmesh.v1.JobService/BackfillJob',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
+                _registered_method=True)
+        self.BulkCancelRuns = channel.unary_unary(
+                '/jobmesh.v1.JobService/BulkCancelRuns',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsResponse.FromString,
+                _registered_method=True)
+        self.BulkReplayRuns = channel.unary_unary(
+                '/jobmesh.v1.JobService/BulkReplayRuns',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsResponse.FromString,
+                _registered_method=True)
+        self.BulkPauseJobs = channel.unary_unary(
+                '/jobmesh.v1.JobService/BulkPauseJobs',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsResponse.FromString,
+                _registered_method=True)
+        self.BulkResumeJobs = channel.unary_unary(
+                '/jobmesh.v1.JobService/BulkResumeJobs',
+                request_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -173,6 +198,45 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BackfillJob(self, request, context):
+        """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+        `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BulkCancelRuns(self, request, context):
+        """Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+        per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+        With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BulkReplayRuns(self, request, context):
+        """Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+        at most 1,000 per call (as in `BulkCancelRuns`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BulkPauseJobs(self, request, context):
+        """Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BulkResumeJobs(self, request, context):
+        """Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -225,6 +289,31 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ReplayRun,
                     request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.FromString,
                     response_serializer=jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.SerializeToString,
+            ),
+            'BackfillJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillJob,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.SerializeToString,
+            ),
+            'BulkCancelRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.BulkCancelRuns,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsResponse.SerializeToString,
+            ),
+            'BulkReplayRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.BulkReplayRuns,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsResponse.SerializeToString,
+            ),
+            'BulkPauseJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.BulkPauseJobs,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsResponse.SerializeToString,
+            ),
+            'BulkResumeJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.BulkResumeJobs,
+                    request_deserializer=jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -504,6 +593,141 @@ class JobService:
             '/jobmesh.v1.JobService/ReplayRun',
             jobmesh_dot_v1_dot_job__service__pb2.ReplayRunRequest.SerializeToString,
             jobmesh_dot_v1_dot_job__service__pb2.ReplayRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BackfillJob',
+            jobmesh_dot_v1_dot_job__service__pb2.BackfillJobRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BackfillJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkCancelRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BulkCancelRuns',
+            jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BulkCancelRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkReplayRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BulkReplayRuns',
+            jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BulkReplayRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkPauseJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BulkPauseJobs',
+            jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BulkPauseJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BulkResumeJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.JobService/BulkResumeJobs',
+            jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_job__service__pb2.BulkResumeJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -60,6 +60,23 @@ class JobServiceStub:
     """Cancels a pending or running run."""
     ReplayRun: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.ReplayRunRequest, _job_service_pb2.ReplayRunResponse]
     """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+    BackfillJob: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]
+    """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+    `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+    """
+    BulkCancelRuns: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BulkCancelRunsRequest, _job_service_pb2.BulkCancelRunsResponse]
+    """Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+    per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+    With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+    """
+    BulkReplayRuns: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BulkReplayRunsRequest, _job_service_pb2.BulkReplayRunsResponse]
+    """Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+    at most 1,000 per call (as in `BulkCancelRuns`).
+    """
+    BulkPauseJobs: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BulkPauseJobsRequest, _job_service_pb2.BulkPauseJobsResponse]
+    """Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call."""
+    BulkResumeJobs: _grpc.UnaryUnaryMultiCallable[_job_service_pb2.BulkResumeJobsRequest, _job_service_pb2.BulkResumeJobsResponse]
+    """Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call."""
 
 @_typing.type_check_only
 class JobServiceAsyncStub(JobServiceStub):
@@ -93,6 +110,23 @@ class JobServiceAsyncStub(JobServiceStub):
     """Cancels a pending or running run."""
     ReplayRun: _aio.UnaryUnaryMultiCallable[_job_service_pb2.ReplayRunRequest, _job_service_pb2.ReplayRunResponse]  # type: ignore[assignment]
     """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+    BackfillJob: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BackfillJobRequest, _job_service_pb2.BackfillJobResponse]  # type: ignore[assignment]
+    """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+    `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+    """
+    BulkCancelRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BulkCancelRunsRequest, _job_service_pb2.BulkCancelRunsResponse]  # type: ignore[assignment]
+    """Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+    per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+    With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+    """
+    BulkReplayRuns: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BulkReplayRunsRequest, _job_service_pb2.BulkReplayRunsResponse]  # type: ignore[assignment]
+    """Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+    at most 1,000 per call (as in `BulkCancelRuns`).
+    """
+    BulkPauseJobs: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BulkPauseJobsRequest, _job_service_pb2.BulkPauseJobsResponse]  # type: ignore[assignment]
+    """Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call."""
+    BulkResumeJobs: _aio.UnaryUnaryMultiCallable[_job_service_pb2.BulkResumeJobsRequest, _job_service_pb2.BulkResumeJobsResponse]  # type: ignore[assignment]
+    """Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call."""
 
 class JobServiceServicer(metaclass=_abc_1.ABCMeta):
     """Writes: create and steer jobs and their runs.
@@ -183,5 +217,52 @@ class JobServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_job_service_pb2.ReplayRunResponse, _abc.Awaitable[_job_service_pb2.ReplayRunResponse]]:
         """Runs a failed, timed-out or dead-lettered run again, as a new run of the same job."""
+
+    @_abc_1.abstractmethod
+    def BackfillJob(
+        self,
+        request: _job_service_pb2.BackfillJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BackfillJobResponse, _abc.Awaitable[_job_service_pb2.BackfillJobResponse]]:
+        """Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+        `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+        """
+
+    @_abc_1.abstractmethod
+    def BulkCancelRuns(
+        self,
+        request: _job_service_pb2.BulkCancelRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BulkCancelRunsResponse, _abc.Awaitable[_job_service_pb2.BulkCancelRunsResponse]]:
+        """Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+        per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+        With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+        """
+
+    @_abc_1.abstractmethod
+    def BulkReplayRuns(
+        self,
+        request: _job_service_pb2.BulkReplayRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BulkReplayRunsResponse, _abc.Awaitable[_job_service_pb2.BulkReplayRunsResponse]]:
+        """Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+        at most 1,000 per call (as in `BulkCancelRuns`).
+        """
+
+    @_abc_1.abstractmethod
+    def BulkPauseJobs(
+        self,
+        request: _job_service_pb2.BulkPauseJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BulkPauseJobsResponse, _abc.Awaitable[_job_service_pb2.BulkPauseJobsResponse]]:
+        """Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call."""
+
+    @_abc_1.abstractmethod
+    def BulkResumeJobs(
+        self,
+        request: _job_service_pb2.BulkResumeJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_job_service_pb2.BulkResumeJobsResponse, _abc.Awaitable[_job_service_pb2.BulkResumeJobsResponse]]:
+        """Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call."""
 
 def add_JobServiceServicer_to_server(servicer: JobServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -87,6 +87,8 @@ class _RunTriggerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunTrigger
     """A `RunJobNow` call."""
     RUN_TRIGGER_REPLAY: _RunTrigger.ValueType  # 3
     """A `ReplayRun` call."""
+    RUN_TRIGGER_BACKFILL: _RunTrigger.ValueType  # 4
+    """A `BackfillJob` call: one occurrence of the job's schedule in a past range."""
 
 class RunTrigger(_RunTrigger, metaclass=_RunTriggerEnumTypeWrapper):
     """What made a run."""
@@ -99,6 +101,8 @@ RUN_TRIGGER_RUN_NOW: RunTrigger.ValueType  # 2
 """A `RunJobNow` call."""
 RUN_TRIGGER_REPLAY: RunTrigger.ValueType  # 3
 """A `ReplayRun` call."""
+RUN_TRIGGER_BACKFILL: RunTrigger.ValueType  # 4
+"""A `BackfillJob` call: one occurrence of the job's schedule in a past range."""
 Global___RunTrigger: _TypeAlias = RunTrigger  # noqa: Y015
 
 class _LogStream:
@@ -157,6 +161,8 @@ class Run(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     TIMES_CLAMPED_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Resource name, `jobs/{job}/runs/{run}`."""
     attempt: _builtins.int
@@ -182,6 +188,15 @@ class Run(_message.Message):
     """
     namespace: _builtins.str
     """The namespace of the run's job."""
+    result: _builtins.str
+    """What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+    returned nothing (None) or when the target is not a handler.
+    """
+    created_after_schedule_time: _builtins.bool
+    """True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+    caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+    run.
+    """
     @_builtins.property
     def schedule_time(self) -> _timestamp_pb2.Timestamp:
         """When the occurrence is due: the instant it must not start before."""
@@ -210,9 +225,10 @@ class Run(_message.Message):
 
     @_builtins.property
     def lateness(self) -> _duration_pb2.Duration:
-        """How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-        the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-        shows it, and never changed after.
+        """How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+        `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+        run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+        once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
         """
 
     @_builtins.property
@@ -256,10 +272,12 @@ class Run(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         times_clamped: _builtins.bool = ...,
         namespace: _builtins.str = ...,
+        result: _builtins.str = ...,
+        created_after_schedule_time: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "create_time", b"create_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "schedule_time", b"schedule_time", "start_time", b"start_time", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "create_time", b"create_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "executor", b"executor", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "name", b"name", "namespace", b"namespace", "previous_attempts", b"previous_attempts", "progress", b"progress", "progress_message", b"progress_message", "replay_of", b"replay_of", "schedule_time", b"schedule_time", "start_time", b"start_time", "state", b"state", "times_clamped", b"times_clamped", "trigger", b"trigger", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "create_time", b"create_time", "created_after_schedule_time", b"created_after_schedule_time", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "end_time", b"end_time", "error", b"error", "executor", b"executor", "exit_code", b"exit_code", "last_heartbeat_time", b"last_heartbeat_time", "lateness", b"lateness", "name", b"name", "namespace", b"namespace", "previous_attempts", b"previous_attempts", "progress", b"progress", "progress_message", b"progress_message", "replay_of", b"replay_of", "result", b"result", "schedule_time", b"schedule_time", "start_time", b"start_time", "state", b"state", "times_clamped", b"times_clamped", "trigger", b"trigger", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__exit_code: _TypeAlias = _typing.Literal["exit_code"]  # noqa: Y015
     _WhichOneofArgType__exit_code: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code"]  # noqa: Y015

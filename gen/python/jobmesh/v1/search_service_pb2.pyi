@@ -101,6 +101,7 @@ class ListRunsRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     ORDER_BY_FIELD_NUMBER: _builtins.int
+    SHOW_UPCOMING_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
     """`jobs/{job}`, or `jobs/-` for every job."""
     page_size: _builtins.int
@@ -113,6 +114,12 @@ class ListRunsRequest(_message.Message):
     """Comma-separated fields, each optionally followed by `desc`: `schedule_time`, `due_time`,
     `create_time`, `update_time`, `start_time`, `end_time`. Default `schedule_time desc`.
     """
+    show_upcoming: _builtins.bool
+    """Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+    after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+    upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+    fire times are `Job.next_run_time` and `PreviewSchedule`.
+    """
     def __init__(
         self,
         *,
@@ -121,10 +128,11 @@ class ListRunsRequest(_message.Message):
         page_token: _builtins.str = ...,
         filter: _builtins.str = ...,
         order_by: _builtins.str = ...,
+        show_upcoming: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "parent", b"parent", "show_upcoming", b"show_upcoming"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -214,6 +222,7 @@ class WatchRunsRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     INITIAL_PAGE_SIZE_FIELD_NUMBER: _builtins.int
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    SHOW_UPCOMING_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
     """`jobs/{job}`, or `jobs/-` for every job."""
     filter: _builtins.str
@@ -225,6 +234,10 @@ class WatchRunsRequest(_message.Message):
     is no initial page: the first message, sent at once, holds no runs, and the matching changes since
     follow. A token may be used with another filter or parent.
     """
+    show_upcoming: _builtins.bool
+    """As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+    first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+    """
     def __init__(
         self,
         *,
@@ -232,10 +245,11 @@ class WatchRunsRequest(_message.Message):
         filter: _builtins.str = ...,
         initial_page_size: _builtins.int = ...,
         resume_token: _builtins.str = ...,
+        show_upcoming: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "initial_page_size", b"initial_page_size", "parent", b"parent", "resume_token", b"resume_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "initial_page_size", b"initial_page_size", "parent", b"parent", "resume_token", b"resume_token", "show_upcoming", b"show_upcoming"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -118,7 +118,8 @@ class SearchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRuns(self, request, context):
-        """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+        """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+        (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -133,7 +134,8 @@ class SearchServiceServicer:
 
     def WatchRuns(self, request, context):
         """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-        the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+        the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+        `ListRuns`); the next ones hold each change that matches, in the
         order the changes were committed. A run may come again in a state it was already sent in; its
         `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
         just after that message, so nothing is missed across a reconnect.

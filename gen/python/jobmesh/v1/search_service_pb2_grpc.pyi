@@ -54,12 +54,15 @@ class SearchServiceStub:
     ListJobs: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.ListJobsRequest, _search_service_pb2.ListJobsResponse]
     """Lists jobs. Deleted jobs are left out unless `show_deleted` is set."""
     ListRuns: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.ListRunsRequest, _search_service_pb2.ListRunsResponse]
-    """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`)."""
+    """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+    (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
+    """
     GetRun: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.GetRunRequest, _search_service_pb2.GetRunResponse]
     """Gets a run."""
     WatchRuns: _grpc.UnaryStreamMultiCallable[_search_service_pb2.WatchRunsRequest, _search_service_pb2.WatchRunsResponse]
     """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-    the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+    the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+    `ListRuns`); the next ones hold each change that matches, in the
     order the changes were committed. A run may come again in a state it was already sent in; its
     `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
     just after that message, so nothing is missed across a reconnect.
@@ -104,12 +107,15 @@ class SearchServiceAsyncStub(SearchServiceStub):
     ListJobs: _aio.UnaryUnaryMultiCallable[_search_service_pb2.ListJobsRequest, _search_service_pb2.ListJobsResponse]  # type: ignore[assignment]
     """Lists jobs. Deleted jobs are left out unless `show_deleted` is set."""
     ListRuns: _aio.UnaryUnaryMultiCallable[_search_service_pb2.ListRunsRequest, _search_service_pb2.ListRunsResponse]  # type: ignore[assignment]
-    """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`)."""
+    """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+    (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
+    """
     GetRun: _aio.UnaryUnaryMultiCallable[_search_service_pb2.GetRunRequest, _search_service_pb2.GetRunResponse]  # type: ignore[assignment]
     """Gets a run."""
     WatchRuns: _aio.UnaryStreamMultiCallable[_search_service_pb2.WatchRunsRequest, _search_service_pb2.WatchRunsResponse]  # type: ignore[assignment]
     """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-    the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+    the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+    `ListRuns`); the next ones hold each change that matches, in the
     order the changes were committed. A run may come again in a state it was already sent in; its
     `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
     just after that message, so nothing is missed across a reconnect.
@@ -163,7 +169,9 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _search_service_pb2.ListRunsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_search_service_pb2.ListRunsResponse, _abc.Awaitable[_search_service_pb2.ListRunsResponse]]:
-        """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`)."""
+        """Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+        (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
+        """
 
     @_abc_1.abstractmethod
     def GetRun(
@@ -180,7 +188,8 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_search_service_pb2.WatchRunsResponse], _abc.AsyncIterator[_search_service_pb2.WatchRunsResponse]]:
         """Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-        the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+        the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+        `ListRuns`); the next ones hold each change that matches, in the
         order the changes were committed. A run may come again in a state it was already sent in; its
         `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
         just after that message, so nothing is missed across a reconnect.

@@ -150,6 +150,13 @@ export enum AuditAction {
    * @generated from enum value: AUDIT_ACTION_REFUSED = 9;
    */
   REFUSED = 9,
+
+  /**
+   * A `BackfillJob` call made runs of the job (the event names the job).
+   *
+   * @generated from enum value: AUDIT_ACTION_BACKFILL = 10;
+   */
+  BACKFILL = 10,
 }
 
 /**

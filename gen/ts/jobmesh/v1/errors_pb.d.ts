@@ -213,6 +213,20 @@ export enum ErrorReason {
    * @generated from enum value: ERROR_REASON_QUOTA_EXCEEDED = 18;
    */
   QUOTA_EXCEEDED = 18,
+
+  /**
+   * `FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`.
+   *
+   * @generated from enum value: ERROR_REASON_JOB_NOT_CRON = 19;
+   */
+  JOB_NOT_CRON = 19,
+
+  /**
+   * `FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`.
+   *
+   * @generated from enum value: ERROR_REASON_JOB_PAUSED = 20;
+   */
+  JOB_PAUSED = 20,
 }
 
 /**

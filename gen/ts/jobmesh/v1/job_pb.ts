@@ -101,7 +101,9 @@ export type Job = Message<"jobmesh.v1.Job"> & {
   state: JobState;
 
   /**
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    *
    * @generated from field: google.protobuf.Timestamp next_run_time = 12;
    */

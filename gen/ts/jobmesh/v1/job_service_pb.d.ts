@@ -7,7 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Job } from "./job_pb.js";
 import type { Run } from "./run_pb.js";
 import type { Status } from "../../google/rpc/status_pb.js";
-import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file jobmesh/v1/job_service.proto.
@@ -521,6 +521,429 @@ export declare type ReplayRunResponse = Message<"jobmesh.v1.ReplayRunResponse"> 
 export declare const ReplayRunResponseSchema: GenMessage<ReplayRunResponse>;
 
 /**
+ * Request for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobRequest
+ */
+export declare type BackfillJobRequest = Message<"jobmesh.v1.BackfillJobRequest"> & {
+  /**
+   * `jobs/{job}`: an active job with a cron schedule (a paused job is refused; pausing a job cancels its
+   * pending backfill runs).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The range's start, inclusive: an occurrence exactly at it is run.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 2;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * The range's end, exclusive: an occurrence exactly at it is not run. Not after now: a backfill runs the
+   * past, the schedule runs the future.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 3;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The time between two runs' due times, from 10 ms to 1 hour; 1 second when unset. Each run keeps its
+   * occurrence as `schedule_time`; its `due_time` is when the pace releases it. The job's overlap policy
+   * does not apply to backfill runs: the pace spreads them.
+   *
+   * @generated from field: google.protobuf.Duration pace = 4;
+   */
+  pace?: Duration | undefined;
+
+  /**
+   * Makes a retried call idempotent, as in `CreateJobRequest`: the same id with the same request answers
+   * the first call's outcome and makes no run again.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobRequest.
+ * Use `create(BackfillJobRequestSchema)` to create a new message.
+ */
+export declare const BackfillJobRequestSchema: GenMessage<BackfillJobRequest>;
+
+/**
+ * Response for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobResponse
+ */
+export declare type BackfillJobResponse = Message<"jobmesh.v1.BackfillJobResponse"> & {
+  /**
+   * How many runs the backfill made: one per occurrence in the range, at most 10,000.
+   *
+   * @generated from field: int32 run_count = 1;
+   */
+  runCount: number;
+
+  /**
+   * The first run's schedule time (the range's first occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp first_schedule_time = 2;
+   */
+  firstScheduleTime?: Timestamp | undefined;
+
+  /**
+   * The last run's schedule time (the range's last occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp last_schedule_time = 3;
+   */
+  lastScheduleTime?: Timestamp | undefined;
+
+  /**
+   * When the last run is due, as paced.
+   *
+   * @generated from field: google.protobuf.Timestamp last_due_time = 4;
+   */
+  lastDueTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobResponse.
+ * Use `create(BackfillJobResponseSchema)` to create a new message.
+ */
+export declare const BackfillJobResponseSchema: GenMessage<BackfillJobResponse>;
+
+/**
+ * One item of a bulk call (`BulkCancelRuns`, `BulkReplayRuns`, `BulkPauseJobs`, `BulkResumeJobs`) that was not
+ * changed.
+ *
+ * @generated from message jobmesh.v1.BulkItemFailure
+ */
+export declare type BulkItemFailure = Message<"jobmesh.v1.BulkItemFailure"> & {
+  /**
+   * The run or job, `jobs/{job}/runs/{run}` or `jobs/{job}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Why, with the details the single call (`CancelRun`, ...) would give.
+   *
+   * @generated from field: google.rpc.Status status = 2;
+   */
+  status?: Status | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkItemFailure.
+ * Use `create(BulkItemFailureSchema)` to create a new message.
+ */
+export declare const BulkItemFailureSchema: GenMessage<BulkItemFailure>;
+
+/**
+ * Request for `BulkCancelRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkCancelRunsRequest
+ */
+export declare type BulkCancelRunsRequest = Message<"jobmesh.v1.BulkCancelRunsRequest"> & {
+  /**
+   * `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The runs to cancel, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every run of `parent` that can be cancelled.
+   *
+   * @generated from field: string filter = 2;
+   */
+  filter: string;
+
+  /**
+   * Why, recorded on each run, as in `CancelRunRequest`. At most 1,024 characters.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkCancelRunsRequest.
+ * Use `create(BulkCancelRunsRequestSchema)` to create a new message.
+ */
+export declare const BulkCancelRunsRequestSchema: GenMessage<BulkCancelRunsRequest>;
+
+/**
+ * Response for `BulkCancelRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkCancelRunsResponse
+ */
+export declare type BulkCancelRunsResponse = Message<"jobmesh.v1.BulkCancelRunsResponse"> & {
+  /**
+   * How many runs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkCancelRunsResponse.
+ * Use `create(BulkCancelRunsResponseSchema)` to create a new message.
+ */
+export declare const BulkCancelRunsResponseSchema: GenMessage<BulkCancelRunsResponse>;
+
+/**
+ * Request for `BulkReplayRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkReplayRunsRequest
+ */
+export declare type BulkReplayRunsRequest = Message<"jobmesh.v1.BulkReplayRunsRequest"> & {
+  /**
+   * `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The runs to replay, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every run of `parent` that can be replayed.
+   *
+   * @generated from field: string filter = 2;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 3;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkReplayRunsRequest.
+ * Use `create(BulkReplayRunsRequestSchema)` to create a new message.
+ */
+export declare const BulkReplayRunsRequestSchema: GenMessage<BulkReplayRunsRequest>;
+
+/**
+ * Response for `BulkReplayRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkReplayRunsResponse
+ */
+export declare type BulkReplayRunsResponse = Message<"jobmesh.v1.BulkReplayRunsResponse"> & {
+  /**
+   * How many runs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkReplayRunsResponse.
+ * Use `create(BulkReplayRunsResponseSchema)` to create a new message.
+ */
+export declare const BulkReplayRunsResponseSchema: GenMessage<BulkReplayRunsResponse>;
+
+/**
+ * Request for `BulkPauseJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkPauseJobsRequest
+ */
+export declare type BulkPauseJobsRequest = Message<"jobmesh.v1.BulkPauseJobsRequest"> & {
+  /**
+   * The jobs to pause, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every job that can be paused.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 2;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkPauseJobsRequest.
+ * Use `create(BulkPauseJobsRequestSchema)` to create a new message.
+ */
+export declare const BulkPauseJobsRequestSchema: GenMessage<BulkPauseJobsRequest>;
+
+/**
+ * Response for `BulkPauseJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkPauseJobsResponse
+ */
+export declare type BulkPauseJobsResponse = Message<"jobmesh.v1.BulkPauseJobsResponse"> & {
+  /**
+   * How many jobs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkPauseJobsResponse.
+ * Use `create(BulkPauseJobsResponseSchema)` to create a new message.
+ */
+export declare const BulkPauseJobsResponseSchema: GenMessage<BulkPauseJobsResponse>;
+
+/**
+ * Request for `BulkResumeJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkResumeJobsRequest
+ */
+export declare type BulkResumeJobsRequest = Message<"jobmesh.v1.BulkResumeJobsRequest"> & {
+  /**
+   * The jobs to resume, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every job that can be resumed.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 2;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkResumeJobsRequest.
+ * Use `create(BulkResumeJobsRequestSchema)` to create a new message.
+ */
+export declare const BulkResumeJobsRequestSchema: GenMessage<BulkResumeJobsRequest>;
+
+/**
+ * Response for `BulkResumeJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkResumeJobsResponse
+ */
+export declare type BulkResumeJobsResponse = Message<"jobmesh.v1.BulkResumeJobsResponse"> & {
+  /**
+   * How many jobs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkResumeJobsResponse.
+ * Use `create(BulkResumeJobsResponseSchema)` to create a new message.
+ */
+export declare const BulkResumeJobsResponseSchema: GenMessage<BulkResumeJobsResponse>;
+
+/**
  * How much of each created job and run `BatchCreateJobs` returns.
  *
  * @generated from enum jobmesh.v1.BatchCreateJobsView
@@ -665,6 +1088,60 @@ export declare const JobService: GenService<{
     methodKind: "unary";
     input: typeof ReplayRunRequestSchema;
     output: typeof ReplayRunResponseSchema;
+  },
+  /**
+   * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+   * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BackfillJob
+   */
+  backfillJob: {
+    methodKind: "unary";
+    input: typeof BackfillJobRequestSchema;
+    output: typeof BackfillJobResponseSchema;
+  },
+  /**
+   * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+   * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+   * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkCancelRuns
+   */
+  bulkCancelRuns: {
+    methodKind: "unary";
+    input: typeof BulkCancelRunsRequestSchema;
+    output: typeof BulkCancelRunsResponseSchema;
+  },
+  /**
+   * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+   * at most 1,000 per call (as in `BulkCancelRuns`).
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkReplayRuns
+   */
+  bulkReplayRuns: {
+    methodKind: "unary";
+    input: typeof BulkReplayRunsRequestSchema;
+    output: typeof BulkReplayRunsResponseSchema;
+  },
+  /**
+   * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkPauseJobs
+   */
+  bulkPauseJobs: {
+    methodKind: "unary";
+    input: typeof BulkPauseJobsRequestSchema;
+    output: typeof BulkPauseJobsResponseSchema;
+  },
+  /**
+   * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkResumeJobs
+   */
+  bulkResumeJobs: {
+    methodKind: "unary";
+    input: typeof BulkResumeJobsRequestSchema;
+    output: typeof BulkResumeJobsResponseSchema;
   },
 }>;
 

@@ -7,8 +7,8 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf
 import { file_google_api_client } from "../../google/api/client_pb.js";
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import { file_google_api_resource } from "../../google/api/resource_pb.js";
-import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Status } from "../../google/rpc/status_pb.js";
 import { file_google_rpc_status } from "../../google/rpc/status_pb.js";
 import type { Job } from "./job_pb.js";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/job_service.proto.
  */
 export const file_jobmesh_v1_job_service: GenFile = /*@__PURE__*/
-  fileDesc("Chxqb2JtZXNoL3YxL2pvYl9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxIloKEENyZWF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISDgoGam9iX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiTwoRQ3JlYXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAIgASgLMg8uam9ibWVzaC52MS5SdW4igwEKFkJhdGNoQ3JlYXRlSm9ic1JlcXVlc3QSNAoIcmVxdWVzdHMYASADKAsyHC5qb2JtZXNoLnYxLkNyZWF0ZUpvYlJlcXVlc3RCBOJBAQISMwoEdmlldxgCIAEoDjIfLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzVmlld0IE4kEBASJ3ChVCYXRjaENyZWF0ZUpvYnNSZXN1bHQSIgoGc3RhdHVzGAEgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSHAoDam9iGAIgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAMgASgLMg8uam9ibWVzaC52MS5SdW4iTQoXQmF0Y2hDcmVhdGVKb2JzUmVzcG9uc2USMgoHcmVzdWx0cxgBIAMoCzIhLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVzdWx0IjcKDUdldEpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iIi4KDkdldEpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIm0KEFVwZGF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISNQoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrQgTiQQECIjEKEVVwZGF0ZUpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIkgKEERlbGV0ZUpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iEgwKBGV0YWcYAiABKAkiTgoRRGVsZXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISGwoTY2FuY2VsbGVkX3J1bl9jb3VudBgCIAEoBSI5Cg9QYXVzZUpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iIjAKEFBhdXNlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiOgoQUmVzdW1lSm9iUmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9Kb2IiMQoRUmVzdW1lSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiTgoQUnVuSm9iTm93UmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSIxChFSdW5Kb2JOb3dSZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biJKChBDYW5jZWxSdW5SZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1bhIOCgZyZWFzb24YAiABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4iTgoQUmVwbGF5UnVuUmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9SdW4SEgoKcmVxdWVzdF9pZBgCIAEoCSIxChFSZXBsYXlSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biqAAQoTQmF0Y2hDcmVhdGVKb2JzVmlldxImCiJCQVRDSF9DUkVBVEVfSk9CU19WSUVXX1VOU1BFQ0lGSUVEEAASIAocQkFUQ0hfQ1JFQVRFX0pPQlNfVklFV19CQVNJQxABEh8KG0JBVENIX0NSRUFURV9KT0JTX1ZJRVdfRlVMTBACMuYGCgpKb2JTZXJ2aWNlElcKCUNyZWF0ZUpvYhIcLmpvYm1lc2gudjEuQ3JlYXRlSm9iUmVxdWVzdBodLmpvYm1lc2gudjEuQ3JlYXRlSm9iUmVzcG9uc2UiDdpBCmpvYixqb2JfaWQSWgoPQmF0Y2hDcmVhdGVKb2JzEiIuam9ibWVzaC52MS5CYXRjaENyZWF0ZUpvYnNSZXF1ZXN0GiMuam9ibWVzaC52MS5CYXRjaENyZWF0ZUpvYnNSZXNwb25zZRJICgZHZXRKb2ISGS5qb2JtZXNoLnYxLkdldEpvYlJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldEpvYlJlc3BvbnNlIgfaQQRuYW1lElwKCVVwZGF0ZUpvYhIcLmpvYm1lc2gudjEuVXBkYXRlSm9iUmVxdWVzdBodLmpvYm1lc2gudjEuVXBkYXRlSm9iUmVzcG9uc2UiEtpBD2pvYix1cGRhdGVfbWFzaxJRCglEZWxldGVKb2ISHC5qb2JtZXNoLnYxLkRlbGV0ZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLkRlbGV0ZUpvYlJlc3BvbnNlIgfaQQRuYW1lEk4KCFBhdXNlSm9iEhsuam9ibWVzaC52MS5QYXVzZUpvYlJlcXVlc3QaHC5qb2JtZXNoLnYxLlBhdXNlSm9iUmVzcG9uc2UiB9pBBG5hbWUSUQoJUmVzdW1lSm9iEhwuam9ibWVzaC52MS5SZXN1bWVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5SZXN1bWVKb2JSZXNwb25zZSIH2kEEbmFtZRJRCglSdW5Kb2JOb3cSHC5qb2JtZXNoLnYxLlJ1bkpvYk5vd1JlcXVlc3QaHS5qb2JtZXNoLnYxLlJ1bkpvYk5vd1Jlc3BvbnNlIgfaQQRuYW1lEl8KCUNhbmNlbFJ1bhIcLmpvYm1lc2gudjEuQ2FuY2VsUnVuUmVxdWVzdBodLmpvYm1lc2gudjEuQ2FuY2VsUnVuUmVzcG9uc2UiFdpBBG5hbWXaQQtuYW1lLHJlYXNvbhJRCglSZXBsYXlSdW4SHC5qb2JtZXNoLnYxLlJlcGxheVJ1blJlcXVlc3QaHS5qb2JtZXNoLnYxLlJlcGxheVJ1blJlc3BvbnNlIgfaQQRuYW1lQmgKDmRldi5qb2JtZXNoLnYxQg9Kb2JTZXJ2aWNlUHJvdG9QAVo2Z2l0aHViLmNvbS9qb2JtZXNoL2pvYm1lc2gvZ2VuL2dvL2pvYm1lc2gvdjE7am9ibWVzaHYxqgIKSm9ibWVzaC5WMWIGcHJvdG8z", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_field_mask, file_google_rpc_status, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Chxqb2JtZXNoL3YxL2pvYl9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxIloKEENyZWF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISDgoGam9iX2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiTwoRQ3JlYXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAIgASgLMg8uam9ibWVzaC52MS5SdW4igwEKFkJhdGNoQ3JlYXRlSm9ic1JlcXVlc3QSNAoIcmVxdWVzdHMYASADKAsyHC5qb2JtZXNoLnYxLkNyZWF0ZUpvYlJlcXVlc3RCBOJBAQISMwoEdmlldxgCIAEoDjIfLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzVmlld0IE4kEBASJ3ChVCYXRjaENyZWF0ZUpvYnNSZXN1bHQSIgoGc3RhdHVzGAEgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSHAoDam9iGAIgASgLMg8uam9ibWVzaC52MS5Kb2ISHAoDcnVuGAMgASgLMg8uam9ibWVzaC52MS5SdW4iTQoXQmF0Y2hDcmVhdGVKb2JzUmVzcG9uc2USMgoHcmVzdWx0cxgBIAMoCzIhLmpvYm1lc2gudjEuQmF0Y2hDcmVhdGVKb2JzUmVzdWx0IjcKDUdldEpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iIi4KDkdldEpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIm0KEFVwZGF0ZUpvYlJlcXVlc3QSIgoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2JCBOJBAQISNQoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrQgTiQQECIjEKEVVwZGF0ZUpvYlJlc3BvbnNlEhwKA2pvYhgBIAEoCzIPLmpvYm1lc2gudjEuSm9iIkgKEERlbGV0ZUpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iEgwKBGV0YWcYAiABKAkiTgoRRGVsZXRlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2ISGwoTY2FuY2VsbGVkX3J1bl9jb3VudBgCIAEoBSI5Cg9QYXVzZUpvYlJlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvSm9iIjAKEFBhdXNlSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiOgoQUmVzdW1lSm9iUmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9Kb2IiMQoRUmVzdW1lSm9iUmVzcG9uc2USHAoDam9iGAEgASgLMg8uam9ibWVzaC52MS5Kb2IiTgoQUnVuSm9iTm93UmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9Kb2ISEgoKcmVxdWVzdF9pZBgCIAEoCSIxChFSdW5Kb2JOb3dSZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biJKChBDYW5jZWxSdW5SZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1bhIOCgZyZWFzb24YAiABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4iTgoQUmVwbGF5UnVuUmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9SdW4SEgoKcmVxdWVzdF9pZBgCIAEoCSIxChFSZXBsYXlSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biLjAQoSQmFja2ZpbGxKb2JSZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L0pvYhI0CgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIE4kEBAhIyCghlbmRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBOJBAQISJwoEcGFjZRgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpyZXF1ZXN0X2lkGAUgASgJIswBChNCYWNrZmlsbEpvYlJlc3BvbnNlEhEKCXJ1bl9jb3VudBgBIAEoBRI3ChNmaXJzdF9zY2hlZHVsZV90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJsYXN0X3NjaGVkdWxlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWxhc3RfZHVlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkMKD0J1bGtJdGVtRmFpbHVyZRIMCgRuYW1lGAEgASgJEiIKBnN0YXR1cxgCIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzIngKFUJ1bGtDYW5jZWxSdW5zUmVxdWVzdBIUCgZwYXJlbnQYASABKAlCBOJBAQISDgoGZmlsdGVyGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIVCg12YWxpZGF0ZV9vbmx5GAQgASgIEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWQnVsa0NhbmNlbFJ1bnNSZXNwb25zZRIVCg1tYXRjaGVkX2NvdW50GAEgASgFEhUKDWNoYW5nZWRfY291bnQYAiABKAUSLQoIZmFpbHVyZXMYAyADKAsyGy5qb2JtZXNoLnYxLkJ1bGtJdGVtRmFpbHVyZSJoChVCdWxrUmVwbGF5UnVuc1JlcXVlc3QSFAoGcGFyZW50GAEgASgJQgTiQQECEg4KBmZpbHRlchgCIAEoCRIVCg12YWxpZGF0ZV9vbmx5GAMgASgIEhIKCnJlcXVlc3RfaWQYBCABKAkidQoWQnVsa1JlcGxheVJ1bnNSZXNwb25zZRIVCg1tYXRjaGVkX2NvdW50GAEgASgFEhUKDWNoYW5nZWRfY291bnQYAiABKAUSLQoIZmFpbHVyZXMYAyADKAsyGy5qb2JtZXNoLnYxLkJ1bGtJdGVtRmFpbHVyZSJRChRCdWxrUGF1c2VKb2JzUmVxdWVzdBIOCgZmaWx0ZXIYASABKAkSFQoNdmFsaWRhdGVfb25seRgCIAEoCBISCgpyZXF1ZXN0X2lkGAMgASgJInQKFUJ1bGtQYXVzZUpvYnNSZXNwb25zZRIVCg1tYXRjaGVkX2NvdW50GAEgASgFEhUKDWNoYW5nZWRfY291bnQYAiABKAUSLQoIZmFpbHVyZXMYAyADKAsyGy5qb2JtZXNoLnYxLkJ1bGtJdGVtRmFpbHVyZSJSChVCdWxrUmVzdW1lSm9ic1JlcXVlc3QSDgoGZmlsdGVyGAEgASgJEhUKDXZhbGlkYXRlX29ubHkYAiABKAgSEgoKcmVxdWVzdF9pZBgDIAEoCSJ1ChZCdWxrUmVzdW1lSm9ic1Jlc3BvbnNlEhUKDW1hdGNoZWRfY291bnQYASABKAUSFQoNY2hhbmdlZF9jb3VudBgCIAEoBRItCghmYWlsdXJlcxgDIAMoCzIbLmpvYm1lc2gudjEuQnVsa0l0ZW1GYWlsdXJlKoABChNCYXRjaENyZWF0ZUpvYnNWaWV3EiYKIkJBVENIX0NSRUFURV9KT0JTX1ZJRVdfVU5TUEVDSUZJRUQQABIgChxCQVRDSF9DUkVBVEVfSk9CU19WSUVXX0JBU0lDEAESHwobQkFUQ0hfQ1JFQVRFX0pPQlNfVklFV19GVUxMEAIytAoKCkpvYlNlcnZpY2USVwoJQ3JlYXRlSm9iEhwuam9ibWVzaC52MS5DcmVhdGVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5DcmVhdGVKb2JSZXNwb25zZSIN2kEKam9iLGpvYl9pZBJaCg9CYXRjaENyZWF0ZUpvYnMSIi5qb2JtZXNoLnYxLkJhdGNoQ3JlYXRlSm9ic1JlcXVlc3QaIy5qb2JtZXNoLnYxLkJhdGNoQ3JlYXRlSm9ic1Jlc3BvbnNlEkgKBkdldEpvYhIZLmpvYm1lc2gudjEuR2V0Sm9iUmVxdWVzdBoaLmpvYm1lc2gudjEuR2V0Sm9iUmVzcG9uc2UiB9pBBG5hbWUSXAoJVXBkYXRlSm9iEhwuam9ibWVzaC52MS5VcGRhdGVKb2JSZXF1ZXN0Gh0uam9ibWVzaC52MS5VcGRhdGVKb2JSZXNwb25zZSIS2kEPam9iLHVwZGF0ZV9tYXNrElEKCURlbGV0ZUpvYhIcLmpvYm1lc2gudjEuRGVsZXRlSm9iUmVxdWVzdBodLmpvYm1lc2gudjEuRGVsZXRlSm9iUmVzcG9uc2UiB9pBBG5hbWUSTgoIUGF1c2VKb2ISGy5qb2JtZXNoLnYxLlBhdXNlSm9iUmVxdWVzdBocLmpvYm1lc2gudjEuUGF1c2VKb2JSZXNwb25zZSIH2kEEbmFtZRJRCglSZXN1bWVKb2ISHC5qb2JtZXNoLnYxLlJlc3VtZUpvYlJlcXVlc3QaHS5qb2JtZXNoLnYxLlJlc3VtZUpvYlJlc3BvbnNlIgfaQQRuYW1lElEKCVJ1bkpvYk5vdxIcLmpvYm1lc2gudjEuUnVuSm9iTm93UmVxdWVzdBodLmpvYm1lc2gudjEuUnVuSm9iTm93UmVzcG9uc2UiB9pBBG5hbWUSXwoJQ2FuY2VsUnVuEhwuam9ibWVzaC52MS5DYW5jZWxSdW5SZXF1ZXN0Gh0uam9ibWVzaC52MS5DYW5jZWxSdW5SZXNwb25zZSIV2kEEbmFtZdpBC25hbWUscmVhc29uElEKCVJlcGxheVJ1bhIcLmpvYm1lc2gudjEuUmVwbGF5UnVuUmVxdWVzdBodLmpvYm1lc2gudjEuUmVwbGF5UnVuUmVzcG9uc2UiB9pBBG5hbWUSawoLQmFja2ZpbGxKb2ISHi5qb2JtZXNoLnYxLkJhY2tmaWxsSm9iUmVxdWVzdBofLmpvYm1lc2gudjEuQmFja2ZpbGxKb2JSZXNwb25zZSIb2kEYbmFtZSxzdGFydF90aW1lLGVuZF90aW1lElcKDkJ1bGtDYW5jZWxSdW5zEiEuam9ibWVzaC52MS5CdWxrQ2FuY2VsUnVuc1JlcXVlc3QaIi5qb2JtZXNoLnYxLkJ1bGtDYW5jZWxSdW5zUmVzcG9uc2USVwoOQnVsa1JlcGxheVJ1bnMSIS5qb2JtZXNoLnYxLkJ1bGtSZXBsYXlSdW5zUmVxdWVzdBoiLmpvYm1lc2gudjEuQnVsa1JlcGxheVJ1bnNSZXNwb25zZRJUCg1CdWxrUGF1c2VKb2JzEiAuam9ibWVzaC52MS5CdWxrUGF1c2VKb2JzUmVxdWVzdBohLmpvYm1lc2gudjEuQnVsa1BhdXNlSm9ic1Jlc3BvbnNlElcKDkJ1bGtSZXN1bWVKb2JzEiEuam9ibWVzaC52MS5CdWxrUmVzdW1lSm9ic1JlcXVlc3QaIi5qb2JtZXNoLnYxLkJ1bGtSZXN1bWVKb2JzUmVzcG9uc2VCaAoOZGV2LmpvYm1lc2gudjFCD0pvYlNlcnZpY2VQcm90b1ABWjZnaXRodWIuY29tL2pvYm1lc2gvam9ibWVzaC9nZW4vZ28vam9ibWVzaC92MTtqb2JtZXNodjGqAgpKb2JtZXNoLlYxYgZwcm90bzM", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_rpc_status, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `CreateJob`.
@@ -551,6 +551,440 @@ export const ReplayRunResponseSchema: GenMessage<ReplayRunResponse> = /*@__PURE_
   messageDesc(file_jobmesh_v1_job_service, 20);
 
 /**
+ * Request for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobRequest
+ */
+export type BackfillJobRequest = Message<"jobmesh.v1.BackfillJobRequest"> & {
+  /**
+   * `jobs/{job}`: an active job with a cron schedule (a paused job is refused; pausing a job cancels its
+   * pending backfill runs).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The range's start, inclusive: an occurrence exactly at it is run.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 2;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * The range's end, exclusive: an occurrence exactly at it is not run. Not after now: a backfill runs the
+   * past, the schedule runs the future.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 3;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The time between two runs' due times, from 10 ms to 1 hour; 1 second when unset. Each run keeps its
+   * occurrence as `schedule_time`; its `due_time` is when the pace releases it. The job's overlap policy
+   * does not apply to backfill runs: the pace spreads them.
+   *
+   * @generated from field: google.protobuf.Duration pace = 4;
+   */
+  pace?: Duration | undefined;
+
+  /**
+   * Makes a retried call idempotent, as in `CreateJobRequest`: the same id with the same request answers
+   * the first call's outcome and makes no run again.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobRequest.
+ * Use `create(BackfillJobRequestSchema)` to create a new message.
+ */
+export const BackfillJobRequestSchema: GenMessage<BackfillJobRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 21);
+
+/**
+ * Response for `BackfillJob`.
+ *
+ * @generated from message jobmesh.v1.BackfillJobResponse
+ */
+export type BackfillJobResponse = Message<"jobmesh.v1.BackfillJobResponse"> & {
+  /**
+   * How many runs the backfill made: one per occurrence in the range, at most 10,000.
+   *
+   * @generated from field: int32 run_count = 1;
+   */
+  runCount: number;
+
+  /**
+   * The first run's schedule time (the range's first occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp first_schedule_time = 2;
+   */
+  firstScheduleTime?: Timestamp | undefined;
+
+  /**
+   * The last run's schedule time (the range's last occurrence).
+   *
+   * @generated from field: google.protobuf.Timestamp last_schedule_time = 3;
+   */
+  lastScheduleTime?: Timestamp | undefined;
+
+  /**
+   * When the last run is due, as paced.
+   *
+   * @generated from field: google.protobuf.Timestamp last_due_time = 4;
+   */
+  lastDueTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.BackfillJobResponse.
+ * Use `create(BackfillJobResponseSchema)` to create a new message.
+ */
+export const BackfillJobResponseSchema: GenMessage<BackfillJobResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 22);
+
+/**
+ * One item of a bulk call (`BulkCancelRuns`, `BulkReplayRuns`, `BulkPauseJobs`, `BulkResumeJobs`) that was not
+ * changed.
+ *
+ * @generated from message jobmesh.v1.BulkItemFailure
+ */
+export type BulkItemFailure = Message<"jobmesh.v1.BulkItemFailure"> & {
+  /**
+   * The run or job, `jobs/{job}/runs/{run}` or `jobs/{job}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Why, with the details the single call (`CancelRun`, ...) would give.
+   *
+   * @generated from field: google.rpc.Status status = 2;
+   */
+  status?: Status | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkItemFailure.
+ * Use `create(BulkItemFailureSchema)` to create a new message.
+ */
+export const BulkItemFailureSchema: GenMessage<BulkItemFailure> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 23);
+
+/**
+ * Request for `BulkCancelRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkCancelRunsRequest
+ */
+export type BulkCancelRunsRequest = Message<"jobmesh.v1.BulkCancelRunsRequest"> & {
+  /**
+   * `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The runs to cancel, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every run of `parent` that can be cancelled.
+   *
+   * @generated from field: string filter = 2;
+   */
+  filter: string;
+
+  /**
+   * Why, recorded on each run, as in `CancelRunRequest`. At most 1,024 characters.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 4;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkCancelRunsRequest.
+ * Use `create(BulkCancelRunsRequestSchema)` to create a new message.
+ */
+export const BulkCancelRunsRequestSchema: GenMessage<BulkCancelRunsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 24);
+
+/**
+ * Response for `BulkCancelRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkCancelRunsResponse
+ */
+export type BulkCancelRunsResponse = Message<"jobmesh.v1.BulkCancelRunsResponse"> & {
+  /**
+   * How many runs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkCancelRunsResponse.
+ * Use `create(BulkCancelRunsResponseSchema)` to create a new message.
+ */
+export const BulkCancelRunsResponseSchema: GenMessage<BulkCancelRunsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 25);
+
+/**
+ * Request for `BulkReplayRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkReplayRunsRequest
+ */
+export type BulkReplayRunsRequest = Message<"jobmesh.v1.BulkReplayRunsRequest"> & {
+  /**
+   * `jobs/{job}` for the runs of one job, or `jobs/-` for the runs of every job the caller may change.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+
+  /**
+   * The runs to replay, as the `filter` of `ListRuns` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every run of `parent` that can be replayed.
+   *
+   * @generated from field: string filter = 2;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 3;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkReplayRunsRequest.
+ * Use `create(BulkReplayRunsRequestSchema)` to create a new message.
+ */
+export const BulkReplayRunsRequestSchema: GenMessage<BulkReplayRunsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 26);
+
+/**
+ * Response for `BulkReplayRuns`.
+ *
+ * @generated from message jobmesh.v1.BulkReplayRunsResponse
+ */
+export type BulkReplayRunsResponse = Message<"jobmesh.v1.BulkReplayRunsResponse"> & {
+  /**
+   * How many runs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkReplayRunsResponse.
+ * Use `create(BulkReplayRunsResponseSchema)` to create a new message.
+ */
+export const BulkReplayRunsResponseSchema: GenMessage<BulkReplayRunsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 27);
+
+/**
+ * Request for `BulkPauseJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkPauseJobsRequest
+ */
+export type BulkPauseJobsRequest = Message<"jobmesh.v1.BulkPauseJobsRequest"> & {
+  /**
+   * The jobs to pause, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every job that can be paused.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 2;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkPauseJobsRequest.
+ * Use `create(BulkPauseJobsRequestSchema)` to create a new message.
+ */
+export const BulkPauseJobsRequestSchema: GenMessage<BulkPauseJobsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 28);
+
+/**
+ * Response for `BulkPauseJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkPauseJobsResponse
+ */
+export type BulkPauseJobsResponse = Message<"jobmesh.v1.BulkPauseJobsResponse"> & {
+  /**
+   * How many jobs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkPauseJobsResponse.
+ * Use `create(BulkPauseJobsResponseSchema)` to create a new message.
+ */
+export const BulkPauseJobsResponseSchema: GenMessage<BulkPauseJobsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 29);
+
+/**
+ * Request for `BulkResumeJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkResumeJobsRequest
+ */
+export type BulkResumeJobsRequest = Message<"jobmesh.v1.BulkResumeJobsRequest"> & {
+  /**
+   * The jobs to resume, as the `filter` of `ListJobs` (AIP-160), for example `labels.team = "a"`. Empty means
+   * every job that can be resumed.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter: string;
+
+  /**
+   * Changes nothing: the response counts what the call would change (AIP-163).
+   *
+   * @generated from field: bool validate_only = 2;
+   */
+  validateOnly: boolean;
+
+  /**
+   * Makes a retried call idempotent: a retry with the same id changes nothing the first call changed. At most
+   * 128 characters.
+   *
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkResumeJobsRequest.
+ * Use `create(BulkResumeJobsRequestSchema)` to create a new message.
+ */
+export const BulkResumeJobsRequestSchema: GenMessage<BulkResumeJobsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 30);
+
+/**
+ * Response for `BulkResumeJobs`.
+ *
+ * @generated from message jobmesh.v1.BulkResumeJobsResponse
+ */
+export type BulkResumeJobsResponse = Message<"jobmesh.v1.BulkResumeJobsResponse"> & {
+  /**
+   * How many jobs matched that the call changed, or would change with `validate_only`.
+   *
+   * @generated from field: int32 matched_count = 1;
+   */
+  matchedCount: number;
+
+  /**
+   * How many it changed (0 with `validate_only`).
+   *
+   * @generated from field: int32 changed_count = 2;
+   */
+  changedCount: number;
+
+  /**
+   * The matched ones it could not change, and why.
+   *
+   * @generated from field: repeated jobmesh.v1.BulkItemFailure failures = 3;
+   */
+  failures: BulkItemFailure[];
+};
+
+/**
+ * Describes the message jobmesh.v1.BulkResumeJobsResponse.
+ * Use `create(BulkResumeJobsResponseSchema)` to create a new message.
+ */
+export const BulkResumeJobsResponseSchema: GenMessage<BulkResumeJobsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_job_service, 31);
+
+/**
  * How much of each created job and run `BatchCreateJobs` returns.
  *
  * @generated from enum jobmesh.v1.BatchCreateJobsView
@@ -696,6 +1130,60 @@ export const JobService: GenService<{
     methodKind: "unary";
     input: typeof ReplayRunRequestSchema;
     output: typeof ReplayRunResponseSchema;
+  },
+  /**
+   * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+   * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BackfillJob
+   */
+  backfillJob: {
+    methodKind: "unary";
+    input: typeof BackfillJobRequestSchema;
+    output: typeof BackfillJobResponseSchema;
+  },
+  /**
+   * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+   * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+   * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkCancelRuns
+   */
+  bulkCancelRuns: {
+    methodKind: "unary";
+    input: typeof BulkCancelRunsRequestSchema;
+    output: typeof BulkCancelRunsResponseSchema;
+  },
+  /**
+   * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+   * at most 1,000 per call (as in `BulkCancelRuns`).
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkReplayRuns
+   */
+  bulkReplayRuns: {
+    methodKind: "unary";
+    input: typeof BulkReplayRunsRequestSchema;
+    output: typeof BulkReplayRunsResponseSchema;
+  },
+  /**
+   * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkPauseJobs
+   */
+  bulkPauseJobs: {
+    methodKind: "unary";
+    input: typeof BulkPauseJobsRequestSchema;
+    output: typeof BulkPauseJobsResponseSchema;
+  },
+  /**
+   * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+   *
+   * @generated from rpc jobmesh.v1.JobService.BulkResumeJobs
+   */
+  bulkResumeJobs: {
+    methodKind: "unary";
+    input: typeof BulkResumeJobsRequestSchema;
+    output: typeof BulkResumeJobsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jobmesh_v1_job_service, 0);

@@ -110,9 +110,10 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
   progressMessage: string;
 
   /**
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    *
    * @generated from field: google.protobuf.Duration lateness = 14;
    */
@@ -175,6 +176,23 @@ export declare type Run = Message<"jobmesh.v1.Run"> & {
    * @generated from field: string namespace = 22;
    */
   namespace: string;
+
+  /**
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   *
+   * @generated from field: string result = 23;
+   */
+  result: string;
+
+  /**
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   *
+   * @generated from field: bool created_after_schedule_time = 24;
+   */
+  createdAfterScheduleTime: boolean;
 };
 
 /**
@@ -435,6 +453,13 @@ export enum RunTrigger {
    * @generated from enum value: RUN_TRIGGER_REPLAY = 3;
    */
   REPLAY = 3,
+
+  /**
+   * A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+   *
+   * @generated from enum value: RUN_TRIGGER_BACKFILL = 4;
+   */
+  BACKFILL = 4,
 }
 
 /**

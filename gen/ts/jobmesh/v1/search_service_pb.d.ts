@@ -131,6 +131,16 @@ export declare type ListRunsRequest = Message<"jobmesh.v1.ListRunsRequest"> & {
    * @generated from field: string order_by = 5;
    */
   orderBy: string;
+
+  /**
+   * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+   * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+   * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+   * fire times are `Job.next_run_time` and `PreviewSchedule`.
+   *
+   * @generated from field: bool show_upcoming = 6;
+   */
+  showUpcoming: boolean;
 };
 
 /**
@@ -241,6 +251,14 @@ export declare type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & 
    * @generated from field: string resume_token = 4;
    */
   resumeToken: string;
+
+  /**
+   * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+   * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+   *
+   * @generated from field: bool show_upcoming = 5;
+   */
+  showUpcoming: boolean;
 };
 
 /**
@@ -494,7 +512,8 @@ export declare const SearchService: GenService<{
     output: typeof ListJobsResponseSchema;
   },
   /**
-   * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+   * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+   * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
    *
    * @generated from rpc jobmesh.v1.SearchService.ListRuns
    */
@@ -515,7 +534,8 @@ export declare const SearchService: GenService<{
   },
   /**
    * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-   * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+   * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+   * `ListRuns`); the next ones hold each change that matches, in the
    * order the changes were committed. A run may come again in a state it was already sent in; its
    * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
    * just after that message, so nothing is missed across a reconnect.

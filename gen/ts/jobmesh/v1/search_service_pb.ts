@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/search_service.proto.
  */
 export const file_jobmesh_v1_search_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKEAQoPTGlzdFJ1bnNSZXF1ZXN0EigKBnBhcmVudBgBIAEoCUIY4kEBAvpBERIPam9ibWVzaC5kZXYvUnVuEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCSJKChBMaXN0UnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNwoNR2V0UnVuUmVxdWVzdBImCgRuYW1lGAEgASgJQhjiQQEC+kERCg9qb2JtZXNoLmRldi9SdW4iLgoOR2V0UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uam9ibWVzaC52MS5SdW4ifQoQV2F0Y2hSdW5zUmVxdWVzdBIoCgZwYXJlbnQYASABKAlCGOJBAQL6QRESD2pvYm1lc2guZGV2L1J1bhIOCgZmaWx0ZXIYAiABKAkSGQoRaW5pdGlhbF9wYWdlX3NpemUYAyABKAUSFAoMcmVzdW1lX3Rva2VuGAQgASgJIkgKEVdhdGNoUnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIUCgxyZXN1bWVfdG9rZW4YAiABKAkiZAoSVGFpbFJ1bkxvZ3NSZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1bhIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoAxIOCgZmb2xsb3cYAyABKAgiOQoTVGFpbFJ1bkxvZ3NSZXNwb25zZRIiCgVsaW5lcxgBIAMoCzITLmpvYm1lc2gudjEuTG9nTGluZSKFAQoWUHJldmlld1NjaGVkdWxlUmVxdWVzdBIsCghzY2hlZHVsZRgBIAEoCzIULmpvYm1lc2gudjEuU2NoZWR1bGVCBOJBAQISDQoFY291bnQYAiABKAUSLgoKYWZ0ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAoXUHJldmlld1NjaGVkdWxlUmVzcG9uc2USLgoKZmlyZV90aW1lcxgBIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdGltZV96b25lGAIgASgJImEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDgoGZmlsdGVyGAMgASgJEhAKCG9yZGVyX2J5GAQgASgJImAKF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEiwKDGF1ZGl0X2V2ZW50cxgBIAMoCzIWLmpvYm1lc2gudjEuQXVkaXRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky6QQKDVNlYXJjaFNlcnZpY2USRQoITGlzdEpvYnMSGy5qb2JtZXNoLnYxLkxpc3RKb2JzUmVxdWVzdBocLmpvYm1lc2gudjEuTGlzdEpvYnNSZXNwb25zZRJQCghMaXN0UnVucxIbLmpvYm1lc2gudjEuTGlzdFJ1bnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0UnVuc1Jlc3BvbnNlIgnaQQZwYXJlbnQSSAoGR2V0UnVuEhkuam9ibWVzaC52MS5HZXRSdW5SZXF1ZXN0Ghouam9ibWVzaC52MS5HZXRSdW5SZXNwb25zZSIH2kEEbmFtZRJVCglXYXRjaFJ1bnMSHC5qb2JtZXNoLnYxLldhdGNoUnVuc1JlcXVlc3QaHS5qb2JtZXNoLnYxLldhdGNoUnVuc1Jlc3BvbnNlIgnaQQZwYXJlbnQwARJZCgtUYWlsUnVuTG9ncxIeLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXF1ZXN0Gh8uam9ibWVzaC52MS5UYWlsUnVuTG9nc1Jlc3BvbnNlIgfaQQRuYW1lMAESZwoPUHJldmlld1NjaGVkdWxlEiIuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiMuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZSIL2kEIc2NoZWR1bGUSWgoPTGlzdEF1ZGl0RXZlbnRzEiIuam9ibWVzaC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiMuam9ibWVzaC52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZUJrCg5kZXYuam9ibWVzaC52MUISU2VhcmNoU2VydmljZVByb3RvUAFaNmdpdGh1Yi5jb20vam9ibWVzaC9qb2JtZXNoL2dlbi9nby9qb2JtZXNoL3YxO2pvYm1lc2h2MaoCCkpvYm1lc2guVjFiBnByb3RvMw", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_timestamp, file_jobmesh_v1_audit, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKbAQoPTGlzdFJ1bnNSZXF1ZXN0EigKBnBhcmVudBgBIAEoCUIY4kEBAvpBERIPam9ibWVzaC5kZXYvUnVuEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCRIVCg1zaG93X3VwY29taW5nGAYgASgIIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI3Cg1HZXRSdW5SZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1biIuCg5HZXRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biKUAQoQV2F0Y2hSdW5zUmVxdWVzdBIoCgZwYXJlbnQYASABKAlCGOJBAQL6QRESD2pvYm1lc2guZGV2L1J1bhIOCgZmaWx0ZXIYAiABKAkSGQoRaW5pdGlhbF9wYWdlX3NpemUYAyABKAUSFAoMcmVzdW1lX3Rva2VuGAQgASgJEhUKDXNob3dfdXBjb21pbmcYBSABKAgiSAoRV2F0Y2hSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJkChJUYWlsUnVuTG9nc1JlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvUnVuEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDEg4KBmZvbGxvdxgDIAEoCCI5ChNUYWlsUnVuTG9nc1Jlc3BvbnNlEiIKBWxpbmVzGAEgAygLMhMuam9ibWVzaC52MS5Mb2dMaW5lIoUBChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EiwKCHNjaGVkdWxlGAEgASgLMhQuam9ibWVzaC52MS5TY2hlZHVsZUIE4kEBAhINCgVjb3VudBgCIAEoBRIuCgphZnRlcl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJcChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIuCgpmaXJlX3RpbWVzGAEgAygLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0aW1lX3pvbmUYAiABKAkiYQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkiYAoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLAoMYXVkaXRfZXZlbnRzGAEgAygLMhYuam9ibWVzaC52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTLpBAoNU2VhcmNoU2VydmljZRJFCghMaXN0Sm9icxIbLmpvYm1lc2gudjEuTGlzdEpvYnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0Sm9ic1Jlc3BvbnNlElAKCExpc3RSdW5zEhsuam9ibWVzaC52MS5MaXN0UnVuc1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RSdW5zUmVzcG9uc2UiCdpBBnBhcmVudBJICgZHZXRSdW4SGS5qb2JtZXNoLnYxLkdldFJ1blJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldFJ1blJlc3BvbnNlIgfaQQRuYW1lElUKCVdhdGNoUnVucxIcLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVzcG9uc2UiCdpBBnBhcmVudDABElkKC1RhaWxSdW5Mb2dzEh4uam9ibWVzaC52MS5UYWlsUnVuTG9nc1JlcXVlc3QaHy5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVzcG9uc2UiB9pBBG5hbWUwARJnCg9QcmV2aWV3U2NoZWR1bGUSIi5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIy5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlIgvaQQhzY2hlZHVsZRJaCg9MaXN0QXVkaXRFdmVudHMSIi5qb2JtZXNoLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIy5qb2JtZXNoLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlQmsKDmRldi5qb2JtZXNoLnYxQhJTZWFyY2hTZXJ2aWNlUHJvdG9QAVo2Z2l0aHViLmNvbS9qb2JtZXNoL2pvYm1lc2gvZ2VuL2dvL2pvYm1lc2gvdjE7am9ibWVzaHYxqgIKSm9ibWVzaC5WMWIGcHJvdG8z", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_timestamp, file_jobmesh_v1_audit, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `ListJobs`.
@@ -142,6 +142,16 @@ export type ListRunsRequest = Message<"jobmesh.v1.ListRunsRequest"> & {
    * @generated from field: string order_by = 5;
    */
   orderBy: string;
+
+  /**
+   * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+   * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+   * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+   * fire times are `Job.next_run_time` and `PreviewSchedule`.
+   *
+   * @generated from field: bool show_upcoming = 6;
+   */
+  showUpcoming: boolean;
 };
 
 /**
@@ -256,6 +266,14 @@ export type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & {
    * @generated from field: string resume_token = 4;
    */
   resumeToken: string;
+
+  /**
+   * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+   * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+   *
+   * @generated from field: bool show_upcoming = 5;
+   */
+  showUpcoming: boolean;
 };
 
 /**
@@ -517,7 +535,8 @@ export const SearchService: GenService<{
     output: typeof ListJobsResponseSchema;
   },
   /**
-   * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+   * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+   * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
    *
    * @generated from rpc jobmesh.v1.SearchService.ListRuns
    */
@@ -538,7 +557,8 @@ export const SearchService: GenService<{
   },
   /**
    * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-   * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+   * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+   * `ListRuns`); the next ones hold each change that matches, in the
    * order the changes were committed. A run may come again in a state it was already sent in; its
    * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
    * just after that message, so nothing is missed across a reconnect.

@@ -96,6 +96,14 @@ public enum AuditAction
    * <code>AUDIT_ACTION_REFUSED = 9;</code>
    */
   AUDIT_ACTION_REFUSED(9),
+  /**
+   * <pre>
+   * A `BackfillJob` call made runs of the job (the event names the job).
+   * </pre>
+   *
+   * <code>AUDIT_ACTION_BACKFILL = 10;</code>
+   */
+  AUDIT_ACTION_BACKFILL(10),
   UNRECOGNIZED(-1),
   ;
 
@@ -189,6 +197,14 @@ public enum AuditAction
    * <code>AUDIT_ACTION_REFUSED = 9;</code>
    */
   public static final int AUDIT_ACTION_REFUSED_VALUE = 9;
+  /**
+   * <pre>
+   * A `BackfillJob` call made runs of the job (the event names the job).
+   * </pre>
+   *
+   * <code>AUDIT_ACTION_BACKFILL = 10;</code>
+   */
+  public static final int AUDIT_ACTION_BACKFILL_VALUE = 10;
 
 
   public final int getNumber() {
@@ -225,6 +241,7 @@ public enum AuditAction
       case 7: return AUDIT_ACTION_CANCEL;
       case 8: return AUDIT_ACTION_REPLAY;
       case 9: return AUDIT_ACTION_REFUSED;
+      case 10: return AUDIT_ACTION_BACKFILL;
       default: return null;
     }
   }

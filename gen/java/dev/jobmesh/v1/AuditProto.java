@@ -52,17 +52,17 @@ public final class AuditProto extends com.google.protobuf.GeneratedFile {
       "\030\006 \001(\tB\004\342A\001\003R\tnamespace\022#\n\nrequest_id\030\007 " +
       "\001(\tB\004\342A\001\003R\trequestId:O\352AL\n\026jobmesh.dev/A" +
       "uditEvent\022\031auditEvents/{audit_event}*\013au" +
-      "ditEvents2\nauditEvent*\215\002\n\013AuditAction\022\034\n" +
+      "ditEvents2\nauditEvent*\250\002\n\013AuditAction\022\034\n" +
       "\030AUDIT_ACTION_UNSPECIFIED\020\000\022\027\n\023AUDIT_ACT" +
       "ION_CREATE\020\001\022\027\n\023AUDIT_ACTION_UPDATE\020\002\022\027\n" +
       "\023AUDIT_ACTION_DELETE\020\003\022\026\n\022AUDIT_ACTION_P" +
       "AUSE\020\004\022\027\n\023AUDIT_ACTION_RESUME\020\005\022\030\n\024AUDIT" +
       "_ACTION_RUN_NOW\020\006\022\027\n\023AUDIT_ACTION_CANCEL" +
       "\020\007\022\027\n\023AUDIT_ACTION_REPLAY\020\010\022\030\n\024AUDIT_ACT" +
-      "ION_REFUSED\020\tBc\n\016dev.jobmesh.v1B\nAuditPr" +
-      "otoP\001Z6github.com/jobmesh/jobmesh/gen/go" +
-      "/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V1b\006prot" +
-      "o3"
+      "ION_REFUSED\020\t\022\031\n\025AUDIT_ACTION_BACKFILL\020\n" +
+      "Bc\n\016dev.jobmesh.v1B\nAuditProtoP\001Z6github" +
+      ".com/jobmesh/jobmesh/gen/go/jobmesh/v1;j" +
+      "obmeshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

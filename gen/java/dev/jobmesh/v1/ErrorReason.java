@@ -191,6 +191,22 @@ public enum ErrorReason
    * <code>ERROR_REASON_QUOTA_EXCEEDED = 18;</code>
    */
   ERROR_REASON_QUOTA_EXCEEDED(18),
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_JOB_NOT_CRON = 19;</code>
+   */
+  ERROR_REASON_JOB_NOT_CRON(19),
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_JOB_PAUSED = 20;</code>
+   */
+  ERROR_REASON_JOB_PAUSED(20),
   UNRECOGNIZED(-1),
   ;
 
@@ -371,6 +387,22 @@ public enum ErrorReason
    * <code>ERROR_REASON_QUOTA_EXCEEDED = 18;</code>
    */
   public static final int ERROR_REASON_QUOTA_EXCEEDED_VALUE = 18;
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_JOB_NOT_CRON = 19;</code>
+   */
+  public static final int ERROR_REASON_JOB_NOT_CRON_VALUE = 19;
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`.
+   * </pre>
+   *
+   * <code>ERROR_REASON_JOB_PAUSED = 20;</code>
+   */
+  public static final int ERROR_REASON_JOB_PAUSED_VALUE = 20;
 
 
   public final int getNumber() {
@@ -416,6 +448,8 @@ public enum ErrorReason
       case 16: return ERROR_REASON_STORE_FAILURE;
       case 17: return ERROR_REASON_QUEUE_UNREACHABLE;
       case 18: return ERROR_REASON_QUOTA_EXCEEDED;
+      case 19: return ERROR_REASON_JOB_NOT_CRON;
+      case 20: return ERROR_REASON_JOB_PAUSED;
       default: return null;
     }
   }

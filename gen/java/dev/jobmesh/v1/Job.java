@@ -557,7 +557,9 @@ java.lang.String defaultValue) {
   private com.google.protobuf.Timestamp nextRunTime_;
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -569,7 +571,9 @@ java.lang.String defaultValue) {
   }
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -581,7 +585,9 @@ java.lang.String defaultValue) {
   }
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2939,7 +2945,9 @@ java.lang.String defaultValue) {
         com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> nextRunTimeBuilder_;
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2950,7 +2958,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2965,7 +2975,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2983,7 +2995,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3001,7 +3015,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3026,7 +3042,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3043,7 +3061,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3055,7 +3075,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3070,7 +3092,9 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * The next time a run is due, unset when none will be.
+     * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+     * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+     * How far ahead the mesh makes runs is internal and does not show here.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

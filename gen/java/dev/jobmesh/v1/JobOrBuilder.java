@@ -302,7 +302,9 @@ java.lang.String defaultValue);
 
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -311,7 +313,9 @@ java.lang.String defaultValue);
   boolean hasNextRunTime();
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -320,7 +324,9 @@ java.lang.String defaultValue);
   com.google.protobuf.Timestamp getNextRunTime();
   /**
    * <pre>
-   * The next time a run is due, unset when none will be.
+   * The schedule's next fire time from now: the first time `PreviewSchedule` gives for `schedule` (a cron
+   * job's jitter is not applied). Unset while the job is paused or deleted, and when the schedule fires no more.
+   * How far ahead the mesh makes runs is internal and does not show here.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp next_run_time = 12 [json_name = "nextRunTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

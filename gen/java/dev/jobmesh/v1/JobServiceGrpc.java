@@ -330,6 +330,161 @@ public final class JobServiceGrpc {
     return getReplayRunMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest,
+      dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BackfillJob",
+      requestType = dev.jobmesh.v1.BackfillJobRequest.class,
+      responseType = dev.jobmesh.v1.BackfillJobResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest,
+      dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BackfillJobRequest, dev.jobmesh.v1.BackfillJobResponse> getBackfillJobMethod;
+    if ((getBackfillJobMethod = JobServiceGrpc.getBackfillJobMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBackfillJobMethod = JobServiceGrpc.getBackfillJobMethod) == null) {
+          JobServiceGrpc.getBackfillJobMethod = getBackfillJobMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BackfillJobRequest, dev.jobmesh.v1.BackfillJobResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BackfillJob"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BackfillJobRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BackfillJobResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BackfillJob"))
+              .build();
+        }
+      }
+    }
+    return getBackfillJobMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkCancelRunsRequest,
+      dev.jobmesh.v1.BulkCancelRunsResponse> getBulkCancelRunsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BulkCancelRuns",
+      requestType = dev.jobmesh.v1.BulkCancelRunsRequest.class,
+      responseType = dev.jobmesh.v1.BulkCancelRunsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkCancelRunsRequest,
+      dev.jobmesh.v1.BulkCancelRunsResponse> getBulkCancelRunsMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkCancelRunsRequest, dev.jobmesh.v1.BulkCancelRunsResponse> getBulkCancelRunsMethod;
+    if ((getBulkCancelRunsMethod = JobServiceGrpc.getBulkCancelRunsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBulkCancelRunsMethod = JobServiceGrpc.getBulkCancelRunsMethod) == null) {
+          JobServiceGrpc.getBulkCancelRunsMethod = getBulkCancelRunsMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BulkCancelRunsRequest, dev.jobmesh.v1.BulkCancelRunsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BulkCancelRuns"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkCancelRunsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkCancelRunsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BulkCancelRuns"))
+              .build();
+        }
+      }
+    }
+    return getBulkCancelRunsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkReplayRunsRequest,
+      dev.jobmesh.v1.BulkReplayRunsResponse> getBulkReplayRunsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BulkReplayRuns",
+      requestType = dev.jobmesh.v1.BulkReplayRunsRequest.class,
+      responseType = dev.jobmesh.v1.BulkReplayRunsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkReplayRunsRequest,
+      dev.jobmesh.v1.BulkReplayRunsResponse> getBulkReplayRunsMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkReplayRunsRequest, dev.jobmesh.v1.BulkReplayRunsResponse> getBulkReplayRunsMethod;
+    if ((getBulkReplayRunsMethod = JobServiceGrpc.getBulkReplayRunsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBulkReplayRunsMethod = JobServiceGrpc.getBulkReplayRunsMethod) == null) {
+          JobServiceGrpc.getBulkReplayRunsMethod = getBulkReplayRunsMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BulkReplayRunsRequest, dev.jobmesh.v1.BulkReplayRunsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BulkReplayRuns"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkReplayRunsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkReplayRunsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BulkReplayRuns"))
+              .build();
+        }
+      }
+    }
+    return getBulkReplayRunsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkPauseJobsRequest,
+      dev.jobmesh.v1.BulkPauseJobsResponse> getBulkPauseJobsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BulkPauseJobs",
+      requestType = dev.jobmesh.v1.BulkPauseJobsRequest.class,
+      responseType = dev.jobmesh.v1.BulkPauseJobsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkPauseJobsRequest,
+      dev.jobmesh.v1.BulkPauseJobsResponse> getBulkPauseJobsMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkPauseJobsRequest, dev.jobmesh.v1.BulkPauseJobsResponse> getBulkPauseJobsMethod;
+    if ((getBulkPauseJobsMethod = JobServiceGrpc.getBulkPauseJobsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBulkPauseJobsMethod = JobServiceGrpc.getBulkPauseJobsMethod) == null) {
+          JobServiceGrpc.getBulkPauseJobsMethod = getBulkPauseJobsMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BulkPauseJobsRequest, dev.jobmesh.v1.BulkPauseJobsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BulkPauseJobs"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkPauseJobsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkPauseJobsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BulkPauseJobs"))
+              .build();
+        }
+      }
+    }
+    return getBulkPauseJobsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkResumeJobsRequest,
+      dev.jobmesh.v1.BulkResumeJobsResponse> getBulkResumeJobsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "BulkResumeJobs",
+      requestType = dev.jobmesh.v1.BulkResumeJobsRequest.class,
+      responseType = dev.jobmesh.v1.BulkResumeJobsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkResumeJobsRequest,
+      dev.jobmesh.v1.BulkResumeJobsResponse> getBulkResumeJobsMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.BulkResumeJobsRequest, dev.jobmesh.v1.BulkResumeJobsResponse> getBulkResumeJobsMethod;
+    if ((getBulkResumeJobsMethod = JobServiceGrpc.getBulkResumeJobsMethod) == null) {
+      synchronized (JobServiceGrpc.class) {
+        if ((getBulkResumeJobsMethod = JobServiceGrpc.getBulkResumeJobsMethod) == null) {
+          JobServiceGrpc.getBulkResumeJobsMethod = getBulkResumeJobsMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.BulkResumeJobsRequest, dev.jobmesh.v1.BulkResumeJobsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "BulkResumeJobs"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkResumeJobsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.BulkResumeJobsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new JobServiceMethodDescriptorSupplier("BulkResumeJobs"))
+              .build();
+        }
+      }
+    }
+    return getBulkResumeJobsMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -500,6 +655,60 @@ public final class JobServiceGrpc {
         io.grpc.stub.StreamObserver<dev.jobmesh.v1.ReplayRunResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getReplayRunMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    default void backfillJob(dev.jobmesh.v1.BackfillJobRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBackfillJobMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+     * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+     * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+     * </pre>
+     */
+    default void bulkCancelRuns(dev.jobmesh.v1.BulkCancelRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkCancelRunsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBulkCancelRunsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+     * at most 1,000 per call (as in `BulkCancelRuns`).
+     * </pre>
+     */
+    default void bulkReplayRuns(dev.jobmesh.v1.BulkReplayRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkReplayRunsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBulkReplayRunsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+     * </pre>
+     */
+    default void bulkPauseJobs(dev.jobmesh.v1.BulkPauseJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkPauseJobsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBulkPauseJobsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+     * </pre>
+     */
+    default void bulkResumeJobs(dev.jobmesh.v1.BulkResumeJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkResumeJobsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getBulkResumeJobsMethod(), responseObserver);
+    }
   }
 
   /**
@@ -654,6 +863,65 @@ public final class JobServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getReplayRunMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public void backfillJob(dev.jobmesh.v1.BackfillJobRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBackfillJobMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+     * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+     * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+     * </pre>
+     */
+    public void bulkCancelRuns(dev.jobmesh.v1.BulkCancelRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkCancelRunsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBulkCancelRunsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+     * at most 1,000 per call (as in `BulkCancelRuns`).
+     * </pre>
+     */
+    public void bulkReplayRuns(dev.jobmesh.v1.BulkReplayRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkReplayRunsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBulkReplayRunsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+     * </pre>
+     */
+    public void bulkPauseJobs(dev.jobmesh.v1.BulkPauseJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkPauseJobsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBulkPauseJobsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+     * </pre>
+     */
+    public void bulkResumeJobs(dev.jobmesh.v1.BulkResumeJobsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkResumeJobsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getBulkResumeJobsMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -779,6 +1047,60 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getReplayRunMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BackfillJobResponse backfillJob(dev.jobmesh.v1.BackfillJobRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBackfillJobMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+     * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+     * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkCancelRunsResponse bulkCancelRuns(dev.jobmesh.v1.BulkCancelRunsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBulkCancelRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+     * at most 1,000 per call (as in `BulkCancelRuns`).
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkReplayRunsResponse bulkReplayRuns(dev.jobmesh.v1.BulkReplayRunsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBulkReplayRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkPauseJobsResponse bulkPauseJobs(dev.jobmesh.v1.BulkPauseJobsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBulkPauseJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkResumeJobsResponse bulkResumeJobs(dev.jobmesh.v1.BulkResumeJobsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getBulkResumeJobsMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -903,6 +1225,60 @@ public final class JobServiceGrpc {
     public dev.jobmesh.v1.ReplayRunResponse replayRun(dev.jobmesh.v1.ReplayRunRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getReplayRunMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BackfillJobResponse backfillJob(dev.jobmesh.v1.BackfillJobRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBackfillJobMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+     * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+     * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkCancelRunsResponse bulkCancelRuns(dev.jobmesh.v1.BulkCancelRunsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBulkCancelRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+     * at most 1,000 per call (as in `BulkCancelRuns`).
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkReplayRunsResponse bulkReplayRuns(dev.jobmesh.v1.BulkReplayRunsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBulkReplayRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkPauseJobsResponse bulkPauseJobs(dev.jobmesh.v1.BulkPauseJobsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBulkPauseJobsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+     * </pre>
+     */
+    public dev.jobmesh.v1.BulkResumeJobsResponse bulkResumeJobs(dev.jobmesh.v1.BulkResumeJobsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getBulkResumeJobsMethod(), getCallOptions(), request);
     }
   }
 
@@ -1039,6 +1415,65 @@ public final class JobServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getReplayRunMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Runs a cron job's occurrences over a past range again, one run per occurrence (trigger
+     * `RUN_TRIGGER_BACKFILL`), paced: the runs become due one after another, `pace` apart, from now on.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BackfillJobResponse> backfillJob(
+        dev.jobmesh.v1.BackfillJobRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBackfillJobMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Cancels the pending and running runs that match a filter, as `CancelRun` cancels each, at most 1,000
+     * per call: a filter that matches more is refused with `INVALID_ARGUMENT` (narrow it, then call again).
+     * With `validate_only` nothing changes and the response counts the runs that would be cancelled.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BulkCancelRunsResponse> bulkCancelRuns(
+        dev.jobmesh.v1.BulkCancelRunsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBulkCancelRunsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Replays the failed, timed-out and dead-lettered runs that match a filter, as `ReplayRun` replays each,
+     * at most 1,000 per call (as in `BulkCancelRuns`).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BulkReplayRunsResponse> bulkReplayRuns(
+        dev.jobmesh.v1.BulkReplayRunsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBulkReplayRunsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Pauses the active jobs that match a filter, as `PauseJob` pauses each, at most 1,000 per call.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BulkPauseJobsResponse> bulkPauseJobs(
+        dev.jobmesh.v1.BulkPauseJobsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBulkPauseJobsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Resumes the paused jobs that match a filter, as `ResumeJob` resumes each, at most 1,000 per call.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.BulkResumeJobsResponse> bulkResumeJobs(
+        dev.jobmesh.v1.BulkResumeJobsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getBulkResumeJobsMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_CREATE_JOB = 0;
@@ -1051,6 +1486,11 @@ public final class JobServiceGrpc {
   private static final int METHODID_RUN_JOB_NOW = 7;
   private static final int METHODID_CANCEL_RUN = 8;
   private static final int METHODID_REPLAY_RUN = 9;
+  private static final int METHODID_BACKFILL_JOB = 10;
+  private static final int METHODID_BULK_CANCEL_RUNS = 11;
+  private static final int METHODID_BULK_REPLAY_RUNS = 12;
+  private static final int METHODID_BULK_PAUSE_JOBS = 13;
+  private static final int METHODID_BULK_RESUME_JOBS = 14;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1108,6 +1548,26 @@ public final class JobServiceGrpc {
         case METHODID_REPLAY_RUN:
           serviceImpl.replayRun((dev.jobmesh.v1.ReplayRunRequest) request,
               (io.grpc.stub.StreamObserver<dev.jobmesh.v1.ReplayRunResponse>) responseObserver);
+          break;
+        case METHODID_BACKFILL_JOB:
+          serviceImpl.backfillJob((dev.jobmesh.v1.BackfillJobRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BackfillJobResponse>) responseObserver);
+          break;
+        case METHODID_BULK_CANCEL_RUNS:
+          serviceImpl.bulkCancelRuns((dev.jobmesh.v1.BulkCancelRunsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkCancelRunsResponse>) responseObserver);
+          break;
+        case METHODID_BULK_REPLAY_RUNS:
+          serviceImpl.bulkReplayRuns((dev.jobmesh.v1.BulkReplayRunsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkReplayRunsResponse>) responseObserver);
+          break;
+        case METHODID_BULK_PAUSE_JOBS:
+          serviceImpl.bulkPauseJobs((dev.jobmesh.v1.BulkPauseJobsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkPauseJobsResponse>) responseObserver);
+          break;
+        case METHODID_BULK_RESUME_JOBS:
+          serviceImpl.bulkResumeJobs((dev.jobmesh.v1.BulkResumeJobsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.BulkResumeJobsResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1197,6 +1657,41 @@ public final class JobServiceGrpc {
               dev.jobmesh.v1.ReplayRunRequest,
               dev.jobmesh.v1.ReplayRunResponse>(
                 service, METHODID_REPLAY_RUN)))
+        .addMethod(
+          getBackfillJobMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BackfillJobRequest,
+              dev.jobmesh.v1.BackfillJobResponse>(
+                service, METHODID_BACKFILL_JOB)))
+        .addMethod(
+          getBulkCancelRunsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BulkCancelRunsRequest,
+              dev.jobmesh.v1.BulkCancelRunsResponse>(
+                service, METHODID_BULK_CANCEL_RUNS)))
+        .addMethod(
+          getBulkReplayRunsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BulkReplayRunsRequest,
+              dev.jobmesh.v1.BulkReplayRunsResponse>(
+                service, METHODID_BULK_REPLAY_RUNS)))
+        .addMethod(
+          getBulkPauseJobsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BulkPauseJobsRequest,
+              dev.jobmesh.v1.BulkPauseJobsResponse>(
+                service, METHODID_BULK_PAUSE_JOBS)))
+        .addMethod(
+          getBulkResumeJobsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.BulkResumeJobsRequest,
+              dev.jobmesh.v1.BulkResumeJobsResponse>(
+                service, METHODID_BULK_RESUME_JOBS)))
         .build();
   }
 
@@ -1255,6 +1750,11 @@ public final class JobServiceGrpc {
               .addMethod(getRunJobNowMethod())
               .addMethod(getCancelRunMethod())
               .addMethod(getReplayRunMethod())
+              .addMethod(getBackfillJobMethod())
+              .addMethod(getBulkCancelRunsMethod())
+              .addMethod(getBulkReplayRunsMethod())
+              .addMethod(getBulkPauseJobsMethod())
+              .addMethod(getBulkResumeJobsMethod())
               .build();
         }
       }

@@ -131,6 +131,61 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_jobmesh_v1_ReplayRunResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BackfillJobRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BackfillJobRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BackfillJobResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BackfillJobResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -143,81 +198,140 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       "\n\034jobmesh/v1/job_service.proto\022\njobmesh." +
       "v1\032\027google/api/client.proto\032\037google/api/" +
       "field_behavior.proto\032\031google/api/resourc" +
-      "e.proto\032 google/protobuf/field_mask.prot" +
-      "o\032\027google/rpc/status.proto\032\024jobmesh/v1/j" +
-      "ob.proto\032\024jobmesh/v1/run.proto\"q\n\020Create" +
-      "JobRequest\022\'\n\003job\030\001 \001(\0132\017.jobmesh.v1.Job" +
-      "B\004\342A\001\002R\003job\022\025\n\006job_id\030\002 \001(\tR\005jobId\022\035\n\nre" +
-      "quest_id\030\003 \001(\tR\trequestId\"Y\n\021CreateJobRe" +
+      "e.proto\032\036google/protobuf/duration.proto\032" +
+      " google/protobuf/field_mask.proto\032\037googl" +
+      "e/protobuf/timestamp.proto\032\027google/rpc/s" +
+      "tatus.proto\032\024jobmesh/v1/job.proto\032\024jobme" +
+      "sh/v1/run.proto\"q\n\020CreateJobRequest\022\'\n\003j" +
+      "ob\030\001 \001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022\025\n\006" +
+      "job_id\030\002 \001(\tR\005jobId\022\035\n\nrequest_id\030\003 \001(\tR" +
+      "\trequestId\"Y\n\021CreateJobResponse\022!\n\003job\030\001" +
+      " \001(\0132\017.jobmesh.v1.JobR\003job\022!\n\003run\030\002 \001(\0132" +
+      "\017.jobmesh.v1.RunR\003run\"\223\001\n\026BatchCreateJob" +
+      "sRequest\022>\n\010requests\030\001 \003(\0132\034.jobmesh.v1." +
+      "CreateJobRequestB\004\342A\001\002R\010requests\0229\n\004view" +
+      "\030\002 \001(\0162\037.jobmesh.v1.BatchCreateJobsViewB" +
+      "\004\342A\001\001R\004view\"\211\001\n\025BatchCreateJobsResult\022*\n" +
+      "\006status\030\001 \001(\0132\022.google.rpc.StatusR\006statu" +
+      "s\022!\n\003job\030\002 \001(\0132\017.jobmesh.v1.JobR\003job\022!\n\003" +
+      "run\030\003 \001(\0132\017.jobmesh.v1.RunR\003run\"V\n\027Batch" +
+      "CreateJobsResponse\022;\n\007results\030\001 \003(\0132!.jo" +
+      "bmesh.v1.BatchCreateJobsResultR\007results\"" +
+      "=\n\rGetJobRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n" +
+      "\017jobmesh.dev/JobR\004name\"3\n\016GetJobResponse" +
+      "\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\"~\n\020U" +
+      "pdateJobRequest\022\'\n\003job\030\001 \001(\0132\017.jobmesh.v" +
+      "1.JobB\004\342A\001\002R\003job\022A\n\013update_mask\030\002 \001(\0132\032." +
+      "google.protobuf.FieldMaskB\004\342A\001\002R\nupdateM" +
+      "ask\"6\n\021UpdateJobResponse\022!\n\003job\030\001 \001(\0132\017." +
+      "jobmesh.v1.JobR\003job\"T\n\020DeleteJobRequest\022" +
+      ",\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR" +
+      "\004name\022\022\n\004etag\030\002 \001(\tR\004etag\"f\n\021DeleteJobRe" +
       "sponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003jo" +
-      "b\022!\n\003run\030\002 \001(\0132\017.jobmesh.v1.RunR\003run\"\223\001\n" +
-      "\026BatchCreateJobsRequest\022>\n\010requests\030\001 \003(" +
-      "\0132\034.jobmesh.v1.CreateJobRequestB\004\342A\001\002R\010r" +
-      "equests\0229\n\004view\030\002 \001(\0162\037.jobmesh.v1.Batch" +
-      "CreateJobsViewB\004\342A\001\001R\004view\"\211\001\n\025BatchCrea" +
-      "teJobsResult\022*\n\006status\030\001 \001(\0132\022.google.rp" +
-      "c.StatusR\006status\022!\n\003job\030\002 \001(\0132\017.jobmesh." +
-      "v1.JobR\003job\022!\n\003run\030\003 \001(\0132\017.jobmesh.v1.Ru" +
-      "nR\003run\"V\n\027BatchCreateJobsResponse\022;\n\007res" +
-      "ults\030\001 \003(\0132!.jobmesh.v1.BatchCreateJobsR" +
-      "esultR\007results\"=\n\rGetJobRequest\022,\n\004name\030" +
-      "\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"3\n" +
-      "\016GetJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v" +
-      "1.JobR\003job\"~\n\020UpdateJobRequest\022\'\n\003job\030\001 " +
-      "\001(\0132\017.jobmesh.v1.JobB\004\342A\001\002R\003job\022A\n\013updat" +
-      "e_mask\030\002 \001(\0132\032.google.protobuf.FieldMask" +
-      "B\004\342A\001\002R\nupdateMask\"6\n\021UpdateJobResponse\022" +
-      "!\n\003job\030\001 \001(\0132\017.jobmesh.v1.JobR\003job\"T\n\020De" +
-      "leteJobRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017j" +
-      "obmesh.dev/JobR\004name\022\022\n\004etag\030\002 \001(\tR\004etag" +
-      "\"f\n\021DeleteJobResponse\022!\n\003job\030\001 \001(\0132\017.job" +
-      "mesh.v1.JobR\003job\022.\n\023cancelled_run_count\030" +
-      "\002 \001(\005R\021cancelledRunCount\"?\n\017PauseJobRequ" +
-      "est\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/" +
-      "JobR\004name\"5\n\020PauseJobResponse\022!\n\003job\030\001 \001" +
-      "(\0132\017.jobmesh.v1.JobR\003job\"@\n\020ResumeJobReq" +
-      "uest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev" +
-      "/JobR\004name\"6\n\021ResumeJobResponse\022!\n\003job\030\001" +
-      " \001(\0132\017.jobmesh.v1.JobR\003job\"_\n\020RunJobNowR" +
+      "b\022.\n\023cancelled_run_count\030\002 \001(\005R\021cancelle" +
+      "dRunCount\"?\n\017PauseJobRequest\022,\n\004name\030\001 \001" +
+      "(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"5\n\020Pa" +
+      "useJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh.v1" +
+      ".JobR\003job\"@\n\020ResumeJobRequest\022,\n\004name\030\001 " +
+      "\001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\"6\n\021R" +
+      "esumeJobResponse\022!\n\003job\030\001 \001(\0132\017.jobmesh." +
+      "v1.JobR\003job\"_\n\020RunJobNowRequest\022,\n\004name\030" +
+      "\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/JobR\004name\022\035\n" +
+      "\nrequest_id\030\002 \001(\tR\trequestId\"6\n\021RunJobNo" +
+      "wResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR" +
+      "\003run\"X\n\020CancelRunRequest\022,\n\004name\030\001 \001(\tB\030" +
+      "\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\026\n\006reason" +
+      "\030\002 \001(\tR\006reason\"6\n\021CancelRunResponse\022!\n\003r" +
+      "un\030\001 \001(\0132\017.jobmesh.v1.RunR\003run\"_\n\020Replay" +
+      "RunRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobme" +
+      "sh.dev/RunR\004name\022\035\n\nrequest_id\030\002 \001(\tR\tre" +
+      "questId\"6\n\021ReplayRunResponse\022!\n\003run\030\001 \001(" +
+      "\0132\017.jobmesh.v1.RunR\003run\"\216\002\n\022BackfillJobR" +
       "equest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.d" +
-      "ev/JobR\004name\022\035\n\nrequest_id\030\002 \001(\tR\treques" +
-      "tId\"6\n\021RunJobNowResponse\022!\n\003run\030\001 \001(\0132\017." +
-      "jobmesh.v1.RunR\003run\"X\n\020CancelRunRequest\022" +
-      ",\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR" +
-      "\004name\022\026\n\006reason\030\002 \001(\tR\006reason\"6\n\021CancelR" +
-      "unResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Run" +
-      "R\003run\"_\n\020ReplayRunRequest\022,\n\004name\030\001 \001(\tB" +
-      "\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\022\035\n\nreque" +
-      "st_id\030\002 \001(\tR\trequestId\"6\n\021ReplayRunRespo" +
-      "nse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.RunR\003run*\200" +
-      "\001\n\023BatchCreateJobsView\022&\n\"BATCH_CREATE_J" +
-      "OBS_VIEW_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_J" +
-      "OBS_VIEW_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VI" +
-      "EW_FULL\020\0022\346\006\n\nJobService\022W\n\tCreateJob\022\034." +
-      "jobmesh.v1.CreateJobRequest\032\035.jobmesh.v1" +
-      ".CreateJobResponse\"\r\332A\njob,job_id\022Z\n\017Bat" +
-      "chCreateJobs\022\".jobmesh.v1.BatchCreateJob" +
-      "sRequest\032#.jobmesh.v1.BatchCreateJobsRes" +
-      "ponse\022H\n\006GetJob\022\031.jobmesh.v1.GetJobReque" +
-      "st\032\032.jobmesh.v1.GetJobResponse\"\007\332A\004name\022" +
-      "\\\n\tUpdateJob\022\034.jobmesh.v1.UpdateJobReque" +
-      "st\032\035.jobmesh.v1.UpdateJobResponse\"\022\332A\017jo" +
-      "b,update_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1." +
-      "DeleteJobRequest\032\035.jobmesh.v1.DeleteJobR" +
-      "esponse\"\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v" +
-      "1.PauseJobRequest\032\034.jobmesh.v1.PauseJobR" +
-      "esponse\"\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh." +
-      "v1.ResumeJobRequest\032\035.jobmesh.v1.ResumeJ" +
-      "obResponse\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobme" +
-      "sh.v1.RunJobNowRequest\032\035.jobmesh.v1.RunJ" +
-      "obNowResponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jo" +
-      "bmesh.v1.CancelRunRequest\032\035.jobmesh.v1.C" +
-      "ancelRunResponse\"\025\332A\004name\332A\013name,reason\022" +
-      "Q\n\tReplayRun\022\034.jobmesh.v1.ReplayRunReque" +
-      "st\032\035.jobmesh.v1.ReplayRunResponse\"\007\332A\004na" +
-      "meBh\n\016dev.jobmesh.v1B\017JobServiceProtoP\001Z" +
-      "6github.com/jobmesh/jobmesh/gen/go/jobme" +
-      "sh/v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "ev/JobR\004name\022?\n\nstart_time\030\002 \001(\0132\032.googl" +
+      "e.protobuf.TimestampB\004\342A\001\002R\tstartTime\022;\n" +
+      "\010end_time\030\003 \001(\0132\032.google.protobuf.Timest" +
+      "ampB\004\342A\001\002R\007endTime\022-\n\004pace\030\004 \001(\0132\031.googl" +
+      "e.protobuf.DurationR\004pace\022\035\n\nrequest_id\030" +
+      "\005 \001(\tR\trequestId\"\210\002\n\023BackfillJobResponse" +
+      "\022\033\n\trun_count\030\001 \001(\005R\010runCount\022J\n\023first_s" +
+      "chedule_time\030\002 \001(\0132\032.google.protobuf.Tim" +
+      "estampR\021firstScheduleTime\022H\n\022last_schedu" +
+      "le_time\030\003 \001(\0132\032.google.protobuf.Timestam" +
+      "pR\020lastScheduleTime\022>\n\rlast_due_time\030\004 \001" +
+      "(\0132\032.google.protobuf.TimestampR\013lastDueT" +
+      "ime\"Q\n\017BulkItemFailure\022\022\n\004name\030\001 \001(\tR\004na" +
+      "me\022*\n\006status\030\002 \001(\0132\022.google.rpc.StatusR\006" +
+      "status\"\251\001\n\025BulkCancelRunsRequest\022\034\n\006pare" +
+      "nt\030\001 \001(\tB\004\342A\001\002R\006parent\022\026\n\006filter\030\002 \001(\tR\006" +
+      "filter\022\026\n\006reason\030\003 \001(\tR\006reason\022#\n\rvalida" +
+      "te_only\030\004 \001(\010R\014validateOnly\022\035\n\nrequest_i" +
+      "d\030\005 \001(\tR\trequestId\"\233\001\n\026BulkCancelRunsRes" +
+      "ponse\022#\n\rmatched_count\030\001 \001(\005R\014matchedCou" +
+      "nt\022#\n\rchanged_count\030\002 \001(\005R\014changedCount\022" +
+      "7\n\010failures\030\003 \003(\0132\033.jobmesh.v1.BulkItemF" +
+      "ailureR\010failures\"\221\001\n\025BulkReplayRunsReque" +
+      "st\022\034\n\006parent\030\001 \001(\tB\004\342A\001\002R\006parent\022\026\n\006filt" +
+      "er\030\002 \001(\tR\006filter\022#\n\rvalidate_only\030\003 \001(\010R" +
+      "\014validateOnly\022\035\n\nrequest_id\030\004 \001(\tR\treque" +
+      "stId\"\233\001\n\026BulkReplayRunsResponse\022#\n\rmatch" +
+      "ed_count\030\001 \001(\005R\014matchedCount\022#\n\rchanged_" +
+      "count\030\002 \001(\005R\014changedCount\0227\n\010failures\030\003 " +
+      "\003(\0132\033.jobmesh.v1.BulkItemFailureR\010failur" +
+      "es\"r\n\024BulkPauseJobsRequest\022\026\n\006filter\030\001 \001" +
+      "(\tR\006filter\022#\n\rvalidate_only\030\002 \001(\010R\014valid" +
+      "ateOnly\022\035\n\nrequest_id\030\003 \001(\tR\trequestId\"\232" +
+      "\001\n\025BulkPauseJobsResponse\022#\n\rmatched_coun" +
+      "t\030\001 \001(\005R\014matchedCount\022#\n\rchanged_count\030\002" +
+      " \001(\005R\014changedCount\0227\n\010failures\030\003 \003(\0132\033.j" +
+      "obmesh.v1.BulkItemFailureR\010failures\"s\n\025B" +
+      "ulkResumeJobsRequest\022\026\n\006filter\030\001 \001(\tR\006fi" +
+      "lter\022#\n\rvalidate_only\030\002 \001(\010R\014validateOnl" +
+      "y\022\035\n\nrequest_id\030\003 \001(\tR\trequestId\"\233\001\n\026Bul" +
+      "kResumeJobsResponse\022#\n\rmatched_count\030\001 \001" +
+      "(\005R\014matchedCount\022#\n\rchanged_count\030\002 \001(\005R" +
+      "\014changedCount\0227\n\010failures\030\003 \003(\0132\033.jobmes" +
+      "h.v1.BulkItemFailureR\010failures*\200\001\n\023Batch" +
+      "CreateJobsView\022&\n\"BATCH_CREATE_JOBS_VIEW" +
+      "_UNSPECIFIED\020\000\022 \n\034BATCH_CREATE_JOBS_VIEW" +
+      "_BASIC\020\001\022\037\n\033BATCH_CREATE_JOBS_VIEW_FULL\020" +
+      "\0022\264\n\n\nJobService\022W\n\tCreateJob\022\034.jobmesh." +
+      "v1.CreateJobRequest\032\035.jobmesh.v1.CreateJ" +
+      "obResponse\"\r\332A\njob,job_id\022Z\n\017BatchCreate" +
+      "Jobs\022\".jobmesh.v1.BatchCreateJobsRequest" +
+      "\032#.jobmesh.v1.BatchCreateJobsResponse\022H\n" +
+      "\006GetJob\022\031.jobmesh.v1.GetJobRequest\032\032.job" +
+      "mesh.v1.GetJobResponse\"\007\332A\004name\022\\\n\tUpdat" +
+      "eJob\022\034.jobmesh.v1.UpdateJobRequest\032\035.job" +
+      "mesh.v1.UpdateJobResponse\"\022\332A\017job,update" +
+      "_mask\022Q\n\tDeleteJob\022\034.jobmesh.v1.DeleteJo" +
+      "bRequest\032\035.jobmesh.v1.DeleteJobResponse\"" +
+      "\007\332A\004name\022N\n\010PauseJob\022\033.jobmesh.v1.PauseJ" +
+      "obRequest\032\034.jobmesh.v1.PauseJobResponse\"" +
+      "\007\332A\004name\022Q\n\tResumeJob\022\034.jobmesh.v1.Resum" +
+      "eJobRequest\032\035.jobmesh.v1.ResumeJobRespon" +
+      "se\"\007\332A\004name\022Q\n\tRunJobNow\022\034.jobmesh.v1.Ru" +
+      "nJobNowRequest\032\035.jobmesh.v1.RunJobNowRes" +
+      "ponse\"\007\332A\004name\022_\n\tCancelRun\022\034.jobmesh.v1" +
+      ".CancelRunRequest\032\035.jobmesh.v1.CancelRun" +
+      "Response\"\025\332A\004name\332A\013name,reason\022Q\n\tRepla" +
+      "yRun\022\034.jobmesh.v1.ReplayRunRequest\032\035.job" +
+      "mesh.v1.ReplayRunResponse\"\007\332A\004name\022k\n\013Ba" +
+      "ckfillJob\022\036.jobmesh.v1.BackfillJobReques" +
+      "t\032\037.jobmesh.v1.BackfillJobResponse\"\033\332A\030n" +
+      "ame,start_time,end_time\022W\n\016BulkCancelRun" +
+      "s\022!.jobmesh.v1.BulkCancelRunsRequest\032\".j" +
+      "obmesh.v1.BulkCancelRunsResponse\022W\n\016Bulk" +
+      "ReplayRuns\022!.jobmesh.v1.BulkReplayRunsRe" +
+      "quest\032\".jobmesh.v1.BulkReplayRunsRespons" +
+      "e\022T\n\rBulkPauseJobs\022 .jobmesh.v1.BulkPaus" +
+      "eJobsRequest\032!.jobmesh.v1.BulkPauseJobsR" +
+      "esponse\022W\n\016BulkResumeJobs\022!.jobmesh.v1.B" +
+      "ulkResumeJobsRequest\032\".jobmesh.v1.BulkRe" +
+      "sumeJobsResponseBh\n\016dev.jobmesh.v1B\017JobS" +
+      "erviceProtoP\001Z6github.com/jobmesh/jobmes" +
+      "h/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh." +
+      "V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -225,7 +339,9 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
           com.google.api.ClientProto.getDescriptor(),
           com.google.api.FieldBehaviorProto.getDescriptor(),
           com.google.api.ResourceProto.getDescriptor(),
+          com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.FieldMaskProto.getDescriptor(),
+          com.google.protobuf.TimestampProto.getDescriptor(),
           com.google.rpc.StatusProto.getDescriptor(),
           dev.jobmesh.v1.JobProto.getDescriptor(),
           dev.jobmesh.v1.RunProto.getDescriptor(),
@@ -356,11 +472,79 @@ public final class JobServiceProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ReplayRunResponse_descriptor,
         new java.lang.String[] { "Run", });
+    internal_static_jobmesh_v1_BackfillJobRequest_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_jobmesh_v1_BackfillJobRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BackfillJobRequest_descriptor,
+        new java.lang.String[] { "Name", "StartTime", "EndTime", "Pace", "RequestId", });
+    internal_static_jobmesh_v1_BackfillJobResponse_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_jobmesh_v1_BackfillJobResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BackfillJobResponse_descriptor,
+        new java.lang.String[] { "RunCount", "FirstScheduleTime", "LastScheduleTime", "LastDueTime", });
+    internal_static_jobmesh_v1_BulkItemFailure_descriptor =
+      getDescriptor().getMessageType(23);
+    internal_static_jobmesh_v1_BulkItemFailure_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkItemFailure_descriptor,
+        new java.lang.String[] { "Name", "Status", });
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor =
+      getDescriptor().getMessageType(24);
+    internal_static_jobmesh_v1_BulkCancelRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "Reason", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor =
+      getDescriptor().getMessageType(25);
+    internal_static_jobmesh_v1_BulkCancelRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkCancelRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor =
+      getDescriptor().getMessageType(26);
+    internal_static_jobmesh_v1_BulkReplayRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_jobmesh_v1_BulkReplayRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkReplayRunsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_jobmesh_v1_BulkPauseJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_jobmesh_v1_BulkPauseJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkPauseJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_jobmesh_v1_BulkResumeJobsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsRequest_descriptor,
+        new java.lang.String[] { "Filter", "ValidateOnly", "RequestId", });
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_jobmesh_v1_BulkResumeJobsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_BulkResumeJobsResponse_descriptor,
+        new java.lang.String[] { "MatchedCount", "ChangedCount", "Failures", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.ClientProto.getDescriptor();
     com.google.api.FieldBehaviorProto.getDescriptor();
     com.google.api.ResourceProto.getDescriptor();
+    com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.FieldMaskProto.getDescriptor();
+    com.google.protobuf.TimestampProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
     dev.jobmesh.v1.JobProto.getDescriptor();
     dev.jobmesh.v1.RunProto.getDescriptor();

@@ -261,6 +261,24 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int SHOW_UPCOMING_FIELD_NUMBER = 6;
+  private boolean showUpcoming_ = false;
+  /**
+   * <pre>
+   * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+   * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+   * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+   * fire times are `Job.next_run_time` and `PreviewSchedule`.
+   * </pre>
+   *
+   * <code>bool show_upcoming = 6 [json_name = "showUpcoming"];</code>
+   * @return The showUpcoming.
+   */
+  @java.lang.Override
+  public boolean getShowUpcoming() {
+    return showUpcoming_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -290,6 +308,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(orderBy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, orderBy_);
     }
+    if (showUpcoming_ != false) {
+      output.writeBool(6, showUpcoming_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -309,6 +330,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(orderBy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, orderBy_);
+    }
+    if (showUpcoming_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, showUpcoming_);
     }
     return size;
   }
@@ -344,6 +369,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getFilter())) return false;
     if (!getOrderBy()
         .equals(other.getOrderBy())) return false;
+    if (getShowUpcoming()
+        != other.getShowUpcoming()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -365,6 +392,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getFilter().hashCode();
     hash = (37 * hash) + ORDER_BY_FIELD_NUMBER;
     hash = (53 * hash) + getOrderBy().hashCode();
+    hash = (37 * hash) + SHOW_UPCOMING_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getShowUpcoming());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -505,6 +535,7 @@ private static final long serialVersionUID = 0L;
       pageToken_ = "";
       filter_ = "";
       orderBy_ = "";
+      showUpcoming_ = false;
       return this;
     }
 
@@ -553,6 +584,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.orderBy_ = orderBy_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.showUpcoming_ = showUpcoming_;
+      }
     }
 
     @java.lang.Override
@@ -589,6 +623,9 @@ private static final long serialVersionUID = 0L;
         orderBy_ = other.orderBy_;
         bitField0_ |= 0x00000010;
         onChanged();
+      }
+      if (other.getShowUpcoming() != false) {
+        setShowUpcoming(other.getShowUpcoming());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -639,6 +676,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 48: {
+              showUpcoming_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1069,6 +1111,59 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       orderBy_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private boolean showUpcoming_ ;
+    /**
+     * <pre>
+     * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+     * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+     * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+     * fire times are `Job.next_run_time` and `PreviewSchedule`.
+     * </pre>
+     *
+     * <code>bool show_upcoming = 6 [json_name = "showUpcoming"];</code>
+     * @return The showUpcoming.
+     */
+    @java.lang.Override
+    public boolean getShowUpcoming() {
+      return showUpcoming_;
+    }
+    /**
+     * <pre>
+     * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+     * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+     * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+     * fire times are `Job.next_run_time` and `PreviewSchedule`.
+     * </pre>
+     *
+     * <code>bool show_upcoming = 6 [json_name = "showUpcoming"];</code>
+     * @param value The showUpcoming to set.
+     * @return This builder for chaining.
+     */
+    public Builder setShowUpcoming(boolean value) {
+
+      showUpcoming_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+     * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+     * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+     * fire times are `Job.next_run_time` and `PreviewSchedule`.
+     * </pre>
+     *
+     * <code>bool show_upcoming = 6 [json_name = "showUpcoming"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearShowUpcoming() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      showUpcoming_ = false;
       onChanged();
       return this;
     }

@@ -101,4 +101,17 @@ public interface ListRunsRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getOrderByBytes();
+
+  /**
+   * <pre>
+   * Include upcoming runs: those the mesh made ahead of their time, still `SCHEDULED` for a `schedule_time`
+   * after now. They are left out otherwise, whatever the filter says (a retry waiting out its backoff is not
+   * upcoming: its `schedule_time` has passed). How far ahead the mesh makes runs is internal; a job's next
+   * fire times are `Job.next_run_time` and `PreviewSchedule`.
+   * </pre>
+   *
+   * <code>bool show_upcoming = 6 [json_name = "showUpcoming"];</code>
+   * @return The showUpcoming.
+   */
+  boolean getShowUpcoming();
 }

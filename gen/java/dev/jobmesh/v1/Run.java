@@ -40,6 +40,7 @@ private static final long serialVersionUID = 0L;
     replayOf_ = "";
     previousAttempts_ = java.util.Collections.emptyList();
     namespace_ = "";
+    result_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -520,9 +521,10 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Duration lateness_;
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -534,9 +536,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -548,9 +551,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -872,6 +876,72 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int RESULT_FIELD_NUMBER = 23;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object result_ = "";
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  @java.lang.Override
+  public java.lang.String getResult() {
+    java.lang.Object ref = result_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      result_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getResultBytes() {
+    java.lang.Object ref = result_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      result_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER = 24;
+  private boolean createdAfterScheduleTime_ = false;
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  @java.lang.Override
+  public boolean getCreatedAfterScheduleTime() {
+    return createdAfterScheduleTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -951,6 +1021,12 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 22, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 23, result_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      output.writeBool(24, createdAfterScheduleTime_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1043,6 +1119,13 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(22, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(result_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(23, result_);
+    }
+    if (createdAfterScheduleTime_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(24, createdAfterScheduleTime_);
     }
     return size;
   }
@@ -1144,6 +1227,10 @@ private static final long serialVersionUID = 0L;
         != other.getTimesClamped()) return false;
     if (!getNamespace()
         .equals(other.getNamespace())) return false;
+    if (!getResult()
+        .equals(other.getResult())) return false;
+    if (getCreatedAfterScheduleTime()
+        != other.getCreatedAfterScheduleTime()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1225,6 +1312,11 @@ private static final long serialVersionUID = 0L;
         getTimesClamped());
     hash = (37 * hash) + NAMESPACE_FIELD_NUMBER;
     hash = (53 * hash) + getNamespace().hashCode();
+    hash = (37 * hash) + RESULT_FIELD_NUMBER;
+    hash = (53 * hash) + getResult().hashCode();
+    hash = (37 * hash) + CREATED_AFTER_SCHEDULE_TIME_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getCreatedAfterScheduleTime());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1444,6 +1536,8 @@ private static final long serialVersionUID = 0L;
       }
       timesClamped_ = false;
       namespace_ = "";
+      result_ = "";
+      createdAfterScheduleTime_ = false;
       return this;
     }
 
@@ -1585,6 +1679,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00200000) != 0)) {
         result.namespace_ = namespace_;
       }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
+        result.result_ = result_;
+      }
+      if (((from_bitField0_ & 0x00800000) != 0)) {
+        result.createdAfterScheduleTime_ = createdAfterScheduleTime_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1698,6 +1798,14 @@ private static final long serialVersionUID = 0L;
         namespace_ = other.namespace_;
         bitField0_ |= 0x00200000;
         onChanged();
+      }
+      if (!other.getResult().isEmpty()) {
+        result_ = other.result_;
+        bitField0_ |= 0x00400000;
+        onChanged();
+      }
+      if (other.getCreatedAfterScheduleTime() != false) {
+        setCreatedAfterScheduleTime(other.getCreatedAfterScheduleTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1861,6 +1969,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00200000;
               break;
             } // case 178
+            case 186: {
+              result_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00400000;
+              break;
+            } // case 186
+            case 192: {
+              createdAfterScheduleTime_ = input.readBool();
+              bitField0_ |= 0x00800000;
+              break;
+            } // case 192
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3314,9 +3432,10 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> latenessBuilder_;
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3327,9 +3446,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3344,9 +3464,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3364,9 +3485,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3384,9 +3506,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3411,9 +3534,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3430,9 +3554,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3444,9 +3569,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3461,9 +3587,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-     * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-     * shows it, and never changed after.
+     * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+     * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+     * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -4555,6 +4682,153 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       namespace_ = value;
       bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object result_ = "";
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The result.
+     */
+    public java.lang.String getResult() {
+      java.lang.Object ref = result_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        result_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The bytes for result.
+     */
+    public com.google.protobuf.ByteString
+        getResultBytes() {
+      java.lang.Object ref = result_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        result_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The result to set.
+     * @return This builder for chaining.
+     */
+    public Builder setResult(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      result_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearResult() {
+      result_ = getDefaultInstance().getResult();
+      bitField0_ = (bitField0_ & ~0x00400000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+     * returned nothing (None) or when the target is not a handler.
+     * </pre>
+     *
+     * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The bytes for result to set.
+     * @return This builder for chaining.
+     */
+    public Builder setResultBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      result_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+
+    private boolean createdAfterScheduleTime_ ;
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return The createdAfterScheduleTime.
+     */
+    @java.lang.Override
+    public boolean getCreatedAfterScheduleTime() {
+      return createdAfterScheduleTime_;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @param value The createdAfterScheduleTime to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCreatedAfterScheduleTime(boolean value) {
+
+      createdAfterScheduleTime_ = value;
+      bitField0_ |= 0x00800000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+     * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+     * run.
+     * </pre>
+     *
+     * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCreatedAfterScheduleTime() {
+      bitField0_ = (bitField0_ & ~0x00800000);
+      createdAfterScheduleTime_ = false;
       onChanged();
       return this;
     }

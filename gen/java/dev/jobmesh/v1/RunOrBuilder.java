@@ -295,9 +295,10 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -306,9 +307,10 @@ public interface RunOrBuilder extends
   boolean hasLateness();
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -317,9 +319,10 @@ public interface RunOrBuilder extends
   com.google.protobuf.Duration getLateness();
   /**
    * <pre>
-   * How late the first attempt started: its `start_time` minus `schedule_time`, or minus `create_time` when
-   * the schedule time had already passed when the run was made. Set from the first claim on, so a running run
-   * shows it, and never changed after.
+   * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
+   * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
+   * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -521,4 +524,38 @@ public interface RunOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNamespaceBytes();
+
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The result.
+   */
+  java.lang.String getResult();
+  /**
+   * <pre>
+   * What a handler returned, as JSON text (at most 65,536 bytes), once the run has SUCCEEDED; empty when it
+   * returned nothing (None) or when the target is not a handler.
+   * </pre>
+   *
+   * <code>string result = 23 [json_name = "result", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The bytes for result.
+   */
+  com.google.protobuf.ByteString
+      getResultBytes();
+
+  /**
+   * <pre>
+   * True when the run was made after its `schedule_time` had passed: a `run_at` in the past or an occurrence
+   * caught up after the mesh was away (due at once, its lateness counting from `create_time`), or a backfill
+   * run.
+   * </pre>
+   *
+   * <code>bool created_after_schedule_time = 24 [json_name = "createdAfterScheduleTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
+   * @return The createdAfterScheduleTime.
+   */
+  boolean getCreatedAfterScheduleTime();
 }

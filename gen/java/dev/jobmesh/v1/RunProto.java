@@ -59,7 +59,7 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
       "le/api/field_behavior.proto\032\031google/api/" +
       "resource.proto\032\036google/protobuf/duration" +
       ".proto\032\037google/protobuf/timestamp.proto\"" +
-      "\355\t\n\003Run\022\030\n\004name\030\001 \001(\tB\004\342A\001\010R\004name\022\036\n\007att" +
+      "\320\n\n\003Run\022\030\n\004name\030\001 \001(\tB\004\342A\001\010R\004name\022\036\n\007att" +
       "empt\030\002 \001(\005B\004\342A\001\003R\007attempt\022E\n\rschedule_ti" +
       "me\030\003 \001(\0132\032.google.protobuf.TimestampB\004\342A" +
       "\001\003R\014scheduleTime\0220\n\005state\030\004 \001(\0162\024.jobmes" +
@@ -88,38 +88,41 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
       "ateTime\022A\n\013update_time\030\024 \001(\0132\032.google.pr" +
       "otobuf.TimestampB\004\342A\001\003R\nupdateTime\022)\n\rti" +
       "mes_clamped\030\025 \001(\010B\004\342A\001\003R\014timesClamped\022\"\n" +
-      "\tnamespace\030\026 \001(\tB\004\342A\001\003R\tnamespace:6\352A3\n\017" +
-      "jobmesh.dev/Run\022\025jobs/{job}/runs/{run}*\004" +
-      "runs2\003runB\014\n\n_exit_code\"8\n\010RunError\022\022\n\004t" +
-      "ype\030\001 \001(\tR\004type\022\030\n\007message\030\002 \001(\tR\007messag" +
-      "e\"\274\002\n\nRunAttempt\022\030\n\007attempt\030\001 \001(\005R\007attem" +
-      "pt\022*\n\005state\030\002 \001(\0162\024.jobmesh.v1.RunStateR" +
-      "\005state\022\032\n\010executor\030\003 \001(\tR\010executor\0229\n\nst" +
-      "art_time\030\004 \001(\0132\032.google.protobuf.Timesta" +
-      "mpR\tstartTime\0225\n\010end_time\030\005 \001(\0132\032.google" +
-      ".protobuf.TimestampR\007endTime\022 \n\texit_cod" +
-      "e\030\006 \001(\005H\000R\010exitCode\210\001\001\022*\n\005error\030\007 \001(\0132\024." +
-      "jobmesh.v1.RunErrorR\005errorB\014\n\n_exit_code" +
-      "\"\262\001\n\007LogLine\022\032\n\010sequence\030\001 \001(\003R\010sequence" +
-      "\022\030\n\007attempt\030\002 \001(\005R\007attempt\022.\n\004time\030\003 \001(\013" +
-      "2\032.google.protobuf.TimestampR\004time\022-\n\006st" +
-      "ream\030\004 \001(\0162\025.jobmesh.v1.LogStreamR\006strea" +
-      "m\022\022\n\004text\030\005 \001(\tR\004text*\203\002\n\010RunState\022\031\n\025RU" +
-      "N_STATE_UNSPECIFIED\020\000\022\027\n\023RUN_STATE_SCHED" +
-      "ULED\020\001\022\024\n\020RUN_STATE_QUEUED\020\002\022\025\n\021RUN_STAT" +
-      "E_RUNNING\020\003\022\030\n\024RUN_STATE_CANCELLING\020\004\022\027\n" +
-      "\023RUN_STATE_SUCCEEDED\020\005\022\024\n\020RUN_STATE_FAIL" +
-      "ED\020\006\022\027\n\023RUN_STATE_CANCELLED\020\007\022\027\n\023RUN_STA" +
-      "TE_TIMED_OUT\020\010\022\033\n\027RUN_STATE_DEAD_LETTERE" +
-      "D\020\t*t\n\nRunTrigger\022\033\n\027RUN_TRIGGER_UNSPECI" +
-      "FIED\020\000\022\030\n\024RUN_TRIGGER_SCHEDULE\020\001\022\027\n\023RUN_" +
-      "TRIGGER_RUN_NOW\020\002\022\026\n\022RUN_TRIGGER_REPLAY\020" +
-      "\003*l\n\tLogStream\022\032\n\026LOG_STREAM_UNSPECIFIED" +
-      "\020\000\022\025\n\021LOG_STREAM_STDOUT\020\001\022\025\n\021LOG_STREAM_" +
-      "STDERR\020\002\022\025\n\021LOG_STREAM_SYSTEM\020\003Ba\n\016dev.j" +
-      "obmesh.v1B\010RunProtoP\001Z6github.com/jobmes" +
-      "h/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\n" +
-      "Jobmesh.V1b\006proto3"
+      "\tnamespace\030\026 \001(\tB\004\342A\001\003R\tnamespace\022\034\n\006res" +
+      "ult\030\027 \001(\tB\004\342A\001\003R\006result\022C\n\033created_after" +
+      "_schedule_time\030\030 \001(\010B\004\342A\001\003R\030createdAfter" +
+      "ScheduleTime:6\352A3\n\017jobmesh.dev/Run\022\025jobs" +
+      "/{job}/runs/{run}*\004runs2\003runB\014\n\n_exit_co" +
+      "de\"8\n\010RunError\022\022\n\004type\030\001 \001(\tR\004type\022\030\n\007me" +
+      "ssage\030\002 \001(\tR\007message\"\274\002\n\nRunAttempt\022\030\n\007a" +
+      "ttempt\030\001 \001(\005R\007attempt\022*\n\005state\030\002 \001(\0162\024.j" +
+      "obmesh.v1.RunStateR\005state\022\032\n\010executor\030\003 " +
+      "\001(\tR\010executor\0229\n\nstart_time\030\004 \001(\0132\032.goog" +
+      "le.protobuf.TimestampR\tstartTime\0225\n\010end_" +
+      "time\030\005 \001(\0132\032.google.protobuf.TimestampR\007" +
+      "endTime\022 \n\texit_code\030\006 \001(\005H\000R\010exitCode\210\001" +
+      "\001\022*\n\005error\030\007 \001(\0132\024.jobmesh.v1.RunErrorR\005" +
+      "errorB\014\n\n_exit_code\"\262\001\n\007LogLine\022\032\n\010seque" +
+      "nce\030\001 \001(\003R\010sequence\022\030\n\007attempt\030\002 \001(\005R\007at" +
+      "tempt\022.\n\004time\030\003 \001(\0132\032.google.protobuf.Ti" +
+      "mestampR\004time\022-\n\006stream\030\004 \001(\0162\025.jobmesh." +
+      "v1.LogStreamR\006stream\022\022\n\004text\030\005 \001(\tR\004text" +
+      "*\203\002\n\010RunState\022\031\n\025RUN_STATE_UNSPECIFIED\020\000" +
+      "\022\027\n\023RUN_STATE_SCHEDULED\020\001\022\024\n\020RUN_STATE_Q" +
+      "UEUED\020\002\022\025\n\021RUN_STATE_RUNNING\020\003\022\030\n\024RUN_ST" +
+      "ATE_CANCELLING\020\004\022\027\n\023RUN_STATE_SUCCEEDED\020" +
+      "\005\022\024\n\020RUN_STATE_FAILED\020\006\022\027\n\023RUN_STATE_CAN" +
+      "CELLED\020\007\022\027\n\023RUN_STATE_TIMED_OUT\020\010\022\033\n\027RUN" +
+      "_STATE_DEAD_LETTERED\020\t*\216\001\n\nRunTrigger\022\033\n" +
+      "\027RUN_TRIGGER_UNSPECIFIED\020\000\022\030\n\024RUN_TRIGGE" +
+      "R_SCHEDULE\020\001\022\027\n\023RUN_TRIGGER_RUN_NOW\020\002\022\026\n" +
+      "\022RUN_TRIGGER_REPLAY\020\003\022\030\n\024RUN_TRIGGER_BAC" +
+      "KFILL\020\004*l\n\tLogStream\022\032\n\026LOG_STREAM_UNSPE" +
+      "CIFIED\020\000\022\025\n\021LOG_STREAM_STDOUT\020\001\022\025\n\021LOG_S" +
+      "TREAM_STDERR\020\002\022\025\n\021LOG_STREAM_SYSTEM\020\003Ba\n" +
+      "\016dev.jobmesh.v1B\010RunProtoP\001Z6github.com/" +
+      "jobmesh/jobmesh/gen/go/jobmesh/v1;jobmes" +
+      "hv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -134,7 +137,7 @@ public final class RunProto extends com.google.protobuf.GeneratedFile {
     internal_static_jobmesh_v1_Run_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_Run_descriptor,
-        new java.lang.String[] { "Name", "Attempt", "ScheduleTime", "State", "Executor", "DispatchTime", "StartTime", "LastHeartbeatTime", "EndTime", "ExitCode", "Error", "Progress", "ProgressMessage", "Lateness", "DueTime", "Trigger", "ReplayOf", "PreviousAttempts", "CreateTime", "UpdateTime", "TimesClamped", "Namespace", });
+        new java.lang.String[] { "Name", "Attempt", "ScheduleTime", "State", "Executor", "DispatchTime", "StartTime", "LastHeartbeatTime", "EndTime", "ExitCode", "Error", "Progress", "ProgressMessage", "Lateness", "DueTime", "Trigger", "ReplayOf", "PreviousAttempts", "CreateTime", "UpdateTime", "TimesClamped", "Namespace", "Result", "CreatedAfterScheduleTime", });
     internal_static_jobmesh_v1_RunError_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_jobmesh_v1_RunError_fieldAccessorTable = new

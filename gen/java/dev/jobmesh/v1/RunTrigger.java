@@ -47,6 +47,14 @@ public enum RunTrigger
    * <code>RUN_TRIGGER_REPLAY = 3;</code>
    */
   RUN_TRIGGER_REPLAY(3),
+  /**
+   * <pre>
+   * A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+   * </pre>
+   *
+   * <code>RUN_TRIGGER_BACKFILL = 4;</code>
+   */
+  RUN_TRIGGER_BACKFILL(4),
   UNRECOGNIZED(-1),
   ;
 
@@ -91,6 +99,14 @@ public enum RunTrigger
    * <code>RUN_TRIGGER_REPLAY = 3;</code>
    */
   public static final int RUN_TRIGGER_REPLAY_VALUE = 3;
+  /**
+   * <pre>
+   * A `BackfillJob` call: one occurrence of the job's schedule in a past range.
+   * </pre>
+   *
+   * <code>RUN_TRIGGER_BACKFILL = 4;</code>
+   */
+  public static final int RUN_TRIGGER_BACKFILL_VALUE = 4;
 
 
   public final int getNumber() {
@@ -121,6 +137,7 @@ public enum RunTrigger
       case 1: return RUN_TRIGGER_SCHEDULE;
       case 2: return RUN_TRIGGER_RUN_NOW;
       case 3: return RUN_TRIGGER_REPLAY;
+      case 4: return RUN_TRIGGER_BACKFILL;
       default: return null;
     }
   }

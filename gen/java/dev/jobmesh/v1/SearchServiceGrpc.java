@@ -338,7 +338,8 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
-     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+     * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
      * </pre>
      */
     default void listRuns(dev.jobmesh.v1.ListRunsRequest request,
@@ -359,7 +360,8 @@ public final class SearchServiceGrpc {
     /**
      * <pre>
      * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-     * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+     * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+     * `ListRuns`); the next ones hold each change that matches, in the
      * order the changes were committed. A run may come again in a state it was already sent in; its
      * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
      * just after that message, so nothing is missed across a reconnect.
@@ -480,7 +482,8 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
-     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+     * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
      * </pre>
      */
     public void listRuns(dev.jobmesh.v1.ListRunsRequest request,
@@ -503,7 +506,8 @@ public final class SearchServiceGrpc {
     /**
      * <pre>
      * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-     * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+     * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+     * `ListRuns`); the next ones hold each change that matches, in the
      * order the changes were committed. A run may come again in a state it was already sent in; its
      * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
      * just after that message, so nothing is missed across a reconnect.
@@ -599,7 +603,8 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
-     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+     * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
      * </pre>
      */
     public dev.jobmesh.v1.ListRunsResponse listRuns(dev.jobmesh.v1.ListRunsRequest request) throws io.grpc.StatusException {
@@ -620,7 +625,8 @@ public final class SearchServiceGrpc {
     /**
      * <pre>
      * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-     * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+     * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+     * `ListRuns`); the next ones hold each change that matches, in the
      * order the changes were committed. A run may come again in a state it was already sent in; its
      * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
      * just after that message, so nothing is missed across a reconnect.
@@ -716,7 +722,8 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
-     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+     * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
      * </pre>
      */
     public dev.jobmesh.v1.ListRunsResponse listRuns(dev.jobmesh.v1.ListRunsRequest request) {
@@ -737,7 +744,8 @@ public final class SearchServiceGrpc {
     /**
      * <pre>
      * Streams runs as they change, for as long as the caller listens. The first message comes at once and holds
-     * the runs that match now (up to `initial_page_size`); the next ones hold each change that matches, in the
+     * the runs that match now (up to `initial_page_size`; upcoming runs only with `show_upcoming`, as in
+     * `ListRuns`); the next ones hold each change that matches, in the
      * order the changes were committed. A run may come again in a state it was already sent in; its
      * `update_time` and `etag` tell. Every message carries a `resume_token`: a new stream given it starts
      * just after that message, so nothing is missed across a reconnect.
@@ -832,7 +840,8 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
-     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`).
+     * Lists the runs of one job (`parent` = `jobs/{job}`) or of all jobs (`parent` = `jobs/-`). Upcoming runs
+     * (made ahead of their time, still `SCHEDULED`) are listed only with `show_upcoming`.
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.ListRunsResponse> listRuns(

@@ -117,60 +117,62 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
       "By\022!\n\014show_deleted\030\005 \001(\010R\013showDeleted\"_\n" +
       "\020ListJobsResponse\022#\n\004jobs\030\001 \003(\0132\017.jobmes" +
       "h.v1.JobR\004jobs\022&\n\017next_page_token\030\002 \001(\tR" +
-      "\rnextPageToken\"\262\001\n\017ListRunsRequest\0220\n\006pa" +
+      "\rnextPageToken\"\327\001\n\017ListRunsRequest\0220\n\006pa" +
       "rent\030\001 \001(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006pa" +
       "rent\022\033\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npag" +
       "e_token\030\003 \001(\tR\tpageToken\022\026\n\006filter\030\004 \001(\t" +
-      "R\006filter\022\031\n\010order_by\030\005 \001(\tR\007orderBy\"_\n\020L" +
-      "istRunsResponse\022#\n\004runs\030\001 \003(\0132\017.jobmesh." +
-      "v1.RunR\004runs\022&\n\017next_page_token\030\002 \001(\tR\rn" +
-      "extPageToken\"=\n\rGetRunRequest\022,\n\004name\030\001 " +
-      "\001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\"3\n\016G" +
-      "etRunResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1." +
-      "RunR\003run\"\253\001\n\020WatchRunsRequest\0220\n\006parent\030" +
-      "\001 \001(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006parent\022" +
-      "\026\n\006filter\030\002 \001(\tR\006filter\022*\n\021initial_page_" +
-      "size\030\003 \001(\005R\017initialPageSize\022!\n\014resume_to" +
-      "ken\030\004 \001(\tR\013resumeToken\"[\n\021WatchRunsRespo" +
-      "nse\022#\n\004runs\030\001 \003(\0132\017.jobmesh.v1.RunR\004runs" +
-      "\022!\n\014resume_token\030\002 \001(\tR\013resumeToken\"\201\001\n\022" +
-      "TailRunLogsRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A" +
-      "\021\n\017jobmesh.dev/RunR\004name\022%\n\016after_sequen" +
-      "ce\030\002 \001(\003R\rafterSequence\022\026\n\006follow\030\003 \001(\010R" +
-      "\006follow\"@\n\023TailRunLogsResponse\022)\n\005lines\030" +
-      "\001 \003(\0132\023.jobmesh.v1.LogLineR\005lines\"\241\001\n\026Pr" +
-      "eviewScheduleRequest\0226\n\010schedule\030\001 \001(\0132\024" +
-      ".jobmesh.v1.ScheduleB\004\342A\001\002R\010schedule\022\024\n\005" +
-      "count\030\002 \001(\005R\005count\0229\n\nafter_time\030\003 \001(\0132\032" +
-      ".google.protobuf.TimestampR\tafterTime\"q\n" +
-      "\027PreviewScheduleResponse\0229\n\nfire_times\030\001" +
-      " \003(\0132\032.google.protobuf.TimestampR\tfireTi" +
-      "mes\022\033\n\ttime_zone\030\002 \001(\tR\010timeZone\"\207\001\n\026Lis" +
-      "tAuditEventsRequest\022\033\n\tpage_size\030\001 \001(\005R\010" +
-      "pageSize\022\035\n\npage_token\030\002 \001(\tR\tpageToken\022" +
-      "\026\n\006filter\030\003 \001(\tR\006filter\022\031\n\010order_by\030\004 \001(" +
-      "\tR\007orderBy\"|\n\027ListAuditEventsResponse\0229\n" +
-      "\014audit_events\030\001 \003(\0132\026.jobmesh.v1.AuditEv" +
-      "entR\013auditEvents\022&\n\017next_page_token\030\002 \001(" +
-      "\tR\rnextPageToken2\351\004\n\rSearchService\022E\n\010Li" +
-      "stJobs\022\033.jobmesh.v1.ListJobsRequest\032\034.jo" +
-      "bmesh.v1.ListJobsResponse\022P\n\010ListRuns\022\033." +
-      "jobmesh.v1.ListRunsRequest\032\034.jobmesh.v1." +
-      "ListRunsResponse\"\t\332A\006parent\022H\n\006GetRun\022\031." +
-      "jobmesh.v1.GetRunRequest\032\032.jobmesh.v1.Ge" +
-      "tRunResponse\"\007\332A\004name\022U\n\tWatchRuns\022\034.job" +
-      "mesh.v1.WatchRunsRequest\032\035.jobmesh.v1.Wa" +
-      "tchRunsResponse\"\t\332A\006parent0\001\022Y\n\013TailRunL" +
-      "ogs\022\036.jobmesh.v1.TailRunLogsRequest\032\037.jo" +
-      "bmesh.v1.TailRunLogsResponse\"\007\332A\004name0\001\022" +
-      "g\n\017PreviewSchedule\022\".jobmesh.v1.PreviewS" +
-      "cheduleRequest\032#.jobmesh.v1.PreviewSched" +
-      "uleResponse\"\013\332A\010schedule\022Z\n\017ListAuditEve" +
-      "nts\022\".jobmesh.v1.ListAuditEventsRequest\032" +
-      "#.jobmesh.v1.ListAuditEventsResponseBk\n\016" +
-      "dev.jobmesh.v1B\022SearchServiceProtoP\001Z6gi" +
-      "thub.com/jobmesh/jobmesh/gen/go/jobmesh/" +
-      "v1;jobmeshv1\252\002\nJobmesh.V1b\006proto3"
+      "R\006filter\022\031\n\010order_by\030\005 \001(\tR\007orderBy\022#\n\rs" +
+      "how_upcoming\030\006 \001(\010R\014showUpcoming\"_\n\020List" +
+      "RunsResponse\022#\n\004runs\030\001 \003(\0132\017.jobmesh.v1." +
+      "RunR\004runs\022&\n\017next_page_token\030\002 \001(\tR\rnext" +
+      "PageToken\"=\n\rGetRunRequest\022,\n\004name\030\001 \001(\t" +
+      "B\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\"3\n\016GetR" +
+      "unResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Run" +
+      "R\003run\"\320\001\n\020WatchRunsRequest\0220\n\006parent\030\001 \001" +
+      "(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006parent\022\026\n\006" +
+      "filter\030\002 \001(\tR\006filter\022*\n\021initial_page_siz" +
+      "e\030\003 \001(\005R\017initialPageSize\022!\n\014resume_token" +
+      "\030\004 \001(\tR\013resumeToken\022#\n\rshow_upcoming\030\005 \001" +
+      "(\010R\014showUpcoming\"[\n\021WatchRunsResponse\022#\n" +
+      "\004runs\030\001 \003(\0132\017.jobmesh.v1.RunR\004runs\022!\n\014re" +
+      "sume_token\030\002 \001(\tR\013resumeToken\"\201\001\n\022TailRu" +
+      "nLogsRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017job" +
+      "mesh.dev/RunR\004name\022%\n\016after_sequence\030\002 \001" +
+      "(\003R\rafterSequence\022\026\n\006follow\030\003 \001(\010R\006follo" +
+      "w\"@\n\023TailRunLogsResponse\022)\n\005lines\030\001 \003(\0132" +
+      "\023.jobmesh.v1.LogLineR\005lines\"\241\001\n\026PreviewS" +
+      "cheduleRequest\0226\n\010schedule\030\001 \001(\0132\024.jobme" +
+      "sh.v1.ScheduleB\004\342A\001\002R\010schedule\022\024\n\005count\030" +
+      "\002 \001(\005R\005count\0229\n\nafter_time\030\003 \001(\0132\032.googl" +
+      "e.protobuf.TimestampR\tafterTime\"q\n\027Previ" +
+      "ewScheduleResponse\0229\n\nfire_times\030\001 \003(\0132\032" +
+      ".google.protobuf.TimestampR\tfireTimes\022\033\n" +
+      "\ttime_zone\030\002 \001(\tR\010timeZone\"\207\001\n\026ListAudit" +
+      "EventsRequest\022\033\n\tpage_size\030\001 \001(\005R\010pageSi" +
+      "ze\022\035\n\npage_token\030\002 \001(\tR\tpageToken\022\026\n\006fil" +
+      "ter\030\003 \001(\tR\006filter\022\031\n\010order_by\030\004 \001(\tR\007ord" +
+      "erBy\"|\n\027ListAuditEventsResponse\0229\n\014audit" +
+      "_events\030\001 \003(\0132\026.jobmesh.v1.AuditEventR\013a" +
+      "uditEvents\022&\n\017next_page_token\030\002 \001(\tR\rnex" +
+      "tPageToken2\351\004\n\rSearchService\022E\n\010ListJobs" +
+      "\022\033.jobmesh.v1.ListJobsRequest\032\034.jobmesh." +
+      "v1.ListJobsResponse\022P\n\010ListRuns\022\033.jobmes" +
+      "h.v1.ListRunsRequest\032\034.jobmesh.v1.ListRu" +
+      "nsResponse\"\t\332A\006parent\022H\n\006GetRun\022\031.jobmes" +
+      "h.v1.GetRunRequest\032\032.jobmesh.v1.GetRunRe" +
+      "sponse\"\007\332A\004name\022U\n\tWatchRuns\022\034.jobmesh.v" +
+      "1.WatchRunsRequest\032\035.jobmesh.v1.WatchRun" +
+      "sResponse\"\t\332A\006parent0\001\022Y\n\013TailRunLogs\022\036." +
+      "jobmesh.v1.TailRunLogsRequest\032\037.jobmesh." +
+      "v1.TailRunLogsResponse\"\007\332A\004name0\001\022g\n\017Pre" +
+      "viewSchedule\022\".jobmesh.v1.PreviewSchedul" +
+      "eRequest\032#.jobmesh.v1.PreviewScheduleRes" +
+      "ponse\"\013\332A\010schedule\022Z\n\017ListAuditEvents\022\"." +
+      "jobmesh.v1.ListAuditEventsRequest\032#.jobm" +
+      "esh.v1.ListAuditEventsResponseBk\n\016dev.jo" +
+      "bmesh.v1B\022SearchServiceProtoP\001Z6github.c" +
+      "om/jobmesh/jobmesh/gen/go/jobmesh/v1;job" +
+      "meshv1\252\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -200,7 +202,7 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_jobmesh_v1_ListRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ListRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "PageSize", "PageToken", "Filter", "OrderBy", });
+        new java.lang.String[] { "Parent", "PageSize", "PageToken", "Filter", "OrderBy", "ShowUpcoming", });
     internal_static_jobmesh_v1_ListRunsResponse_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_jobmesh_v1_ListRunsResponse_fieldAccessorTable = new
@@ -224,7 +226,7 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_jobmesh_v1_WatchRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_WatchRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "Filter", "InitialPageSize", "ResumeToken", });
+        new java.lang.String[] { "Parent", "Filter", "InitialPageSize", "ResumeToken", "ShowUpcoming", });
     internal_static_jobmesh_v1_WatchRunsResponse_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_jobmesh_v1_WatchRunsResponse_fieldAccessorTable = new

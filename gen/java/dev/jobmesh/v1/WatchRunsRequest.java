@@ -215,6 +215,22 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int SHOW_UPCOMING_FIELD_NUMBER = 5;
+  private boolean showUpcoming_ = false;
+  /**
+   * <pre>
+   * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+   * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+   * </pre>
+   *
+   * <code>bool show_upcoming = 5 [json_name = "showUpcoming"];</code>
+   * @return The showUpcoming.
+   */
+  @java.lang.Override
+  public boolean getShowUpcoming() {
+    return showUpcoming_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -241,6 +257,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resumeToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, resumeToken_);
     }
+    if (showUpcoming_ != false) {
+      output.writeBool(5, showUpcoming_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -257,6 +276,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resumeToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, resumeToken_);
+    }
+    if (showUpcoming_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(5, showUpcoming_);
     }
     return size;
   }
@@ -290,6 +313,8 @@ private static final long serialVersionUID = 0L;
         != other.getInitialPageSize()) return false;
     if (!getResumeToken()
         .equals(other.getResumeToken())) return false;
+    if (getShowUpcoming()
+        != other.getShowUpcoming()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -309,6 +334,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getInitialPageSize();
     hash = (37 * hash) + RESUME_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getResumeToken().hashCode();
+    hash = (37 * hash) + SHOW_UPCOMING_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getShowUpcoming());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -448,6 +476,7 @@ private static final long serialVersionUID = 0L;
       filter_ = "";
       initialPageSize_ = 0;
       resumeToken_ = "";
+      showUpcoming_ = false;
       return this;
     }
 
@@ -493,6 +522,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.resumeToken_ = resumeToken_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.showUpcoming_ = showUpcoming_;
+      }
     }
 
     @java.lang.Override
@@ -524,6 +556,9 @@ private static final long serialVersionUID = 0L;
         resumeToken_ = other.resumeToken_;
         bitField0_ |= 0x00000008;
         onChanged();
+      }
+      if (other.getShowUpcoming() != false) {
+        setShowUpcoming(other.getShowUpcoming());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -569,6 +604,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 40: {
+              showUpcoming_ = input.readBool();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -912,6 +952,53 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       resumeToken_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private boolean showUpcoming_ ;
+    /**
+     * <pre>
+     * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+     * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+     * </pre>
+     *
+     * <code>bool show_upcoming = 5 [json_name = "showUpcoming"];</code>
+     * @return The showUpcoming.
+     */
+    @java.lang.Override
+    public boolean getShowUpcoming() {
+      return showUpcoming_;
+    }
+    /**
+     * <pre>
+     * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+     * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+     * </pre>
+     *
+     * <code>bool show_upcoming = 5 [json_name = "showUpcoming"];</code>
+     * @param value The showUpcoming to set.
+     * @return This builder for chaining.
+     */
+    public Builder setShowUpcoming(boolean value) {
+
+      showUpcoming_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+     * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+     * </pre>
+     *
+     * <code>bool show_upcoming = 5 [json_name = "showUpcoming"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearShowUpcoming() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      showUpcoming_ = false;
       onChanged();
       return this;
     }

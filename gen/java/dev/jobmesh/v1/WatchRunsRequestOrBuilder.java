@@ -83,4 +83,15 @@ public interface WatchRunsRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getResumeTokenBytes();
+
+  /**
+   * <pre>
+   * As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
+   * first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
+   * </pre>
+   *
+   * <code>bool show_upcoming = 5 [json_name = "showUpcoming"];</code>
+   * @return The showUpcoming.
+   */
+  boolean getShowUpcoming();
 }

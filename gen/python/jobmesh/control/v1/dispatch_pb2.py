@@ -28,7 +28,7 @@ from jobmesh.control.v1 import executor_control_pb2 as jobmesh_dot_control_dot_v
 from jobmesh.v1 import job_pb2 as jobmesh_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jobmesh/control/v1/dispatch.proto\x12\x12jobmesh.control.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a)jobmesh/control/v1/executor_control.proto\x1a\x14jobmesh/v1/job.proto\"\xe3\x03\n\rDispatchedRun\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12*\n\x06target\x18\x02 \x01(\x0b\x32\x12.jobmesh.v1.TargetR\x06target\x12\x35\n\x08\x64ue_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x64ueTime\x12\x46\n\x11\x65xecution_timeout\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10\x65xecutionTimeout\x12\x46\n\x11heartbeat_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10heartbeatTimeout\x12\x30\n\x08priority\x18\x06 \x01(\x0e\x32\x14.jobmesh.v1.PriorityR\x08priority\x12\x14\n\x05queue\x18\x07 \x01(\tR\x05queue\x12?\n\rdispatch_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x64ispatchTime\x12\x1c\n\tnamespace\x18\t \x01(\tR\tnamespaceB~\n\x16\x64\x65v.jobmesh.control.v1B\rDispatchProtoP\x01Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\xaa\x02\x12Jobmesh.Control.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!jobmesh/control/v1/dispatch.proto\x12\x12jobmesh.control.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a)jobmesh/control/v1/executor_control.proto\x1a\x14jobmesh/v1/job.proto\"\xfe\x04\n\rDispatchedRun\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12*\n\x06target\x18\x02 \x01(\x0b\x32\x12.jobmesh.v1.TargetR\x06target\x12\x35\n\x08\x64ue_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x64ueTime\x12\x46\n\x11\x65xecution_timeout\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10\x65xecutionTimeout\x12\x46\n\x11heartbeat_timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10heartbeatTimeout\x12\x30\n\x08priority\x18\x06 \x01(\x0e\x32\x14.jobmesh.v1.PriorityR\x08priority\x12\x14\n\x05queue\x18\x07 \x01(\tR\x05queue\x12?\n\rdispatch_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x64ispatchTime\x12\x1c\n\tnamespace\x18\t \x01(\tR\tnamespace\x12X\n\rtrace_context\x18\n \x03(\x0b\x32\x33.jobmesh.control.v1.DispatchedRun.TraceContextEntryR\x0ctraceContext\x1a?\n\x11TraceContextEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42~\n\x16\x64\x65v.jobmesh.control.v1B\rDispatchProtoP\x01Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\xaa\x02\x12Jobmesh.Control.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,10 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jobmesh.control.v1.dispatch
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\026dev.jobmesh.control.v1B\rDispatchProtoP\001Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\252\002\022Jobmesh.Control.V1'
+  _globals['_DISPATCHEDRUN_TRACECONTEXTENTRY']._loaded_options = None
+  _globals['_DISPATCHEDRUN_TRACECONTEXTENTRY']._serialized_options = b'8\001'
   _globals['_DISPATCHEDRUN']._serialized_start=188
-  _globals['_DISPATCHEDRUN']._serialized_end=671
+  _globals['_DISPATCHEDRUN']._serialized_end=826
+  _globals['_DISPATCHEDRUN_TRACECONTEXTENTRY']._serialized_start=763
+  _globals['_DISPATCHEDRUN_TRACECONTEXTENTRY']._serialized_end=826
 # @@protoc_insertion_point(module_scope)

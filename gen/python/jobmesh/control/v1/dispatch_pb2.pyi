@@ -3,10 +3,12 @@
 isort:skip_file
 """
 
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
 from jobmesh.control.v1 import executor_control_pb2 as _executor_control_pb2
 from jobmesh.v1 import job_pb2 as _job_pb2
 import builtins as _builtins
@@ -45,6 +47,26 @@ class DispatchedRun(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class TraceContextEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ATTEMPT_FIELD_NUMBER: _builtins.int
     TARGET_FIELD_NUMBER: _builtins.int
     DUE_TIME_FIELD_NUMBER: _builtins.int
@@ -54,6 +76,7 @@ class DispatchedRun(_message.Message):
     QUEUE_FIELD_NUMBER: _builtins.int
     DISPATCH_TIME_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
+    TRACE_CONTEXT_FIELD_NUMBER: _builtins.int
     priority: _job_pb2.Priority.ValueType
     """The lane it travels on."""
     queue: _builtins.str
@@ -88,6 +111,12 @@ class DispatchedRun(_message.Message):
     def dispatch_time(self) -> _timestamp_pb2.Timestamp:
         """When it was handed to Kafka."""
 
+    @_builtins.property
+    def trace_context(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The run's W3C trace context (`traceparent`, `tracestate`), set by the span that published this message:
+        it travels in the Kafka message's headers too. Empty when tracing is off.
+        """
+
     def __init__(
         self,
         *,
@@ -100,10 +129,11 @@ class DispatchedRun(_message.Message):
         queue: _builtins.str = ...,
         dispatch_time: _timestamp_pb2.Timestamp | None = ...,
         namespace: _builtins.str = ...,
+        trace_context: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "target", b"target"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "target", b"target"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "dispatch_time", b"dispatch_time", "due_time", b"due_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "namespace", b"namespace", "priority", b"priority", "queue", b"queue", "target", b"target", "trace_context", b"trace_context"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

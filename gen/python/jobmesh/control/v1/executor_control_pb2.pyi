@@ -583,6 +583,7 @@ class AttemptResult(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     START_TIME_FIELD_NUMBER: _builtins.int
     END_TIME_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
     state: _run_pb2.RunState.ValueType
     """`RUN_STATE_SUCCEEDED`, `RUN_STATE_FAILED`, `RUN_STATE_TIMED_OUT` (the attempt ran past
     `DispatchedRun.execution_timeout`: the executor stops it itself) or `RUN_STATE_CANCELLED` (stopped by a
@@ -591,6 +592,10 @@ class AttemptResult(_message.Message):
     """
     exit_code: _builtins.int
     """The command's exit code, when it exited."""
+    result: _builtins.str
+    """With `RUN_STATE_SUCCEEDED`: what the handler returned, as JSON text of at most 65,536 bytes in UTF-8;
+    empty for no value. Kept as the run's `result`. A longer one fails the attempt as `ResultTooLarge`.
+    """
     @_builtins.property
     def attempt(self) -> Global___AttemptRef:
         """The attempt."""
@@ -600,8 +605,9 @@ class AttemptResult(_message.Message):
         """Why it failed. `type` (at most 256 characters) is matched by `RetryPolicy.non_retryable_error_types`;
         this executor uses `ExitCode`, `Signal`, `Timeout`, `Cancelled`, `HttpStatus`, `HttpError`, `SpawnError`,
         `UnknownHandler`, `InvalidTarget`, `Drained` (stopped because the executor shut down), `ContactLost` (see
-        `HeartbeatAnswer`), and `TargetNotAllowed` and `SecretNotFound`, which are never retried. `message` is
-        cut to 4,096 characters.
+        `HeartbeatAnswer`), `ResultTooLarge` and `ResultNotSerializable` (a handler's return value), and
+        `TargetNotAllowed` and `SecretNotFound`, which are never retried. A handler's exception gives its class
+        name, or the `jobmesh_error_type` string attribute it carries. `message` is cut to 4,096 characters.
         """
 
     @_builtins.property
@@ -624,10 +630,11 @@ class AttemptResult(_message.Message):
         error: _run_pb2.RunError | None = ...,
         start_time: _timestamp_pb2.Timestamp | None = ...,
         end_time: _timestamp_pb2.Timestamp | None = ...,
+        result: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "end_time", b"end_time", "error", b"error", "exit_code", b"exit_code", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "end_time", b"end_time", "error", b"error", "exit_code", b"exit_code", "start_time", b"start_time", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code", "attempt", b"attempt", "end_time", b"end_time", "error", b"error", "exit_code", b"exit_code", "result", b"result", "start_time", b"start_time", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__exit_code: _TypeAlias = _typing.Literal["exit_code"]  # noqa: Y015
     _WhichOneofArgType__exit_code: _TypeAlias = _typing.Literal["_exit_code", b"_exit_code"]  # noqa: Y015
