@@ -77,6 +77,7 @@ class AttemptOutcome:
 
     state: RunState
     end_time: datetime
+    # The executor's reported start: checked against the claim and measured, never stored (the claim's is).
     start_time: datetime | None = None
     exit_code: int | None = None
     error_type: str | None = None

@@ -4,9 +4,10 @@ The caller has persisted the cancel first (the run is `CANCELLING`). The cancel 
 stream when this process holds it; otherwise it is published on the signal bus, so that the server replica
 holding that stream pushes it. Every server also sees the run turn `CANCELLING` in its change feed, and pushes
 the cancel over the streams it holds: a second route between replicas, through the database, for when the bus
-is down. In every case it is also left as a cancel key with a TTL, which an executor whose stream is down
-polls. Heartbeat answers re-send the cancel of any held attempt still `CANCELLING`, so a cancel survives the
-loss of every channel but the database (invariant 6).
+is down. The stream's server sends it once, whichever of these routes comes first, and heartbeat answers send
+it again only while the executor has not acknowledged it (`server.sessions.CancelsSent`), so a cancel survives
+the loss of every channel but the database (invariant 6). In every case it is also left as a cancel key with a
+TTL, which an executor whose stream is down polls.
 """
 
 from __future__ import annotations

@@ -69,7 +69,9 @@ async def heartbeat_over_stream(
             with contextlib.suppress(StreamDown):
                 refs = [key.to_proto() for key in dict.fromkeys([*attempts, *outbox.awaiting_ack()])]
                 sent_at = time.monotonic()
-                stream.send(pb.ConnectRequest(heartbeats=pb.HeartbeatBatch(attempts=refs)))
+                received = stream.take_cancels_received()
+                batch = pb.HeartbeatBatch(attempts=refs, cancels_received=received)
+                stream.send(pb.ConnectRequest(heartbeats=batch))
                 if refs:
                     ledger.sent(sent_at)
         if await within(stream.wait_disconnected(), CONTACT_CHECK):

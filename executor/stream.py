@@ -74,6 +74,8 @@ class ControlStream:
         self._ready = asyncio.Event()  # connected and the server takes claims
         self._failed_in_a_row = 0  # sessions that were not established since the last that was
         self._outgoing: asyncio.Queue[pb.ConnectRequest] | None = None
+        # The cancels this session received that the next heartbeat batch acknowledges.
+        self._cancels_received: list[pb.AttemptRef] = []
         # Claims in flight, oldest first, by their first attempt: the server answers them in any order.
         # The claim batches awaiting their answers, each with its attempts: the answers come in any order, and
         # a batch is known by all of its attempts (a run delivered again may head two batches in flight).
@@ -107,6 +109,11 @@ class ControlStream:
         while self.backlog() >= limit and self.connected:
             self._wrote.clear()
             await within(self._wrote.wait(), 1.0)
+
+    def take_cancels_received(self) -> list[pb.AttemptRef]:
+        """The cancels received on this session since the last call: a heartbeat batch acknowledges them."""
+        taken, self._cancels_received = self._cancels_received, []
+        return taken
 
     def send(self, request: pb.ConnectRequest) -> None:
         if self._outgoing is None or not self.connected:
@@ -199,6 +206,7 @@ class ControlStream:
             self.heartbeat_interval = seconds_of(welcome.heartbeat_interval)
         self.server_id = welcome.server_id
         self._outgoing = outgoing
+        self._cancels_received = []  # a new session: the server sends again what was not acknowledged
         self._disconnected.clear()
         self._connected.set()
         self._ready.set()
@@ -249,6 +257,7 @@ class ControlStream:
             elif kind == "heartbeat_answer":
                 self._listener.heartbeat_answer(response.heartbeat_answer)
             elif kind == "cancels":
+                self._cancels_received.extend(response.cancels.attempts)
                 self._listener.cancels(response.cancels)
             elif kind == "drain":
                 log.info("server %s is draining: reconnecting", self.server_id or "?")

@@ -355,11 +355,16 @@ class JobCommands:
 
     def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
-        _cancel_reason(reason)
-        [outcome] = self.cancel_runs([self._store.get_run(job_id, run_id)], reason, access)
-        if isinstance(outcome, JobmeshError):
-            raise outcome
-        return self._store.get_run(job_id, run_id)  # with the previous attempts a bulk answer leaves out
+        reason = _cancel_reason(reason)
+        now = self._clock()
+
+        def audited(current: RunRecord) -> AuditEvent:
+            access.check(current.namespace, name)
+            return access.audited(AuditAction.CANCEL, name, current.namespace, now)
+
+        return self._cancelled(
+            self._store.cancel_run(job_id, run_id, reason=reason, now=now, audit=audited), reason
+        )
 
     def cancel_runs(
         self, runs: Sequence[RunRecord], reason: str, access: Access

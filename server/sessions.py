@@ -2,6 +2,10 @@
 and the cancels pushed over them (from this process, from other replicas through the signal bus, and from
 runs the change feed shows `CANCELLING`).
 
+A cancel goes over a stream once, whichever of those routes brings it first, and again only while its
+executor has not acknowledged it (`HeartbeatBatch.cancels_received`) a resend interval after it was sent
+(`CancelsSent`).
+
 One stream per executor name: a second connection under the name of a live stream is refused
 `ALREADY_EXISTS` (reason `EXECUTOR_NAME_IN_USE`). A stream counts as live while its executor has sent anything
 within the quiet limit (three heartbeat intervals: an executor heartbeats every interval, idle or not). After
@@ -15,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
@@ -31,6 +35,7 @@ EXECUTOR_NAME_IN_USE = "EXECUTOR_NAME_IN_USE"
 # Heartbeat intervals without a message after which a stream no longer holds its executor's name (see above).
 QUIET_INTERVALS = 3
 DEFAULT_QUIET_LIMIT = 9.0  # seconds: QUIET_INTERVALS of the default heartbeat interval
+DEFAULT_RESEND = 3.0  # seconds: a cancel unacknowledged for a heartbeat interval (the default) is sent again
 
 
 def quiet_limit_of(heartbeat_interval: timedelta) -> timedelta:
@@ -55,14 +60,67 @@ def cancel_message(attempts: Sequence[AttemptRef], reason: str) -> pb.ConnectRes
     )
 
 
+class CancelsSent:
+    """The cancels sent over one stream, until the attempts leave it: each goes once, and again only when
+    its executor has not acknowledged it `resend_after` seconds after it was sent. Any thread may call."""
+
+    _ACKNOWLEDGED = -1.0
+
+    def __init__(self, resend_after: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._resend_after = resend_after
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sent: dict[AttemptRef, float] = {}  # when last sent, or _ACKNOWLEDGED
+
+    def unsent(self, attempts: Iterable[AttemptRef]) -> list[AttemptRef]:
+        """The attempts never sent a cancel over this stream, now taken as sent."""
+        return self._take(attempts, resending=False)
+
+    def due(self, attempts: Iterable[AttemptRef]) -> list[AttemptRef]:
+        """The attempts never sent a cancel, or sent one that went unacknowledged for the resend interval;
+        now taken as sent."""
+        return self._take(attempts, resending=True)
+
+    def acknowledged(self, attempts: Iterable[AttemptRef]) -> None:
+        with self._lock:
+            for ref in attempts:
+                if ref in self._sent:
+                    self._sent[ref] = self._ACKNOWLEDGED
+
+    def keep_only(self, held: Iterable[AttemptRef]) -> None:
+        """Forgets the attempts the stream no longer holds (ended or fenced). A cancel sent within the resend
+        interval is kept: it may be of a grant the heartbeat batch was sent too early to name."""
+        kept = set(held)
+        now = self._clock()
+        with self._lock:
+            for ref, sent in list(self._sent.items()):
+                if ref not in kept and (sent == self._ACKNOWLEDGED or now - sent >= self._resend_after):
+                    del self._sent[ref]
+
+    def _take(self, attempts: Iterable[AttemptRef], *, resending: bool) -> list[AttemptRef]:
+        now = self._clock()
+        taken = []
+        with self._lock:
+            for ref in attempts:
+                sent = self._sent.get(ref)
+                unacknowledged = sent is not None and sent != self._ACKNOWLEDGED
+                if sent is None or (resending and unacknowledged and now - sent >= self._resend_after):
+                    self._sent[ref] = now
+                    taken.append(ref)
+        return taken
+
+
 class SessionQueue:
     """Messages for one executor's stream; any thread may put, the stream's task takes."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, *, resend_cancels_after: float = DEFAULT_RESEND
+    ) -> None:
         self._loop = loop
         self._queue: asyncio.Queue[pb.ConnectResponse | None] = asyncio.Queue()
         self._heard = time.monotonic()
         self.holds_name = False  # in the store too, across server processes (`Sessions.hold`)
+        self.cancels = CancelsSent(resend_cancels_after)
 
     def put(self, message: pb.ConnectResponse) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, message)
@@ -164,10 +222,12 @@ class Sessions:
                 self.push(notice)
 
     def push(self, notice: CancelNotice) -> bool:
-        """Sends the cancel over the executor's stream; False when this process does not hold it."""
+        """Sends the cancel over the executor's stream, unless it went there already; False when this process
+        does not hold that stream."""
         with self._lock:
             queue = self._queues.get(notice.executor_id)
         if queue is None:
             return False
-        queue.put(cancel_message(notice.attempts, notice.reason))
+        if unsent := queue.cancels.unsent(notice.attempts):
+            queue.put(cancel_message(unsent, notice.reason))
         return True

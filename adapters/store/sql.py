@@ -223,12 +223,18 @@ class SqlStore:
 
     @translate_errors
     def cancel_run(
-        self, job_id: str, run_id: str, *, reason: str, now: datetime, audit: AuditEvent | None = None
+        self,
+        job_id: str,
+        run_id: str,
+        *,
+        reason: str,
+        now: datetime,
+        audit: Callable[[RunRecord], AuditEvent | None] | None = None,
     ) -> RunRecord:
         with self._writing() as connection:
-            run, changed = sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now)
-            if changed:
-                sql_audit.record(connection, [audit])
+            run, event = sql_runs.cancel_run(connection, job_id, run_id, reason=reason, now=now, audit=audit)
+            if event is not None:
+                sql_audit.record(connection, [event])
             return run
 
     @translate_errors

@@ -37,13 +37,12 @@ _PROGRESS_COLUMNS = (("progress", Float()), ("message", Text()))
 _RETRY_COLUMNS = (
     ("due_time", UtcDateTime()),
     ("end_time", UtcDateTime()),
-    ("first_start_time", UtcDateTime()),
     ("times_clamped", Boolean()),
 )
+# An end writes no start: an attempt's start_time (and the run's first_start_time) is its claim's, written
+# once (docs/design.md, "History is written once").
 _FINAL_COLUMNS = (
     ("state", Text()),
-    ("start_time", UtcDateTime()),
-    ("first_start_time", UtcDateTime()),
     ("end_time", UtcDateTime()),
     ("exit_code", Integer()),
     ("error_type", Text()),
@@ -263,7 +262,6 @@ def finish_attempts(
                     r["schedule_time"],
                     e.retry_due_time,
                     e.end_time,
-                    _first_start(e, r),
                     _clamped(e, r),
                 )
                 for e, r in retries
@@ -272,7 +270,6 @@ def finish_attempts(
             attempt=_NEXT_ATTEMPT,
             state=RunState.SCHEDULED.value,
             due_time=FromBatch("due_time"),
-            first_start_time=FromBatch("first_start_time"),
             times_clamped=FromBatch("times_clamped"),
             update_time=FromBatch("end_time"),
             **dict.fromkeys(_EXECUTION_FIELDS),
@@ -307,20 +304,13 @@ _EXECUTION_FIELDS = (
 
 def _final_row(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
     key = (row["job_id"], row["run_id"], row["schedule_time"])
-    values = (end.run_state.value, end.start_time or row["start_time"], _first_start(end, row), end.end_time)
     errors = (end.exit_code, end.error_type, end.error_message)
-    return (*key, *values, *errors, _clamped(end, row), end.result)
+    return (*key, end.run_state.value, end.end_time, *errors, _clamped(end, row), end.result)
 
 
 def _clamped(end: AttemptEnd, row: StoredRow) -> bool:
     """Once an attempt's times were clamped, the run keeps the flag."""
     return bool(row["times_clamped"]) or end.times_clamped
-
-
-def _first_start(end: AttemptEnd, row: StoredRow) -> Any:
-    """The executor's report says when the first attempt's process really started; the claim only said when
-    it would."""
-    return end.start_time if end.ref.attempt == 1 and end.start_time else row["first_start_time"]
 
 
 def _check(end: AttemptEnd, ref: AttemptRef) -> None:
@@ -345,8 +335,7 @@ def _attempt_values(end: AttemptEnd, row: StoredRow) -> tuple[Any, ...]:
         "attempt": end.ref.attempt,
         "state": end.attempt_state.value,
         "executor": row["executor"],
-        # The executor's own start (when its process started) is the better record; else the claim's.
-        "start_time": end.start_time or row["start_time"],
+        "start_time": row["start_time"],  # the claim's, as readers saw it while the attempt ran
         "end_time": end.end_time,
         "exit_code": end.exit_code,
         "error_type": end.error_type,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -44,7 +44,7 @@ from jobmesh.core.filters import ListQuery
 from jobmesh.core.ids import schedule_window
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
-from jobmesh.core.records import JobState, LogRecord, RunRecord, RunState
+from jobmesh.core.records import AttemptRecord, JobState, LogRecord, RunRecord, RunState
 
 
 def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
@@ -133,16 +133,21 @@ def get_run(connection: Connection, job_id: str, run_id: str) -> RunRecord:
     row = _find(connection, job_id, run_id)
     if row is None:
         raise _not_found(job_id, run_id)
+    return run_from_row(row, _history(connection, row))
+
+
+def _history(connection: Connection, row: RowMapping) -> list[AttemptRecord]:
+    """The run's attempts before its current one."""
     attempts = connection.execute(
         select(run_attempts)
         .where(
-            run_attempts.c.job_id == job_id,
-            run_attempts.c.run_id == run_id,
+            run_attempts.c.job_id == row["job_id"],
+            run_attempts.c.run_id == row["run_id"],
             run_attempts.c.attempt < row["attempt"],
         )
         .order_by(run_attempts.c.attempt)
     )
-    return run_from_row(row, [attempt_from_row(attempt) for attempt in attempts.mappings()])
+    return [attempt_from_row(attempt) for attempt in attempts.mappings()]
 
 
 # Every namespace that holds a job, in one probe of `ix_jobs_namespace_create_time` each: the walk skips from
@@ -201,24 +206,34 @@ def list_runs(connection: Connection, job_id: str | None, query: ListQuery) -> P
 
 
 def cancel_run(
-    connection: Connection, job_id: str, run_id: str, *, reason: str, now: datetime
-) -> tuple[RunRecord, bool]:
-    """The run, and whether it changed (a run already cancelling or terminal does not)."""
+    connection: Connection,
+    job_id: str,
+    run_id: str,
+    *,
+    reason: str,
+    now: datetime,
+    audit: Callable[[RunRecord], AuditEvent | None] | None = None,
+) -> tuple[RunRecord, AuditEvent | None]:
+    """The run as the cancel left it, read once (under its lock), and the audit event of its change (None
+    when it did not change: a run already cancelling or terminal). `audit` sees the run before the change,
+    and may refuse it by raising."""
     row = _find(connection, job_id, run_id, lock=True)
     if row is None:
         raise _not_found(job_id, run_id)
-    values = _cancel_values(RunState(row["state"]), reason, now)
-    if values is not None:
-        connection.execute(
-            update(job_runs)
-            .where(
-                job_runs.c.job_id == job_id,
-                job_runs.c.run_id == run_id,
-                job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
-            )
-            .values(values)
+    event = audit(run_from_row(row)) if audit is not None else None
+    changes = _cancel_values(RunState(row["state"]), reason, now)
+    if changes is None:
+        return run_from_row(row, _history(connection, row)), None
+    connection.execute(
+        update(job_runs)
+        .where(
+            job_runs.c.job_id == job_id,
+            job_runs.c.run_id == run_id,
+            job_runs.c.schedule_time == row["schedule_time"],  # prunes to one partition
         )
-    return get_run(connection, job_id, run_id), values is not None
+        .values(changes)
+    )
+    return run_from_row(row, _history(connection, row), changes=changes), event
 
 
 def _cancel_values(state: RunState, reason: str, now: datetime) -> dict[str, Any] | None:
@@ -238,24 +253,26 @@ def cancel_runs(
     connection: Connection, runs: Sequence[tuple[str, str, AuditEvent]], *, reason: str, now: datetime
 ) -> list[RunRecord | None]:
     """Many cancels, each as cancel_run, in a few statements per 500 runs rather than a few per run: the runs
-    are read (locked), updated by the state they were in, and read again. The runs it answers carry no
-    previous attempts; None stands for a run that is not there. The audit events of those that changed are
-    written in one statement."""
+    are read once (locked) and updated by the state they were in; the answers are built from that read and the
+    changes written. The runs it answers carry no previous attempts; None stands for a run that is not there.
+    The audit events of those that changed are written in one statement."""
     keys = [(job_id, run_id) for job_id, run_id, _ in runs]
     before = _rows(connection, keys, lock=True)
-    # The runs to change, by what the cancel writes on them (one update per kind of change).
-    changes: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {}
-    for key, row in before.items():
-        values = _cancel_values(RunState(row["state"]), reason, now)
-        if values is not None:
-            changes.setdefault(values["state"], (values, []))[1].append(key)
-    for values, changed in changes.values():
+    written = {
+        key: values
+        for key, row in before.items()
+        if (values := _cancel_values(RunState(row["state"]), reason, now))
+    }
+    # One update per kind of change (the values of a kind are the same for every run).
+    kinds: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {}
+    for key, values in written.items():
+        kinds.setdefault(values["state"], (values, []))[1].append(key)
+    for values, changed in kinds.values():
         for start in range(0, len(changed), _CANCEL_CHUNK):
             chunk = changed[start : start + _CANCEL_CHUNK]
             connection.execute(update(job_runs).where(_keyed(chunk)).values(values))
-    after = _rows(connection, [key for _, changed in changes.values() for key in changed], lock=False)
-    sql_audit.record(connection, [audit for job_id, run_id, audit in runs if (job_id, run_id) in after])
-    return [run_from_row(after.get(key) or before[key], []) if key in before else None for key in keys]
+    sql_audit.record(connection, [audit for job_id, run_id, audit in runs if (job_id, run_id) in written])
+    return [run_from_row(before[key], changes=written.get(key)) if key in before else None for key in keys]
 
 
 def _keyed(keys: Sequence[tuple[str, str]]) -> Any:

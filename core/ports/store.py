@@ -198,11 +198,19 @@ class Store(Protocol):
         ...
 
     def cancel_run(
-        self, job_id: str, run_id: str, *, reason: str, now: datetime, audit: AuditEvent | None = None
+        self,
+        job_id: str,
+        run_id: str,
+        *,
+        reason: str,
+        now: datetime,
+        audit: Callable[[RunRecord], AuditEvent | None] | None = None,
     ) -> RunRecord:
         """SCHEDULED or QUEUED becomes CANCELLED (end_time = now, error type `Cancelled`, message = reason);
         RUNNING becomes CANCELLING, with the same error type and message (the attempt's end keeps them). A run
-        already CANCELLING or terminal is returned unchanged. Raises NotFound."""
+        already CANCELLING or terminal is returned unchanged. The run is read once, under its lock: `audit`
+        is called with it before it changes, may refuse the cancel by raising (nothing is written), and
+        returns the audit event recorded with the change (none when nothing changes). Raises NotFound."""
         ...
 
     def cancel_runs(

@@ -44,7 +44,13 @@ from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
 from jobmesh.server.queue_reach import queue_kind, refuse_unreachable
 from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import ExecutorNameInUse, SessionQueue, Sessions, quiet_limit_of
+from jobmesh.server.sessions import (
+    ExecutorNameInUse,
+    SessionQueue,
+    Sessions,
+    cancel_message,
+    quiet_limit_of,
+)
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.workers import close_pools
 
@@ -106,7 +112,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             )
             return
         hello = first.hello
-        queue = SessionQueue(asyncio.get_running_loop())
+        queue = SessionQueue(
+            asyncio.get_running_loop(), resend_cancels_after=self._heartbeat_interval.total_seconds()
+        )
         try:
             grant = _granted(current_principal(), hello)
             refuse_unreachable(hello, self._in_process_queue)
@@ -135,7 +143,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             answers = await self._in_thread(lambda: self._reports.connected(hello.executor_id, running))
             self._ended_by_store.succeeded()
             stream.held.track(answers)
-            for answer in answers:
+            for answer in _cancels_due(queue, answers):
                 if answer.WhichOneof("message") != "heartbeat_answer":  # it answers batches, not a hello
                     queue.put(answer)
             reader = asyncio.create_task(self._read(stream, request_iterator))
@@ -196,7 +204,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
 
         async def answer(request: pb.ConnectRequest, threads: ThreadPoolExecutor, token: int | None) -> None:
             def work() -> list[pb.ConnectResponse]:
-                responses = self._handle(stream, request)
+                responses = _cancels_due(stream.queue, self._handle(stream, request))
                 if token is not None:  # answered: its wait, and the store's time, are behind it
                     self._stream_lag.answered(token)
                 stream.held.track(responses)
@@ -259,7 +267,7 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
         held = stream.held
         handler: Callable[[str, Any], list[pb.ConnectResponse]] | None = {
             "claims": lambda e, r: self._reports.claims(e, r.claims.attempts, stream.grant),
-            "heartbeats": lambda e, r: self._reports.heartbeats(e, r.heartbeats.attempts),
+            "heartbeats": lambda e, r: self._heartbeats(stream, r.heartbeats),
             "progress": lambda e, r: self._reports.progress(e, _held_only(held, r.progress.updates, kind)),
             "logs": lambda e, r: self._reports.logs(
                 e, self._log_caps.admit(_held_only(held, r.logs.chunks, kind))
@@ -271,6 +279,28 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
             log.warning("executor %s sent an unexpected %s message", stream.executor, kind)
             return []
         return handler(stream.executor, request)
+
+    def _heartbeats(self, stream: _Stream, batch: pb.HeartbeatBatch) -> list[pb.ConnectResponse]:
+        received = filter(None, map(AttemptRef.from_proto_or_none, batch.cancels_received))
+        stream.queue.cancels.acknowledged(received)
+        return self._reports.heartbeats(stream.executor, batch.attempts)
+
+
+def _cancels_due(queue: SessionQueue, responses: Sequence[pb.ConnectResponse]) -> list[pb.ConnectResponse]:
+    """The responses, with the cancels of attempts still being cancelled narrowed to those due on this stream:
+    never sent over it, or not acknowledged in time (`CancelsSent`). A heartbeat answer names what the stream
+    still holds: the cancels of the others are forgotten."""
+    kept = []
+    for response in responses:
+        kind = response.WhichOneof("message")
+        if kind == "heartbeat_answer":
+            queue.cancels.keep_only(map(AttemptRef.from_proto, response.heartbeat_answer.kept_alive))
+        elif kind == "cancels":
+            if due := queue.cancels.due(map(AttemptRef.from_proto, response.cancels.attempts)):
+                kept.append(cancel_message(due, response.cancels.reason))
+            continue
+        kept.append(response)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
         self.port = 0
         self.hellos: list[pb.ExecutorHello] = []
         self.heartbeats: list[tuple[float, list[AttemptRef]]] = []  # (monotonic time, attempts)
+        self.cancels_received: list[AttemptRef] = []  # acknowledged in heartbeat batches, in order
         self.claims: list[AttemptRef] = []
         self.claim_batch_sizes: list[int] = []
         self.logs: dict[AttemptRef, list[run_pb2.LogLine]] = {}
@@ -161,6 +162,7 @@ class FakeControl(executor_control_pb2_grpc.ExecutorControlServicer):
             elif kind == "heartbeats":
                 keys = [AttemptRef.from_proto(ref) for ref in request.heartbeats.attempts]
                 self.heartbeats.append((time.monotonic(), keys))
+                self.cancels_received += map(AttemptRef.from_proto, request.heartbeats.cancels_received)
                 if keys and self.answer_heartbeats:
                     kept = [key.to_proto() for key in keys if key not in self.fenced]
                     answer = pb.HeartbeatAnswer(kept_alive=kept)

@@ -257,6 +257,22 @@ def test_cancel_over_the_stream_kills_the_process_at_once() -> None:
     scenario(test)
 
 
+def test_a_cancel_received_is_acknowledged_once_in_the_next_heartbeat_batch() -> None:
+    async def test(fake: FakeControl) -> None:
+        async with running_executor(fake) as rig:
+            run = dispatched(command("sh", "-c", "echo $$; exec sleep 60"))
+            rig.publish(run)
+            await started_pid(rig, key(run))
+            fake.cancel([key(run)], reason="user asked")
+            await fake.wait_until(lambda: fake.cancels_received)
+            await fake.wait_until(lambda: fake.results_for(key(run)))
+            beats = len(fake.heartbeats)
+            await fake.wait_until(lambda: len(fake.heartbeats) >= beats + 2)
+            assert fake.cancels_received == [key(run)]  # once: later batches do not repeat it
+
+    scenario(test)
+
+
 def test_cancel_before_the_start_time_drops_the_waiting_attempt() -> None:
     async def test(fake: FakeControl) -> None:
         async with running_executor(fake) as rig:

@@ -14,11 +14,12 @@ import pytest
 from jobmesh.adapters.signals.factory import open_signals
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import AlreadyExists
+from jobmesh.core.ports.signals import CancelNotice
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.records import RunState
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE, SessionQueue, Sessions
+from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE, CancelsSent, SessionQueue, Sessions
 from tests.adapters.store.builders import run
 
 
@@ -48,6 +49,72 @@ def test_a_run_seen_cancelling_is_cancelled_over_the_stream_of_its_executor_held
         return [AttemptRef.from_proto(ref).run_id for ref in message.cancels.attempts]
 
     assert asyncio.run(main()) == ["cut"]
+
+
+def test_a_cancel_brought_by_every_route_goes_over_the_stream_once() -> None:
+    async def main() -> list[list[str]]:
+        signals = open_signals("memory://sessions-once")
+        sessions = Sessions(signals)
+        mine = SessionQueue(asyncio.get_running_loop())
+        sessions.register("here", mine)
+        sessions.start()
+        cut = change("cut", RunState.CANCELLING, "here").run
+        notice = CancelNotice("here", (AttemptRef.of(cut),), "stop")
+        assert sessions.push(notice)  # the call, on this server
+        signals.publish_cancel(notice)  # the signal bus, from another replica
+        sessions.push_cancelling([change("cut", RunState.CANCELLING, "here")])  # the change feed
+        # A cancel of another attempt in the same batch still goes, alone.
+        sessions.push(CancelNotice("here", (AttemptRef.of(cut), AttemptRef("j", "other", 1)), "stop"))
+        sent = []
+        with contextlib.suppress(TimeoutError):
+            while True:
+                message = await asyncio.wait_for(mine.get(), 0.5)
+                assert message is not None
+                sent.append([AttemptRef.from_proto(ref).run_id for ref in message.cancels.attempts])
+        sessions.close()
+        signals.close()
+        return sent
+
+    assert asyncio.run(main()) == [["cut"], ["other"]]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cancel_is_due_again_only_unacknowledged_past_the_resend_interval() -> None:
+    clock = _Clock()
+    sent = CancelsSent(3.0, clock)
+    a, b = AttemptRef("j", "a", 1), AttemptRef("j", "b", 1)
+    assert sent.unsent([a]) == [a]
+    assert sent.unsent([a]) == []
+    assert sent.due([a, b]) == [b]  # never sent: due at once; a was sent just now
+    clock.now += 2.9
+    assert sent.due([a]) == []
+    sent.acknowledged([b])
+    clock.now += 0.1
+    assert sent.due([a, b]) == [
+        a
+    ]  # unacknowledged for the interval: again; b, sent as long ago, was acknowledged
+    clock.now += 10
+    assert sent.due([b]) == []
+    assert sent.due([a]) == [a]
+
+
+def test_a_cancel_of_an_attempt_the_stream_no_longer_holds_is_forgotten() -> None:
+    clock = _Clock()
+    sent = CancelsSent(3.0, clock)
+    acked, young, old = AttemptRef("j", "a", 1), AttemptRef("j", "b", 1), AttemptRef("j", "c", 1)
+    sent.unsent([acked, old])
+    sent.acknowledged([acked])
+    clock.now += 3
+    sent.unsent([young])
+    sent.keep_only([])  # a grant the heartbeat batch was too early to name keeps its young cancel
+    assert sent.unsent([acked, young, old]) == [acked, old]
 
 
 def test_one_live_stream_per_executor_name_and_a_quiet_one_gives_its_name_up() -> None:

@@ -111,6 +111,41 @@ def test_a_run_page_streams_its_log_lines_as_they_are_written(dashboard: Dashboa
     shutil.rmtree(gate.parent)
 
 
+def test_a_running_run_shows_its_lateness_and_keeps_it_once_ended(
+    browser: Browser, dashboard: Dashboard, page: Page
+) -> None:
+    board, errors = open_page(browser, dashboard)
+    board.goto("/")
+    expect(board.get_by_role("status").filter(has_text="live")).to_be_visible()
+    gate = Path(tempfile.mkdtemp(prefix="jobmesh-gate-")) / "go"
+    gate.parent.chmod(0o755)
+    script = f"for n in $(seq 600); do [ -e {gate} ] && break; sleep 0.1; done"
+    run = create_now(dashboard, unique("late"), command("sh", "-c", script))
+    page.goto(f"/#/{run.name}")
+    expect(page.get_by_test_id("run-state")).to_have_text("RUNNING", timeout=30_000)
+    running = dashboard.search.GetRun(search_service_pb2.GetRunRequest(name=run.name)).run
+    assert running.HasField("lateness")
+    assert running.HasField("start_time")
+    figure = page.locator('[data-figure="lateness"]')
+    expect(figure).not_to_have_text("—")
+    shown_running = figure.inner_text()
+    row = board.locator(f'[data-run="{run.name}"]')
+    expect(row).to_have_attribute("data-state", "RUNNING", timeout=30_000)
+    cell = row.get_by_role("cell").nth(4)  # state, run, scheduled, started, lateness
+    expect(cell).not_to_have_text("—")
+    board_running = cell.inner_text()
+    gate.touch()
+    expect(page.get_by_test_id("run-state")).to_have_text("SUCCEEDED", timeout=30_000)
+    ended = dashboard.search.GetRun(search_service_pb2.GetRunRequest(name=run.name)).run
+    assert (ended.start_time, ended.lateness) == (running.start_time, running.lateness)  # written once
+    expect(figure).to_have_text(shown_running)
+    expect(row).to_have_attribute("data-state", "SUCCEEDED", timeout=30_000)
+    expect(cell).to_have_text(board_running)
+    board.context.close()
+    shutil.rmtree(gate.parent)
+    assert errors == []
+
+
 def test_each_log_line_shows_the_time_it_was_written(dashboard: Dashboard, page: Page) -> None:
     run = create_now(dashboard, unique("timed"), command("sh", "-c", "echo first; sleep 0.3; echo second"))
     wait_for(lambda: run_state(dashboard, run.name) == run_pb2.RUN_STATE_SUCCEEDED, "the run to succeed")

@@ -57,7 +57,7 @@ def test_each_write_commits_its_event(store: SqlStore) -> None:
         "r1",
         reason="no",
         now=at(2),
-        audit=event("e3", AuditAction.CANCEL, "jobs/alpha/runs/r1", time=at(2)),
+        audit=lambda _run: event("e3", AuditAction.CANCEL, "jobs/alpha/runs/r1", time=at(2)),
     )
     # Already cancelled: nothing changes, nothing is written.
     store.cancel_run(
@@ -65,7 +65,7 @@ def test_each_write_commits_its_event(store: SqlStore) -> None:
         "r1",
         reason="no",
         now=at(3),
-        audit=event("e4", AuditAction.CANCEL, "jobs/alpha/runs/r1", time=at(3)),
+        audit=lambda _run: event("e4", AuditAction.CANCEL, "jobs/alpha/runs/r1", time=at(3)),
     )
     outcome = store.create_run(
         run("alpha", "r2", request_id="q", request_hash="h"),

@@ -10,6 +10,7 @@ import pytest
 
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.lateness import run_lateness
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import AttemptRecord, RunState
 from tests.adapters.store.builders import at, run
@@ -198,12 +199,13 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
         executor="ex1",
     )
     assert finish(store, [failure]) == [ref(record)]
-    first = AttemptRecord(1, RunState.FAILED, "ex1", at(11), at(25), 3, "Exit", "boom")
+    # Claimed at 10 ahead of its due time, it started at 60: the claim's start is kept, not the reported 11.
+    first = AttemptRecord(1, RunState.FAILED, "ex1", at(60), at(25), 3, "Exit", "boom")
     assert store.get_run("alpha", record.run_id) == replace(
         record,
         attempt=2,
         due_time=at(90),
-        first_start_time=at(11),  # the executor's reported start
+        first_start_time=at(60),
         update_time=at(25),
         previous_attempts=(first,),
     )
@@ -215,8 +217,33 @@ def test_a_failed_attempt_is_retried_with_its_history_kept(store: SqlStore) -> N
     ]
     final = store.get_run("alpha", record.run_id)
     assert (final.state, final.attempt, final.end_time, final.exit_code) == (RunState.SUCCEEDED, 2, at(95), 0)
-    assert (final.executor, final.start_time, final.first_start_time) == ("ex2", at(91), at(11))
+    assert (final.executor, final.start_time, final.first_start_time) == ("ex2", at(91), at(60))
     assert (final.heartbeat_deadline, final.previous_attempts) == (None, (first,))
+
+
+@pytest.mark.parametrize("run_state", [RunState.SUCCEEDED, RunState.SCHEDULED])
+def test_an_end_never_rewrites_the_start_read_while_running(store: SqlStore, run_state: RunState) -> None:
+    record = add_run(store)
+    [granted] = store.claim([ref(record)], "ex1", at(61.5))
+    assert granted.status is ClaimStatus.GRANTED
+    running = store.get_run("alpha", record.run_id)
+    assert (running.start_time, running.first_start_time) == (at(61.5), at(61.5))
+    assert run_lateness(running) == at(61.5) - at(60)
+    outcome = end(
+        ref(record),
+        RunState.SUCCEEDED if run_state is RunState.SUCCEEDED else RunState.FAILED,
+        run_state=run_state,
+        start_time=at(61.9),  # the executor's own clock, a little after the claim
+        end_time=at(70),
+        retry_due_time=at(80) if run_state is RunState.SCHEDULED else None,
+        executor="ex1",
+    )
+    assert finish(store, [outcome]) == [ref(record)]
+    ended = store.get_run("alpha", record.run_id)
+    assert ended.first_start_time == running.first_start_time
+    assert run_lateness(ended) == run_lateness(running)
+    [history] = ended.previous_attempts if run_state is RunState.SCHEDULED else [ended]
+    assert (history.start_time, history.end_time) == (running.start_time, at(70))
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.exc import StatementError
 
 from jobmesh.adapters.store.sql import SqlStore
@@ -13,7 +15,7 @@ from jobmesh.core.audit import AuditAction, AuditEvent
 from jobmesh.core.errors import NotFound
 from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.ports.store import CreateStatus
-from jobmesh.core.records import AttemptRecord, RunState, RunTrigger
+from jobmesh.core.records import AttemptRecord, RunRecord, RunState, RunTrigger
 from tests.adapters.store.backend import Backend
 from tests.adapters.store.builders import at, log, new_job, run
 
@@ -169,6 +171,46 @@ def test_cancel_missing_run_is_not_found(store: SqlStore, alpha: str, now: datet
         store.cancel_run(alpha, "nope", reason="x", now=now)
 
 
+@pytest.mark.parametrize("state", [RunState.QUEUED, RunState.RUNNING, RunState.SUCCEEDED])
+def test_a_cancel_reads_its_run_once_and_audits_what_it_read(
+    store: SqlStore, alpha: str, now: datetime, state: RunState
+) -> None:
+    store.create_run(run(alpha, "r1", state=state, executor="ex1"))
+    seen: list[RunRecord] = []
+    reads: list[str] = []
+
+    def audited(current: RunRecord) -> None:
+        seen.append(current)
+
+    def count(_c: Any, _k: Any, statement: str, *_rest: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "job_runs" in statement:
+            reads.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        after = store.cancel_run(alpha, "r1", reason="stop", now=now, audit=audited)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert len(reads) == 1, reads
+    assert [s.state for s in seen] == [state]  # the run as it was, under its lock
+    assert after == store.get_run(alpha, "r1")
+    assert after.state is {RunState.QUEUED: RunState.CANCELLED, RunState.RUNNING: RunState.CANCELLING}.get(
+        state, state
+    )
+
+
+def test_a_cancel_its_audit_refuses_writes_nothing(store: SqlStore, alpha: str, now: datetime) -> None:
+    record = run(alpha, "r1", state=RunState.QUEUED)
+    store.create_run(record)
+
+    def refused(current: RunRecord) -> None:
+        raise NotFound(f"jobs/{current.job_id}/runs/{current.run_id}")
+
+    with pytest.raises(NotFound):
+        store.cancel_run(alpha, "r1", reason="stop", now=now, audit=refused)
+    assert store.get_run(alpha, "r1") == record
+
+
 def test_cancel_runs_cancels_each_as_cancel_run_and_audits_those_that_changed(
     store: SqlStore, alpha: str, now: datetime
 ) -> None:
@@ -185,9 +227,32 @@ def test_cancel_runs_cancels_each_as_cancel_run_and_audits_those_that_changed(
         RunState.SUCCEEDED,
     ]
     assert results[3] == finished
+    # The answers are built from the one locked read and the changes written: as a later read sees them.
+    assert results[0] == store.get_run(alpha, "r1")
+    assert results[2] == store.get_run(alpha, "r2")
     query = ListQuery((Comparison("job", "=", alpha),), (), 100, "")
     audited = {event.resource for event in store.list_audit_events(query).items}
     assert audited == {f"jobs/{alpha}/runs/r1", f"jobs/{alpha}/runs/r2"}
+
+
+def test_cancel_runs_reads_its_runs_once(store: SqlStore, alpha: str, now: datetime) -> None:
+    store.create_run(run(alpha, "r1", state=RunState.QUEUED))
+    store.create_run(run(alpha, "r2", state=RunState.RUNNING, executor="ex1", start_time=at(61)))
+    reads: list[str] = []
+
+    def count(_c: Any, _k: Any, statement: str, *_rest: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "job_runs" in statement:
+            reads.append(statement)
+
+    items = [(alpha, name, _cancel_event(alpha, name, now)) for name in ("r1", "r2")]
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        results = store.cancel_runs(items, reason="bulk", now=now)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    assert len(reads) == 1, reads
+    states = [result.state if result else None for result in results]
+    assert states == [RunState.CANCELLED, RunState.CANCELLING]
 
 
 def _cancel_event(job_id: str, run_id: str, now: datetime) -> AuditEvent:

@@ -238,7 +238,8 @@ type Run struct {
 	Executor string `protobuf:"bytes,5,opt,name=executor,proto3" json:"executor,omitempty"`
 	// When the current attempt was handed to the queue.
 	DispatchTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=dispatch_time,json=dispatchTime,proto3" json:"dispatch_time,omitempty"`
-	// When the current attempt started.
+	// When the current attempt started: the instant its claim let it begin (the later of the claim and its
+	// due time). Written once, at the claim: the same while the attempt runs and after it ended.
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// The current attempt's last heartbeat.
 	LastHeartbeatTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=last_heartbeat_time,json=lastHeartbeatTime,proto3" json:"last_heartbeat_time,omitempty"`
@@ -255,7 +256,7 @@ type Run struct {
 	// How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
 	// `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
 	// run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-	// once it was retried.
+	// once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
 	Lateness *durationpb.Duration `protobuf:"bytes,14,opt,name=lateness,proto3" json:"lateness,omitempty"`
 	// When the current attempt is due: `schedule_time` for the first, later after a retry backoff.
 	DueTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`

@@ -207,7 +207,9 @@ class Run(_message.Message):
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """When the current attempt started."""
+        """When the current attempt started: the instant its claim let it begin (the later of the claim and its
+        due time). Written once, at the claim: the same while the attempt runs and after it ended.
+        """
 
     @_builtins.property
     def last_heartbeat_time(self) -> _timestamp_pb2.Timestamp:
@@ -226,7 +228,7 @@ class Run(_message.Message):
         """How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
         `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
         run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-        once it was retried.
+        once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
         """
 
     @_builtins.property

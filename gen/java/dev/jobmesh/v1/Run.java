@@ -277,7 +277,8 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Timestamp startTime_;
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -289,7 +290,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -301,7 +303,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -521,7 +524,7 @@ private static final long serialVersionUID = 0L;
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -536,7 +539,7 @@ private static final long serialVersionUID = 0L;
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -551,7 +554,7 @@ private static final long serialVersionUID = 0L;
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2608,7 +2611,8 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> startTimeBuilder_;
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2619,7 +2623,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2634,7 +2639,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2652,7 +2658,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2670,7 +2677,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2695,7 +2703,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2712,7 +2721,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2724,7 +2734,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -2739,7 +2750,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * When the current attempt started.
+     * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+     * due time). Written once, at the claim: the same while the attempt runs and after it ended.
      * </pre>
      *
      * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3423,7 +3435,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3437,7 +3449,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3455,7 +3467,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3476,7 +3488,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3497,7 +3509,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3525,7 +3537,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3545,7 +3557,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3560,7 +3572,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -3578,7 +3590,7 @@ private static final long serialVersionUID = 0L;
      * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
      * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
      * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-     * once it was retried.
+     * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
      * </pre>
      *
      * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

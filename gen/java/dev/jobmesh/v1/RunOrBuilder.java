@@ -135,7 +135,8 @@ public interface RunOrBuilder extends
 
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -144,7 +145,8 @@ public interface RunOrBuilder extends
   boolean hasStartTime();
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -153,7 +155,8 @@ public interface RunOrBuilder extends
   com.google.protobuf.Timestamp getStartTime();
   /**
    * <pre>
-   * When the current attempt started.
+   * When the current attempt started: the instant its claim let it begin (the later of the claim and its
+   * due time). Written once, at the claim: the same while the attempt runs and after it ended.
    * </pre>
    *
    * <code>.google.protobuf.Timestamp start_time = 7 [json_name = "startTime", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -295,7 +298,7 @@ public interface RunOrBuilder extends
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -307,7 +310,7 @@ public interface RunOrBuilder extends
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>
@@ -319,7 +322,7 @@ public interface RunOrBuilder extends
    * How late the first attempt started: `start_time - schedule_time`, or `start_time - create_time` when
    * `created_after_schedule_time` is set (the run could not have started before it was made); for a backfill
    * run, whose schedule time is in the past, `start_time - due_time` (when its pace released it), and unset
-   * once it was retried.
+   * once it was retried. Set from the first claim on, so a running run shows it; a start is written once.
    * </pre>
    *
    * <code>.google.protobuf.Duration lateness = 14 [json_name = "lateness", (.google.api.field_behavior) = OUTPUT_ONLY];</code>

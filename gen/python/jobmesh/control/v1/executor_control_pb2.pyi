@@ -178,7 +178,9 @@ class ConnectResponse(_message.Message):
 
     @_builtins.property
     def cancels(self) -> Global___CancelBatch:
-        """Attempts to stop now. Sent whenever a run is cancelled, and again while it is being cancelled."""
+        """Attempts to stop now. Sent once per cancel, and again only while it is not acknowledged
+        (`HeartbeatBatch.cancels_received`).
+        """
 
     @_builtins.property
     def drain(self) -> Global___DrainNotice:
@@ -341,20 +343,28 @@ class HeartbeatBatch(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ATTEMPTS_FIELD_NUMBER: _builtins.int
+    CANCELS_RECEIVED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def attempts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
         """Every attempt still running, or ended with its result not acknowledged yet. Empty when it holds none:
         the batch still says the executor is alive, and is not answered.
         """
 
+    @_builtins.property
+    def cancels_received(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
+        """The attempts of the `CancelBatch`es received since the batch before: acknowledges them. A cancel not
+        acknowledged a heartbeat interval after it was sent is sent again, with the next heartbeat answer.
+        """
+
     def __init__(
         self,
         *,
         attempts: _abc.Iterable[Global___AttemptRef] | None = ...,
+        cancels_received: _abc.Iterable[Global___AttemptRef] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "cancels_received", b"cancels_received"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -602,8 +612,9 @@ class AttemptResult(_message.Message):
 
     @_builtins.property
     def start_time(self) -> _timestamp_pb2.Timestamp:
-        """When it started. A time before the claim's start or after the server's clock (beyond a second) is clamped
-        to the server's record, and the run shows `times_clamped`.
+        """When it started, as the executor saw it. The run keeps the claim's start (`ClaimResult.start_time`),
+        written once; a time before it or after the server's clock (beyond a second) marks the run
+        `times_clamped`.
         """
 
     @_builtins.property
@@ -709,7 +720,8 @@ class HeartbeatAnswer(_message.Message):
     @_builtins.property
     def kept_alive(self) -> _containers.RepeatedCompositeFieldContainer[Global___AttemptRef]:
         """The attempts still held by this executor: their lease runs from the batch's send. Those not held any more
-        are named in an `AckBatch.fenced` instead, and those being cancelled also in a `CancelBatch`.
+        are named in an `AckBatch.fenced` instead; those being cancelled whose cancel is not acknowledged also in
+        a `CancelBatch`.
         """
 
     def __init__(

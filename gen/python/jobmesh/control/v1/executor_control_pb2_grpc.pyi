@@ -77,7 +77,7 @@ class ExecutorControlStub:
        result until an `acks` batch names it, sending it again after a reconnect. Log lines, progress and
        results of one stream are handled in the order sent, so a result comes after the log lines sent before
        it; claims and heartbeats may overtake them.
-    7. Obey. `cancels`: stop those attempts and report them. `acks.fenced`: the server has given those attempts
+    7. Obey. `cancels`: stop those attempts and report them, and acknowledge them in the next heartbeat batch. `acks.fenced`: the server has given those attempts
        up (declared lost, cancelled or superseded by a retry): kill them at once and report nothing more about
        them. `drain`: see `DrainNotice`.
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
@@ -167,7 +167,7 @@ class ExecutorControlAsyncStub(ExecutorControlStub):
        result until an `acks` batch names it, sending it again after a reconnect. Log lines, progress and
        results of one stream are handled in the order sent, so a result comes after the log lines sent before
        it; claims and heartbeats may overtake them.
-    7. Obey. `cancels`: stop those attempts and report them. `acks.fenced`: the server has given those attempts
+    7. Obey. `cancels`: stop those attempts and report them, and acknowledge them in the next heartbeat batch. `acks.fenced`: the server has given those attempts
        up (declared lost, cancelled or superseded by a retry): kill them at once and report nothing more about
        them. `drain`: see `DrainNotice`.
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
@@ -253,7 +253,7 @@ class ExecutorControlServicer(metaclass=_abc_1.ABCMeta):
        result until an `acks` batch names it, sending it again after a reconnect. Log lines, progress and
        results of one stream are handled in the order sent, so a result comes after the log lines sent before
        it; claims and heartbeats may overtake them.
-    7. Obey. `cancels`: stop those attempts and report them. `acks.fenced`: the server has given those attempts
+    7. Obey. `cancels`: stop those attempts and report them, and acknowledge them in the next heartbeat batch. `acks.fenced`: the server has given those attempts
        up (declared lost, cancelled or superseded by a retry): kill them at once and report nothing more about
        them. `drain`: see `DrainNotice`.
     8. Reconnect. When the stream ends, whatever its status (`UNAVAILABLE`, `INTERNAL`, a refused credential,
