@@ -207,6 +207,12 @@ def test_an_executor_cut_off_from_server_and_bus_kills_its_attempt_before_it_may
     assert first.error.type in {"ContactLost", "HeartbeatLost"}
 
 
+# A restarted broker answers a join NOT_COORDINATOR while it loads its groups, and librdkafka tries again
+# up to 2.3 s later (a 1 s join backoff served on a main loop that ticks once a second): a static member is
+# back within that and the publish; a dynamic one waits out its old id's 6 s session on top.
+REJOINED = 4.5
+
+
 @pytest.mark.timing
 def test_an_executors_consumers_take_runs_again_at_once_when_kafka_returns(services: dict[str, str]) -> None:
     """Kafka stopped for longer than the consumers' session (6 s): a consumer that joined again as a new
@@ -225,7 +231,7 @@ def test_an_executors_consumers_take_runs_again_at_once_when_kafka_returns(servi
         got = _drain_all(consumers, 6, 30)
         took = time.monotonic() - back
         assert len(got) == 6
-        assert took < AT_ONCE
+        assert took < REJOINED, took
     finally:
         for consumer in consumers:
             consumer.close()
