@@ -127,7 +127,13 @@ class AttemptLifecycle:
         outcome = settle_cancelling(current.run, reported)
         policy = job_pb2.Job.FromString(current.spec).retry_policy
         return decide(
-            report.ref, outcome, policy, rng=self._rng, executor=report.executor, decided_at=self._clock()
+            report.ref,
+            outcome,
+            policy,
+            rng=self._rng,
+            executor=report.executor,
+            decided_at=self._clock(),
+            not_before=current.run.due_time,
         )
 
 

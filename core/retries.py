@@ -40,6 +40,7 @@ def decide(
     rng: random.Random,
     executor: str | None,
     decided_at: datetime,
+    not_before: datetime | None = None,
 ) -> AttemptEnd:
     """The run's next state: a retry while the policy allows one, else the outcome itself, or DEAD_LETTERED
     when a retry policy (more than one attempt) was spent."""
@@ -54,6 +55,10 @@ def decide(
             # From when the end is known: an attempt whose executor died ends when it was last heard,
             # found a heartbeat timeout later; its retry was due no earlier than that.
             retry_due = max(outcome.end_time, decided_at) + backoff(policy, ref.attempt, rng)
+            # Never before the attempt it replaces was due: one claimed ahead of its time whose grant was lost
+            # (`NotHeld`, found at once) would otherwise be retried before the run's schedule time.
+            if not_before is not None:
+                retry_due = max(retry_due, not_before)
         elif policy.max_attempts > 1:
             run_state = RunState.DEAD_LETTERED
     return AttemptEnd(

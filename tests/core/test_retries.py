@@ -42,11 +42,27 @@ def _end(
     state: RunState,
     policy: job_pb2.RetryPolicy,
     error: str = "ExitCode",
+    *,
     decided_at: datetime = END,
+    not_before: datetime | None = None,
 ) -> AttemptEnd:
     outcome = AttemptOutcome(state, END, error_type=error)
     ref = AttemptRef("j", "r", attempt)
-    return decide(ref, outcome, policy, rng=random.Random(1), executor="e", decided_at=decided_at)
+    return decide(
+        ref, outcome, policy, rng=random.Random(1), executor="e", decided_at=decided_at, not_before=not_before
+    )
+
+
+def test_a_retry_is_never_due_before_the_attempt_it_replaces() -> None:
+    """A run due in 3 s, claimed ahead of its time, whose grant was lost with the stream: the executor, back
+    at once, no longer holds it (NotHeld). Its retry is due when the run was, not a backoff after now."""
+    policy = _policy(max_attempts=2, initial_backoff=duration_pb2.Duration(seconds=0, nanos=100_000_000))
+    due = END + timedelta(seconds=3)
+    retry = _end(1, RunState.FAILED, policy, "NotHeld", not_before=due).retry_due_time
+    assert retry == due
+    later = _end(1, RunState.FAILED, policy, "NotHeld", decided_at=due, not_before=due).retry_due_time
+    assert later is not None
+    assert later > due  # once due, a backoff after the end as ever
 
 
 def test_a_retry_is_due_a_backoff_after_the_end_was_known_not_before() -> None:
