@@ -5,6 +5,7 @@ saved as a screenshot (tests/web/conftest.py says where)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shutil
 import tempfile
@@ -155,7 +156,8 @@ def test_each_log_line_shows_the_time_it_was_written(dashboard: Dashboard, page:
     for text in ("first", "second"):
         line = page.locator(".logline").filter(has_text=text)
         shown = line.locator("time.logtime")
-        millis = written[text].seconds * 1000 + round(written[text].nanos / 1e6)  # as protobuf-es rounds
+        # As protobuf-es rounds (JavaScript's Math.round: a half up), not Python's round (a half to even).
+        millis = written[text].seconds * 1000 + math.floor(written[text].nanos / 1e6 + 0.5)
         iso = f"{datetime.fromtimestamp(millis // 1000, UTC):%Y-%m-%dT%H:%M:%S}.{millis % 1000:03d}Z"
         expect(shown).to_have_attribute("datetime", iso)
         expect(shown).to_have_text(re.compile(r"^\d\d:\d\d:\d\d\.\d{3}$"))
