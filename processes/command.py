@@ -318,7 +318,7 @@ def new_token(  # noqa: PLR0917 - click passes options by name
     there). Give the token to its caller; it cannot be read back."""
     import yaml
 
-    from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
+    from jobmesh.server.auth.opaque_tokens import append_entry, new_opaque_token, token_entry
 
     grant: dict[str, object] = {}
     if roles:

@@ -35,11 +35,11 @@ from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.processes.logs import FORMATS, LEVELS, LogSettings
-from jobmesh.server.client_certificates import parse_certificate_grants
+from jobmesh.server.admission.quotas import QUOTA_NAMES
+from jobmesh.server.auth.client_certificates import parse_certificate_grants
+from jobmesh.server.auth.jwt_tokens import ASYMMETRIC_ALGORITHMS
+from jobmesh.server.auth.tls import ServerTls
 from jobmesh.server.config import ServerConfig
-from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
-from jobmesh.server.quotas import QUOTA_NAMES
-from jobmesh.server.tls import ServerTls
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig
 

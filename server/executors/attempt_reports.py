@@ -25,12 +25,12 @@ from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.results import with_result
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
-from jobmesh.server.executor_grants import may_claim, restricts_claims
-from jobmesh.server.held_attempts import HeldAttempts
-from jobmesh.server.outage_journal import JournalEntry
-from jobmesh.server.outage_mode import OutageMode
+from jobmesh.server.auth.executor_grants import may_claim, restricts_claims
+from jobmesh.server.executors.held_attempts import HeldAttempts
+from jobmesh.server.executors.outage_journal import JournalEntry
+from jobmesh.server.executors.outage_mode import OutageMode
+from jobmesh.server.executors.sessions import cancel_message
 from jobmesh.server.principals import ExecutorGrant
-from jobmesh.server.sessions import cancel_message
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)

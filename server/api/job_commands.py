@@ -61,9 +61,8 @@ from jobmesh.core.records import (
     version_of_etag,
 )
 from jobmesh.core.secret_refs import SecretQueues
-from jobmesh.server.authorization import Access
-from jobmesh.server.backfill_requests import Backfill, check_backfill, check_backfillable
-from jobmesh.server.validation import (
+from jobmesh.server.api.backfill_requests import Backfill, check_backfill, check_backfillable
+from jobmesh.server.api.validation import (
     NO_SECRET_QUEUES,
     Violations,
     check_job,
@@ -71,6 +70,7 @@ from jobmesh.server.validation import (
     check_request_id,
     validate_job,
 )
+from jobmesh.server.auth.authorization import Access
 from jobmesh.v1 import job_pb2, job_service_pb2
 
 log = logging.getLogger(__name__)
