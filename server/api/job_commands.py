@@ -27,7 +27,7 @@ from jobmesh.core.definitions import (
     schedule_kind_of,
     spec_of,
 )
-from jobmesh.core.dispatch import Handoff
+from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.errors import (
     AlreadyExists,
     EtagMismatch,
@@ -129,8 +129,8 @@ class JobCommands:
         only leaves them to the watcher."""
         if self._dispatcher is None:
             return
-        horizon = self._clock() + self._policy.immediate_threshold
-        due = [Dispatchable(run, spec) for run, spec in runs if run.due_time <= horizon]
+        items = [Dispatchable(run, spec) for run, spec in runs]
+        due = due_within(items, self._clock(), self._policy.immediate_threshold)
         if due:
             try:
                 self._dispatcher.dispatch(due)

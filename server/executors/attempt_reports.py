@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
-from jobmesh.core.dispatch import Handoff
+from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
@@ -244,8 +244,7 @@ class AttemptReports:
 
     def _send_retries(self, retried: Sequence[Dispatchable]) -> None:
         """The retries due within the immediate threshold go out at once; the watcher sends the others."""
-        soon = self._clock() + self._threshold
-        again = [item for item in retried if item.run.due_time <= soon]
+        again = due_within(retried, self._clock(), self._threshold)
         if again and self._dispatcher is not None:
             self._dispatcher.dispatch(again)
 
