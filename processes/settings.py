@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError
 from jobmesh.adapters.queue.factory import MemoryQueueAddress, parse_queue_url
 from jobmesh.adapters.signals.factory import parse_signals_url
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.flow_control import parse_queue_rates
 from jobmesh.core.names import NAMESPACE, QUEUE_NAME
 from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.config import ExecutorConfig
@@ -878,6 +879,17 @@ SETTINGS: tuple[Setting, ...] = (
         default="`2000`",
         help="requests one authenticated caller may send at once",
         metavar="N",
+    ),
+    Setting(
+        name="queue_rate_limits",
+        variables=("JOBMESH_QUEUE_RATE_LIMITS",),
+        parse=parse_queue_rates,
+        commands=(DEV, SERVER),
+        default="none (no queue is paced)",
+        help="runs a second each queue may start, across the mesh: `QUEUE=RATE`, comma-separated"
+        " (`io=10,reports=0.5`); a run over its queue's rate waits (`QUEUED`) and never fails; give every"
+        " server the same list",
+        metavar="RATES",
     ),
     Setting(
         name="watch_buffer_runs",
