@@ -148,7 +148,9 @@ class AttemptReports:
         others = self._outage.fenced_by_others(wanted, executor) if self._outage else set()
         asking = [ref for ref in wanted if ref not in others]
         asked = iter(
-            self._store.claim(asking, executor, now, queue_rates=self._queue_rates) if asking else []
+            self._store.claim(asking, executor, now, queue_rates=self._queue_rates, clock=self._clock)
+            if asking
+            else []
         )
         statuses = []
         for ref in wanted:

@@ -360,13 +360,14 @@ class SqlStore:
         *,
         on_fence: bool = False,
         queue_rates: Mapping[str, Pacing] = NO_PACING,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         if not refs:
             return []
         return self._run_write(
             "claim",
             lambda connection: sql_attempts.claim(
-                connection, refs, executor, now, on_fence=on_fence, queue_rates=queue_rates
+                connection, refs, executor, now, on_fence=on_fence, queue_rates=queue_rates, clock=clock
             ),
         )
 

@@ -66,6 +66,7 @@ def claim(
     *,
     on_fence: bool = False,
     queue_rates: Mapping[str, Pacing] = NO_PACING,
+    clock: Callable[[], datetime] | None = None,
 ) -> list[Claim]:
     # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused. One
     # granted on its fence while the database was away is not: its run started then.
@@ -78,7 +79,11 @@ def claim(
         {}
         if on_fence
         else hold_back(
-            connection, [rows[k] for k in _claimable(refs, rows) if k not in refused], now, queue_rates
+            connection,
+            [rows[k] for k in _claimable(refs, rows) if k not in refused],
+            now,
+            queue_rates,
+            clock=clock,
         )
     )
     claims: list[Claim] = []

@@ -10,7 +10,7 @@ more than before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, func, select, update
@@ -39,10 +39,13 @@ def hold_back(
     rows: Sequence[StoredRow],
     now: datetime,
     rates: Mapping[str, Pacing],
+    *,
+    clock: Callable[[], datetime] | None = None,
 ) -> dict[tuple[str, str], FlowDecision]:
     """The flow-control decision of each run about to be granted (`rows`, locked by the claim with their
     jobs' concurrency columns, in the batch's order) that has a concurrency key or a paced queue; runs with
-    neither are absent (granted as before)."""
+    neither are absent (granted as before). Decided as of `clock` read once the running runs are counted
+    (else `now`): the caller's `now` may precede the end of a run that this claim's count already saw."""
     candidates = [
         FlowCandidate((row["job_id"], row["run_id"]), row["due_time"], row["queue"], concurrency_of_row(row))
         for row in rows
@@ -53,10 +56,13 @@ def hold_back(
     keys = sorted({c.concurrency.key for c in controlled if c.concurrency is not None})
     queues = sorted({c.queue for c in controlled if c.queue in rates})
     next_starts = _lock_gates(connection, [*map(_key_gate, keys), *map(_queue_gate, queues)])
+    running = _running(connection, keys)
+    if clock is not None:
+        now = max(now, clock())
     decisions, changed = decide_flow(
         controlled,
         now,
-        running=_running(connection, keys),
+        running=running,
         next_starts={queue: next_starts.get(_queue_gate(queue)) for queue in queues},
         rates=rates,
     )

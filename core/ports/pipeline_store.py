@@ -150,6 +150,7 @@ class PipelineStore(Protocol):
         *,
         on_fence: bool = False,
         queue_rates: Mapping[str, Pacing] = NO_PACING,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         """One claim per ref, in order. GRANTED sets RUNNING, executor, start_time = last_heartbeat_time =
         now, first_start_time when unset, and the heartbeat deadline = now + the run's heartbeat timeout. A
@@ -158,7 +159,9 @@ class PipelineStore(Protocol):
         while the database was away, recorded now, whose runs started then whatever the job's state is now.
         Flow control (`core.flow_control`): a claim over its job's concurrency key's limit, or its queue's
         rate in `queue_rates`, is DEFERRED and its run left pending; a paced one may start after its due time.
-        Claims on their fences are not held back (their runs started)."""
+        Claims on their fences are not held back (their runs started). A run flow control admits starts no
+        earlier than `clock` read once the running runs are counted (else `now`): a run of its key that had
+        just ended ended before it, whenever the caller read `now`."""
         ...
 
     def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:

@@ -1,4 +1,4 @@
-"""Flow control at claim, on every backend: a concurrency key's limit and a queue's pace hold across claims."""
+"""Flow control at claim, on every backend: a key's limit and a queue's pace hold across claims."""
 
 from __future__ import annotations
 
@@ -35,14 +35,16 @@ def test_a_key_at_its_limit_defers_the_claim_and_admits_it_after_a_release(store
     runs = [add_run(store, 60, job_id=job_id, state=RunState.QUEUED) for job_id in (first, second)]
     claims = store.claim([ref(r) for r in runs], "ex1", at(61))
     assert [c.status for c in claims] == [ClaimStatus.GRANTED, ClaimStatus.DEFERRED]
-    assert claims[1].retry_time == at(61) + KEY_RETRY and claims[1].run is None
+    assert claims[1].retry_time == at(61) + KEY_RETRY
+    assert claims[1].run is None
     assert store.get_run(second, runs[1].run_id).state is RunState.QUEUED  # left pending, untouched
     [again] = store.claim([ref(runs[1])], "ex2", at(62))  # another executor, while the first runs
     assert again.status is ClaimStatus.DEFERRED
     assert finish(store, [end(ref(runs[0]), end_time=at(63))]) == [ref(runs[0])]
     [admitted] = store.claim([ref(runs[1])], "ex2", at(64))
     assert admitted.status is ClaimStatus.GRANTED
-    assert admitted.run is not None and admitted.run.start_time == at(64)
+    assert admitted.run is not None
+    assert admitted.run.start_time == at(64)
 
 
 def test_a_stopping_run_holds_its_key_and_other_keys_and_unkeyed_runs_pass(store: SqlStore) -> None:
@@ -80,12 +82,14 @@ def test_each_job_keeps_its_own_limit_for_a_shared_key(store: SqlStore) -> None:
 def test_a_changed_key_is_stored_and_counts_at_the_next_claim(store: SqlStore) -> None:
     [job_id] = keyed_jobs(store, 1, "before", limit=1)
     current = store.get_job(job_id)
-    assert current is not None and current.concurrency == Concurrency("before", 1)
+    assert current is not None
+    assert current.concurrency == Concurrency("before", 1)
     store.update_job(
         replace(current, concurrency=None, version=current.version + 1), expected_version=current.version
     )
     changed = store.get_job(job_id)
-    assert changed is not None and changed.concurrency is None
+    assert changed is not None
+    assert changed.concurrency is None
     runs = [add_run(store, 60, job_id=job_id) for _ in range(3)]
     assert [c.status for c in store.claim([ref(r) for r in runs], "ex1", at(61))] == [ClaimStatus.GRANTED] * 3
 
@@ -119,7 +123,9 @@ def test_a_paced_queue_spaces_its_starts_across_claims(store: SqlStore) -> None:
     assert [r.start_time for r in stored if r is not None] == starts
     # Unpaced, the same queue's runs start at once: the pace is the server's setting, not the store's.
     [free] = store.claim([ref(runs[6])], "ex1", at(61.1))
-    assert free.status is ClaimStatus.GRANTED and free.run is not None and free.run.start_time == at(61.1)
+    assert free.status is ClaimStatus.GRANTED
+    assert free.run is not None
+    assert free.run.start_time == at(61.1)
 
 
 def test_claims_granted_on_their_fences_are_not_held_back(store: SqlStore) -> None:
@@ -127,3 +133,18 @@ def test_claims_granted_on_their_fences_are_not_held_back(store: SqlStore) -> No
     runs = [add_run(store, 60, job_id=job_id, state=RunState.QUEUED) for job_id in (first, second)]
     claims = store.claim([ref(r) for r in runs], "ex1", at(61), on_fence=True, queue_rates=PACED)
     assert [c.status for c in claims] == [ClaimStatus.GRANTED] * 2
+
+
+def test_an_admitted_run_starts_no_earlier_than_the_clock_read_after_the_count(store: SqlStore) -> None:
+    """The caller read `now` before the claim's transaction, which may have waited for the end of a run of
+    the key: the admitted run's start is the clock's, after that end, not the stale `now`."""
+    [job_id] = keyed_jobs(store, 1, "timed")
+    waiting = add_run(store, 60, job_id=job_id)
+    [claim] = store.claim([ref(waiting)], "ex1", at(61), clock=lambda: at(61.25))
+    assert claim.run is not None
+    assert claim.run.start_time == at(61.25)
+    # Unkeyed and unpaced, a claim starts its run at `now`, as before.
+    plain = add_run(store, 60)
+    [claim] = store.claim([ref(plain)], "ex1", at(61), clock=lambda: at(61.25))
+    assert claim.run is not None
+    assert claim.run.start_time == at(61)
