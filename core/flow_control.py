@@ -39,7 +39,7 @@ __all__ = [
 MAX_CONCURRENCY_KEY = 128
 # A claim held back by its key is asked again after this: a run of the key ends whenever it ends, and the
 # executor holding the waiting run does not learn of it; a short retry keeps the wait after an end short.
-KEY_RETRY = timedelta(milliseconds=100)
+KEY_RETRY = timedelta(milliseconds=50)
 # A flow-controlled claim is granted only when its run starts within this (its executor holds a slot until
 # then); one that would start later is deferred to this long before its start.
 FLOW_LEAD = timedelta(milliseconds=500)

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2_grpc
-from tests.acceptance.mesh import Mesh, command_job, create, get_run, warm_up
+from tests.acceptance.mesh import Mesh, command_job, create, runs_of, warm_up
 from tests.acceptance.processes import free_port
 from tests.acceptance.test_dev import dev
 from tests.support import eventually
@@ -62,9 +62,17 @@ def _two_servers_two_executors(
     return search
 
 
-def _all_ended(search: search_service_pb2_grpc.SearchServiceStub, names: Sequence[str]) -> list[run_pb2.Run]:
-    runs = [get_run(search, name) for name in names]
-    return runs if all(run.state == run_pb2.RUN_STATE_SUCCEEDED for run in runs) else []
+def _all_succeeded(
+    search: search_service_pb2_grpc.SearchServiceStub, tag: str, names: Sequence[str], timeout: float
+) -> list[run_pb2.Run]:
+    """The runs of the jobs labelled `flow: tag`, once they are all `names` and all succeeded (one list call
+    every half second: polling each run would load the machine the test measures)."""
+
+    def succeeded() -> list[run_pb2.Run]:
+        runs = runs_of(search, "jobs/-", f'labels.flow = "{tag}" AND state = SUCCEEDED')
+        return runs if sorted(run.name for run in runs) == sorted(names) else []
+
+    return eventually(succeeded, timeout, f"the {len(names)} runs labelled {tag} to succeed", interval=0.5)
 
 
 def _most_in_a_second(instants: Sequence[datetime]) -> int:
@@ -81,12 +89,16 @@ def test_runs_sharing_a_key_limited_to_one_never_overlap_and_all_run(mesh: Mesh,
     stamps = tmp_path / "stamps"
     jobs = [
         command_job(
-            mesh.queue, _stamping(stamps, "sleep 0.02"), concurrency_key="customer-42", concurrency_limit=1
+            mesh.queue,
+            _stamping(stamps, "sleep 0.02"),
+            concurrency_key="customer-42",
+            concurrency_limit=1,
+            labels={"flow": mesh.queue},
         )
         for _ in range(KEYED_RUNS)
     ]
     names = _create_all(mesh, 0, jobs[::2]) + _create_all(mesh, 1, jobs[1::2])
-    runs = eventually(lambda: _all_ended(search, names), 100, f"the {KEYED_RUNS} keyed runs to succeed")
+    runs = _all_succeeded(search, mesh.queue, names, 100)
 
     # From the runs' records: each started after the one before it ended, one attempt each.
     assert len(runs) == KEYED_RUNS
@@ -113,9 +125,11 @@ def test_runs_sharing_a_key_limited_to_one_never_overlap_and_all_run(mesh: Mesh,
 def test_a_queue_limited_to_ten_runs_a_second_never_exceeds_it(mesh: Mesh, tmp_path: Path) -> None:
     search = _two_servers_two_executors(mesh, ["--queue-rate-limits", f"{mesh.queue}={RATE}"])
     stamps = tmp_path / "stamps"
-    jobs = [command_job(mesh.queue, _stamping(stamps)) for _ in range(PACED_RUNS)]
+    jobs = [
+        command_job(mesh.queue, _stamping(stamps), labels={"flow": mesh.queue}) for _ in range(PACED_RUNS)
+    ]
     names = _create_all(mesh, 0, jobs[::2]) + _create_all(mesh, 1, jobs[1::2])
-    runs = eventually(lambda: _all_ended(search, names), 60, f"the {PACED_RUNS} paced runs to succeed")
+    runs = _all_succeeded(search, mesh.queue, names, 60)
 
     starts = [run.start_time.ToDatetime(UTC) for run in runs]
     assert _most_in_a_second(starts) == RATE
@@ -134,9 +148,11 @@ def test_jobmesh_dev_keeps_a_key_s_limit_and_a_queue_s_rate(tmp_path: Path) -> N
     stamps = tmp_path / "stamps"
     address = f"127.0.0.1:{free_port()}"
     with dev(tmp_path, address, "--queue-rate-limits", f"default={RATE}") as (_, (jobs, search)):
-        job = command_job("default", _stamping(stamps), concurrency_key="solo", concurrency_limit=1)
+        job = command_job(
+            "default", _stamping(stamps), concurrency_key="solo", concurrency_limit=1, labels={"flow": "dev"}
+        )
         names = [create(jobs, job).run.name for _ in range(30)]
-        runs = eventually(lambda: _all_ended(search, names), 60, "the 30 runs to succeed")
+        runs = _all_succeeded(search, "dev", names, 60)
     ordered = sorted(runs, key=lambda run: run.start_time.ToDatetime(UTC))
     for earlier, later in itertools.pairwise(ordered):
         assert later.start_time.ToDatetime(UTC) >= earlier.end_time.ToDatetime(UTC)
