@@ -5,6 +5,8 @@ Redis): 100 runs of jobs sharing a concurrency key limited to 1 never overlap an
 from __future__ import annotations
 
 import itertools
+import signal
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +15,7 @@ import grpc
 import pytest
 
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2, search_service_pb2_grpc
-from tests.acceptance.mesh import Mesh, command_job, create, runs_of, warm_up
+from tests.acceptance.mesh import Mesh, command_job, create, get_run, runs_of, warm_up
 from tests.acceptance.processes import free_port
 from tests.acceptance.test_dev import dev
 from tests.support import eventually
@@ -140,6 +142,45 @@ def test_a_queue_limited_to_ten_runs_a_second_never_exceeds_it(mesh: Mesh, tmp_p
     assert sorted(stamped) == sorted(names)
     for run in runs:
         assert stamped[run.name]["start"] >= run.start_time.ToDatetime(UTC), run.name
+
+
+@pytest.mark.postgres
+@pytest.mark.kafka
+@pytest.mark.redis
+def test_runs_deferred_by_a_killed_executor_run_on_another(mesh: Mesh, tmp_path: Path) -> None:
+    """An executor holds runs deferred behind a busy key, their Kafka offsets uncommitted, and is SIGKILLed:
+    another executor takes them from the group, and they all run, one at a time."""
+    server = mesh.server()
+    mesh.watcher()
+    victim = mesh.executor(server, "executor-victim", concurrency=8)
+    jobs, search = mesh.stubs(server)
+    warm_up(mesh, jobs, search)
+    blocker = command_job(mesh.queue, "sleep 3", concurrency_key="busy", concurrency_limit=1)
+    blocker.heartbeat_timeout.FromSeconds(3)
+    blocker.retry_policy.max_attempts = 2
+    blocker.retry_policy.initial_backoff.FromMilliseconds(100)
+    busy = create(jobs, blocker).run.name
+    eventually(lambda: get_run(search, busy).state == run_pb2.RUN_STATE_RUNNING, 20, "the key's first run")
+    stamps = tmp_path / "stamps"
+    waiting = command_job(
+        mesh.queue,
+        _stamping(stamps),
+        concurrency_key="busy",
+        concurrency_limit=1,
+        labels={"flow": mesh.queue},
+    )
+    names = [create(jobs, waiting).run.name for _ in range(5)]
+    time.sleep(1)  # taken from Kafka and deferred by the victim, the key still busy
+    assert {get_run(search, name).state for name in names} == {run_pb2.RUN_STATE_QUEUED}
+    victim.kill(signal.SIGKILL)
+    mesh.executor(server, "executor-survivor", concurrency=8)
+
+    runs = _all_succeeded(search, mesh.queue, names, 60)
+    assert {run.executor for run in runs} == {"executor-survivor"}
+    spans = sorted((times["start"], times["end"]) for times in _stamps(stamps).values())
+    assert len(spans) == len(names)
+    for (_, ended), (started, _) in itertools.pairwise(spans):
+        assert started >= ended
 
 
 def test_jobmesh_dev_keeps_a_key_s_limit_and_a_queue_s_rate(tmp_path: Path) -> None:
