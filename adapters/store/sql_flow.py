@@ -46,11 +46,11 @@ def hold_back(
     jobs' concurrency columns, in the batch's order) that has a concurrency key or a paced queue; runs with
     neither are absent (granted as before). Decided as of `clock` read once the running runs are counted
     (else `now`): the caller's `now` may precede the end of a run that this claim's count already saw."""
-    candidates = [
+    controlled = [
         FlowCandidate((row["job_id"], row["run_id"]), row["due_time"], row["queue"], concurrency_of_row(row))
         for row in rows
+        if row["concurrency_key"] is not None or row["queue"] in rates
     ]
-    controlled = [c for c in candidates if c.concurrency is not None or c.queue in rates]
     if not controlled:
         return {}
     keys = sorted({c.concurrency.key for c in controlled if c.concurrency is not None})
