@@ -1,11 +1,11 @@
 """Flow control at claim: what `core.flow_control` decides, read and written in the claim's transaction.
 
-A claim of runs with a concurrency key, or of a paced queue, locks the gate of each key and queue involved
-(`flow_gates`, one row each, in name order, so two claims never deadlock on them; SQLite has one writer at a
-time), counts each key's running runs (its jobs by `ix_jobs_concurrency_key`, their open runs by primary key)
-and each queue's earliest next start, and keeps the queues' new next starts. Both counts are read under the
-gates' locks, so no two claims admit past a limit together. A claim of other runs reads and writes nothing
-more than before.
+A key counts within its namespace. A claim of runs with a concurrency key, or of a paced queue, locks the
+gate of each key and queue involved (`flow_gates`, one row each, in name order, so two claims never deadlock
+on them; SQLite has one writer at a time), counts each key's running runs (its jobs by
+`ix_jobs_concurrency_key`, their open runs by primary key) and each queue's earliest next start, and keeps
+the queues' new next starts. Both counts are read under the gates' locks, so no two claims admit past a limit
+together. A claim of other runs reads and writes nothing more than before.
 """
 
 from __future__ import annotations
@@ -13,17 +13,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, select, tuple_, update
 
 from jobmesh.adapters.store.schema import flow_gates, jobs, open_runs
 from jobmesh.adapters.store.sql_batch import HELD
 from jobmesh.adapters.store.sql_jobs import upsert_ignoring_conflicts
 from jobmesh.adapters.store.sql_rows import StoredRow, concurrency_of_row
-from jobmesh.core.flow_control import FlowCandidate, FlowDecision, Pacing, decide_flow
+from jobmesh.core.flow_control import Concurrency, FlowCandidate, FlowDecision, Pacing, decide_flow
 
 __all__ = ["hold_back"]
 
 _HELD_STATES = [state.value for state in HELD]
+
+
+def _scoped(row: StoredRow) -> Concurrency | None:
+    """The run's job's concurrency, its key scoped to the run's namespace (`namespace/key`: a namespace has
+    no `/`), so that no namespace takes another's runs' room."""
+    concurrency = concurrency_of_row(row)
+    if concurrency is None:
+        return None
+    return Concurrency(f"{row['namespace']}/{concurrency.key}", concurrency.limit)
 
 
 def _key_gate(key: str) -> str:
@@ -47,7 +56,7 @@ def hold_back(
     neither are absent (granted as before). Decided as of `clock` read once the running runs are counted
     (else `now`): the caller's `now` may precede the end of a run that this claim's count already saw."""
     controlled = [
-        FlowCandidate((row["job_id"], row["run_id"]), row["due_time"], row["queue"], concurrency_of_row(row))
+        FlowCandidate((row["job_id"], row["run_id"]), row["due_time"], row["queue"], _scoped(row))
         for row in rows
         if row["concurrency_key"] is not None or row["queue"] in rates
     ]
@@ -89,13 +98,18 @@ def _lock_gates(connection: Connection, names: Sequence[str]) -> dict[str, datet
 
 
 def _running(connection: Connection, keys: Sequence[str]) -> dict[str, int]:
-    """How many runs of each key are running (or stopping) now."""
+    """How many runs of each scoped key (`namespace/key`) are running (or stopping) now."""
     if not keys:
         return {}
+    pairs = [tuple(key.split("/", 1)) for key in keys]
     statement = (
-        select(jobs.c.concurrency_key, func.count())
+        select(jobs.c.namespace, jobs.c.concurrency_key, func.count())
         .select_from(jobs.join(open_runs, open_runs.c.job_id == jobs.c.job_id))
-        .where(jobs.c.concurrency_key.in_(keys), open_runs.c.state.in_(_HELD_STATES))
-        .group_by(jobs.c.concurrency_key)
+        .where(
+            jobs.c.concurrency_key.in_(sorted({key for _, key in pairs})),
+            tuple_(jobs.c.namespace, jobs.c.concurrency_key).in_(pairs),
+            open_runs.c.state.in_(_HELD_STATES),
+        )
+        .group_by(jobs.c.namespace, jobs.c.concurrency_key)
     )
-    return {key: count for key, count in connection.execute(statement)}
+    return {f"{namespace}/{key}": count for namespace, key, count in connection.execute(statement)}

@@ -148,3 +148,17 @@ def test_an_admitted_run_starts_no_earlier_than_the_clock_read_after_the_count(s
     [claim] = store.claim([ref(plain)], "ex1", at(61), clock=lambda: at(61.25))
     assert claim.run is not None
     assert claim.run.start_time == at(61)
+
+
+def test_a_key_counts_within_its_namespace(store: SqlStore) -> None:
+    concurrency = Concurrency("customer-1", 1)
+    mine = add_job(store, f"keyed-{next(_NUMBERS)}", concurrency=concurrency, namespace="team-a")
+    theirs = add_job(store, f"keyed-{next(_NUMBERS)}", concurrency=concurrency, namespace="team-b")
+    held = add_run(store, 60, job_id=mine, namespace="team-a")
+    assert store.claim([ref(held)], "ex1", at(61))[0].status is ClaimStatus.GRANTED
+    runs = [
+        add_run(store, 60, job_id=theirs, namespace="team-b"),
+        add_run(store, 60, job_id=mine, namespace="team-a"),
+    ]
+    claims = store.claim([ref(r) for r in runs], "ex1", at(62))
+    assert [c.status for c in claims] == [ClaimStatus.GRANTED, ClaimStatus.DEFERRED]

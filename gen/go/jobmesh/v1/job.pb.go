@@ -246,9 +246,8 @@ type Job struct {
 	// The namespace the job and its runs belong to: roles are granted per namespace. 1 to 63 characters of
 	// `a-z`, `0-9` and `-`, starting with a letter. Empty means `default`. Set when the job is created.
 	Namespace string `protobuf:"bytes,16,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-	// `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-	// the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+	// Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+	// at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
 	// 1 to 128 characters; empty means no limit of this kind.
 	ConcurrencyKey string `protobuf:"bytes,17,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
 	// How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only

@@ -134,9 +134,8 @@ export declare type Job = Message<"jobmesh.v1.Job"> & {
   namespace: string;
 
   /**
-   * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-   * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-   * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
    * 1 to 128 characters; empty means no limit of this kind.
    *
    * @generated from field: string concurrency_key = 17;

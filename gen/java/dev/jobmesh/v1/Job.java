@@ -775,9 +775,8 @@ java.lang.String defaultValue) {
   private volatile java.lang.Object concurrencyKey_ = "";
   /**
    * <pre>
-   * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-   * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-   * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
    * 1 to 128 characters; empty means no limit of this kind.
    * </pre>
    *
@@ -799,9 +798,8 @@ java.lang.String defaultValue) {
   }
   /**
    * <pre>
-   * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-   * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-   * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
    * 1 to 128 characters; empty means no limit of this kind.
    * </pre>
    *
@@ -3732,9 +3730,8 @@ java.lang.String defaultValue) {
     private java.lang.Object concurrencyKey_ = "";
     /**
      * <pre>
-     * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-     * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-     * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
      * 1 to 128 characters; empty means no limit of this kind.
      * </pre>
      *
@@ -3755,9 +3752,8 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-     * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-     * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
      * 1 to 128 characters; empty means no limit of this kind.
      * </pre>
      *
@@ -3779,9 +3775,8 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-     * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-     * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
      * 1 to 128 characters; empty means no limit of this kind.
      * </pre>
      *
@@ -3799,9 +3794,8 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-     * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-     * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
      * 1 to 128 characters; empty means no limit of this kind.
      * </pre>
      *
@@ -3816,9 +3810,8 @@ java.lang.String defaultValue) {
     }
     /**
      * <pre>
-     * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-     * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-     * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
      * 1 to 128 characters; empty means no limit of this kind.
      * </pre>
      *

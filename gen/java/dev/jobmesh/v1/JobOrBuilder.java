@@ -431,9 +431,8 @@ java.lang.String defaultValue);
 
   /**
    * <pre>
-   * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-   * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-   * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
    * 1 to 128 characters; empty means no limit of this kind.
    * </pre>
    *
@@ -443,9 +442,8 @@ java.lang.String defaultValue);
   java.lang.String getConcurrencyKey();
   /**
    * <pre>
-   * Flow control: runs of every job that names the same key (in the job's namespace or not) run at most
-   * `concurrency_limit` at once, across the whole mesh ("one run per customer at once": the customer's id as
-   * the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
    * 1 to 128 characters; empty means no limit of this kind.
    * </pre>
    *
