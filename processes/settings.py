@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
+from jobmesh.core.flow_control import parse_queue_rates
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.policy import SAFE_PATH, ExecutionPolicy
@@ -570,6 +571,17 @@ SETTINGS: tuple[Setting, ...] = (
         default="`2000`",
         help="requests one authenticated caller may send at once",
         metavar="N",
+    ),
+    Setting(
+        name="queue_rate_limits",
+        variables=("JOBMESH_QUEUE_RATE_LIMITS",),
+        parse=parse_queue_rates,
+        commands=(DEV, SERVER),
+        default="none (no queue is paced)",
+        help="runs a second each queue may start, across the mesh: `QUEUE=RATE`, comma-separated"
+        " (`io=10,reports=0.5`); a run over its queue's rate waits (`QUEUED`) and never fails; give every"
+        " server the same list",
+        metavar="RATES",
     ),
     Setting(
         name="watch_buffer_runs",

@@ -264,6 +264,7 @@ def build_services(
         dispatcher=bypass,
         immediate_threshold=config.policy.immediate_threshold,
         outage=outage,
+        queue_rates=config.queue_rate_limits,
     )
     if outage is not None:
         outage.start(reports.apply_journaled)

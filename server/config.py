@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.flow_control import Pacing
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.secret_refs import SecretQueues
 from jobmesh.server.admission.quotas import QUOTA_NAMES, QuotaLimits, Quotas
@@ -94,6 +95,8 @@ class ServerConfig:
     # Requests one authenticated caller may send: on average a second, and at once.
     caller_rate: float = 1000.0
     caller_burst: int = 2000
+    # Runs a second each queue may start, across the mesh (core/flow_control.py); queues absent: no limit.
+    queue_rate_limits: Mapping[str, Pacing] = field(default_factory=dict)
 
     @property
     def quotas(self) -> QuotaLimits:

@@ -38,6 +38,7 @@ from jobmesh.core.errors import (
     RequestIdReused,
 )
 from jobmesh.core.filters import Comparison, ListQuery
+from jobmesh.core.flow_control import concurrency_of
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.ids import new_job_id
@@ -258,6 +259,7 @@ class JobCommands:
             priority=priority_of(merged),
             queue=merged.queue or "default",
             update_time=now,
+            concurrency=concurrency_of(merged),
         )
         first_run = None
         if "schedule" in paths:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.flow_control import Pacing
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.processes import assembly, config_builders, setting_parsers, settings
@@ -78,6 +79,7 @@ BAD_VALUES = {
     "JOBMESH_QUOTA_MIN_CRON_INTERVAL": "soon",
     "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
     "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
+    "JOBMESH_QUEUE_RATE_LIMITS": "io=fast",
     "JOBMESH_NAMESPACE_QUOTAS": "team-a:jobs=lots",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
@@ -274,6 +276,7 @@ _UNSET = (
     "executor_certificates",
     "secret_queues",
     "namespace_quotas",
+    "queue_rate_limits",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
@@ -414,3 +417,9 @@ def test_secret_queues_reach_the_server_and_the_executor_alike(monkeypatch: pyte
     from_environment = {("team-a", "DB"): frozenset({"db", "reports"})}
     assert config_builders.server_config(cli.resolved("server")).secret_queues.granted == from_environment
     assert config_builders.executor_config(cli.resolved("executor")).secret_queues.granted == from_environment
+
+
+def test_queue_rate_limits_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_QUEUE_RATE_LIMITS", "io=10, reports=0.5")
+    config = config_builders.server_config(cli.resolved("server"))
+    assert config.queue_rate_limits == {"io": Pacing(10), "reports": Pacing(0.5)}

@@ -73,7 +73,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0011",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0012",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -185,6 +185,7 @@ def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
                 "audit_events",
                 "change_clock",
                 "executor_sessions",
+                "flow_gates",
                 "job_runs",
                 "jobs",
                 "leases",
