@@ -23,6 +23,7 @@ from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_
 from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.results import with_result
+from jobmesh.core.states import ATTEMPT_END_FROM_WIRE, HELD_RUN_STATES, PENDING_RUN_STATES
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
 from jobmesh.server.executor_grants import may_claim, restricts_claims
@@ -46,13 +47,6 @@ _CLAIM_OUTCOMES = {
     ClaimStatus.STALE: pb.CLAIM_OUTCOME_STALE,
     ClaimStatus.NOT_FOUND: pb.CLAIM_OUTCOME_NOT_FOUND,
 }
-_FINAL_STATES = {
-    run_pb2.RUN_STATE_SUCCEEDED: RunState.SUCCEEDED,
-    run_pb2.RUN_STATE_FAILED: RunState.FAILED,
-    run_pb2.RUN_STATE_TIMED_OUT: RunState.TIMED_OUT,
-    run_pb2.RUN_STATE_CANCELLED: RunState.CANCELLED,
-}
-_UNCLAIMED = (RunState.SCHEDULED, RunState.QUEUED)
 _STREAMS = {
     run_pb2.LOG_STREAM_STDOUT: "STDOUT",
     run_pb2.LOG_STREAM_STDERR: "STDERR",
@@ -68,7 +62,7 @@ def _refs(wire: Iterable[pb.AttemptRef]) -> list[AttemptRef]:
 
 
 def _holds(run: RunRecord, executor: str) -> bool:
-    return run.state in (RunState.RUNNING, RunState.CANCELLING) and run.executor == executor
+    return run.state in HELD_RUN_STATES and run.executor == executor
 
 
 class AttemptReports:
@@ -188,7 +182,9 @@ class AttemptReports:
             return []
         mine = self._outage.fenced_by(refs, executor)
         current = self._store.attempts(sorted(mine)) if mine else {}
-        waiting = [ref for ref in sorted(mine) if ref in current and current[ref].run.state in _UNCLAIMED]
+        waiting = [
+            ref for ref in sorted(mine) if ref in current and current[ref].run.state in PENDING_RUN_STATES
+        ]
         if waiting:
             self._store.claim(waiting, executor, at, on_fence=True)
         return waiting
@@ -408,7 +404,7 @@ class AttemptReports:
         reported = {}
         for result in results:
             ref = _parsed(result.attempt)
-            if ref is not None and result.state in _FINAL_STATES:
+            if ref is not None and result.state in ATTEMPT_END_FROM_WIRE:
                 reported[ref] = result
         now = at or self._clock()
         wire = [result.attempt for result in results]
@@ -447,7 +443,7 @@ def _outcome(result: pb.AttemptResult, now: datetime, executor: str, run: RunRec
             extra={"executor": executor, "run": f"{run.job_id}/{run.run_id}"},
         )
     outcome = AttemptOutcome(
-        state=_FINAL_STATES[result.state],
+        state=ATTEMPT_END_FROM_WIRE[result.state],
         end_time=end,
         start_time=start,
         exit_code=result.exit_code if result.HasField("exit_code") else None,
