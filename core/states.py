@@ -133,13 +133,23 @@ JOB_TRANSITIONS: tuple[JobTransition, ...] = (
     JobTransition(_D, JobState.DELETED, JobEvent.DELETE),
 )
 
+
+def run_sources(*events: RunEvent, target: RunState | None = None) -> frozenset[RunState]:
+    """The states from which one of `events` moves a run (to `target`, when given): the guard of the write
+    that makes it."""
+    return frozenset(t.source for t in RUN_TRANSITIONS if t.event in events and target in (None, t.target))
+
+
+def in_order(states: frozenset[RunState] | frozenset[JobState]) -> tuple[str, ...]:
+    """A set's stored values in a fixed order: a statement built from it reads the same in every process."""
+    return tuple(sorted(state.value for state in states))
+
+
 # The state sets, derived from the table where it says them.
-# Not yet claimed by an executor: what a pause, a delete or a schedule change withdraws.
-PENDING_RUN_STATES = frozenset({_S, _Q})
-# Held by an executor: an attempt is running (or stopping); its reports pass the fence.
-HELD_RUN_STATES = frozenset({_R, _C})
-# Not ended: the runs of the open_runs index (PENDING or HELD).
-OPEN_RUN_STATES = PENDING_RUN_STATES | HELD_RUN_STATES
+# Not yet claimed by an executor (SCHEDULED, QUEUED): what a pause, a delete or a schedule change withdraws.
+PENDING_RUN_STATES = run_sources(RunEvent.CLAIM)
+# Held by an executor (RUNNING, CANCELLING): an attempt runs (or is stopping); its reports pass the fence.
+HELD_RUN_STATES = run_sources(RunEvent.SUCCEED)
 # Ended: no transition leaves these.
 TERMINAL_RUN_STATES = frozenset(RunState) - {t.source for t in RUN_TRANSITIONS}
 # On the queue or with an executor: what counts against a job's runs at once.
@@ -157,17 +167,6 @@ LIVE_JOB_STATES = frozenset(JobState) - {JobState.DELETED}
 HALTED_JOB_STATES = frozenset({_P, JobState.DELETED})
 # A job whose schedule is not done: it makes runs, or will when resumed.
 UNFINISHED_JOB_STATES = frozenset({_A, _P})
-
-
-def run_sources(*events: RunEvent, target: RunState | None = None) -> frozenset[RunState]:
-    """The states from which one of `events` moves a run (to `target`, when given): the guard of the write
-    that makes it."""
-    return frozenset(t.source for t in RUN_TRANSITIONS if t.event in events and target in (None, t.target))
-
-
-def in_order(states: frozenset[RunState] | frozenset[JobState]) -> tuple[str, ...]:
-    """A set's stored values in a fixed order: a statement built from it reads the same in every process."""
-    return tuple(sorted(state.value for state in states))
 
 
 def run_target(source: RunState, event: RunEvent) -> RunState:
@@ -199,6 +198,10 @@ def job_transition(source: JobState, target: JobState) -> JobTransition:
         if transition.source is source and transition.target is target:
             return transition
     raise TransitionRefused("job", source, target.value)
+
+
+def job_may_move(source: JobState, target: JobState) -> bool:
+    return source in job_sources(target)
 
 
 # Cancellable: a cancel ends a pending run at once and asks a running one to stop; others it leaves.
