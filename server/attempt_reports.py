@@ -26,13 +26,13 @@ from jobmesh.core.results import with_result
 from jobmesh.core.states import ATTEMPT_END_FROM_WIRE, HELD_RUN_STATES, PENDING_RUN_STATES
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
+from jobmesh.core.wire_enums import DEFAULT_LOG_STREAM, LOG_STREAM_FROM_WIRE
 from jobmesh.server.executor_grants import may_claim, restricts_claims
 from jobmesh.server.held_attempts import HeldAttempts
 from jobmesh.server.outage_journal import JournalEntry
 from jobmesh.server.outage_mode import OutageMode
 from jobmesh.server.principals import ExecutorGrant
 from jobmesh.server.sessions import cancel_message
-from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
 # How far an executor's clock may differ from the server's before its reported times count as contradicting
@@ -46,11 +46,6 @@ _CLAIM_OUTCOMES = {
     ClaimStatus.CANCELLED: pb.CLAIM_OUTCOME_CANCELLED,
     ClaimStatus.STALE: pb.CLAIM_OUTCOME_STALE,
     ClaimStatus.NOT_FOUND: pb.CLAIM_OUTCOME_NOT_FOUND,
-}
-_STREAMS = {
-    run_pb2.LOG_STREAM_STDOUT: "STDOUT",
-    run_pb2.LOG_STREAM_STDERR: "STDERR",
-    run_pb2.LOG_STREAM_SYSTEM: "SYSTEM",
 }
 
 
@@ -388,7 +383,7 @@ class AttemptReports:
                         sequence=0,
                         attempt=ref.attempt,
                         time=to_datetime(line.time) if line.HasField("time") else at or self._clock(),
-                        stream=_STREAMS.get(line.stream, "STDOUT"),
+                        stream=LOG_STREAM_FROM_WIRE.get(line.stream, DEFAULT_LOG_STREAM),
                         text=storable(line.text, MAX_LOG_LINE_CHARS),
                     )
                 )

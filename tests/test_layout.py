@@ -260,20 +260,21 @@ def test_the_literal_check_finds_a_spelled_out_error_type(
     assert literals_of(("a",), frozenset({"Timeout"}), ()) == ["a/m.py:3: Timeout"]
 
 
-STATE_MODULE = "core/states.py"
+STATE_MODULES = ("core/states.py", "core/wire_enums.py")
 _STATE_ENUMS = frozenset({"RunState", "JobState"})
-_WIRE_MODULES = frozenset({"run_pb2", "job_pb2"})
+_CORE_ENUMS = _STATE_ENUMS | {"Priority", "RunTrigger", "AuditAction"}
 
 
 def state_rules(folders: tuple[str, ...]) -> list[str]:
-    """Where the folders' sources, but core/states.py, write down a rule of the state machine: a set of two or
-    more states (a literal of `RunState.X`, `JobState.X` members), a map between the states and the wire's
-    enums, or what an executor's stop becomes (a map keyed by `StopReason`)."""
+    """Where the folders' sources, but core/states.py (and core/wire_enums.py, the wire's values of core's
+    other enums), write down a rule of the state machine: a set of two or more states (a literal of
+    `RunState.X`, `JobState.X` members), a map between a core enum and the wire's, or what an executor's stop
+    becomes (a map keyed by `StopReason`)."""
     found = []
     for folder in folders:
         for path in sorted((REPO / folder).rglob("*.py")):
             where = str(path.relative_to(REPO))
-            if where == STATE_MODULE:
+            if where in STATE_MODULES:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
                 kind = _state_rule(node)
@@ -292,9 +293,9 @@ def _state_rule(node: ast.AST) -> str:
         if any(_member_of(key, frozenset({"StopReason"})) for key in keys):
             return "a stop reason map"
         if _mixes(keys + node.values):
-            return "a state map"
+            return "a wire map"
     if isinstance(node, ast.DictComp) and _mixes([node.key, node.value, *node.generators]):
-        return "a state map"
+        return "a wire map"
     return ""
 
 
@@ -303,9 +304,9 @@ def _member_of(node: ast.AST, enums: frozenset[str]) -> bool:
 
 
 def _mixes(nodes: list[Any]) -> bool:
-    """Whether the nodes name both a core state enum and a wire module's."""
+    """Whether the nodes name both a core enum and a wire module (`…_pb2`)."""
     names = {found.id for node in nodes for found in ast.walk(node) if isinstance(found, ast.Name)}
-    return bool(names & _STATE_ENUMS) and bool(names & _WIRE_MODULES)
+    return bool(names & _CORE_ENUMS) and any(name.endswith("_pb2") for name in names)
 
 
 def test_the_state_sets_and_maps_are_written_in_core_states_alone() -> None:
@@ -322,11 +323,13 @@ def test_the_state_check_finds_a_second_set_and_a_second_map(
         "WIRE = {run_pb2.RUN_STATE_FAILED: RunState.FAILED}\n"
         'ALL = {s: job_pb2.JobState.Value(f"JOB_STATE_{s.value}") for s in JobState}\n'
         "STOPS = {StopReason.CANCEL: 1}\n"
+        "LANES = {Priority.HIGH: job_pb2.PRIORITY_HIGH}\n"
     )
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert state_rules(("a",)) == [
         "a/m.py:1: a state set",
-        "a/m.py:3: a state map",
-        "a/m.py:4: a state map",
+        "a/m.py:3: a wire map",
+        "a/m.py:4: a wire map",
         "a/m.py:5: a stop reason map",
+        "a/m.py:6: a wire map",
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.occurrences import next_fire_time
@@ -14,20 +14,12 @@ from jobmesh.core.records import (
     JobState,
     LogRecord,
     RunRecord,
-    RunTrigger,
     etag_of,
 )
 from jobmesh.core.states import HALTED_JOB_STATES, JOB_STATE_TO_WIRE, RUN_STATE_TO_WIRE
 from jobmesh.core.timestamps import set_timestamp, to_duration, utcnow
+from jobmesh.core.wire_enums import AUDIT_ACTION_TO_WIRE, LOG_STREAM_TO_WIRE, RUN_TRIGGER_TO_WIRE
 from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
-
-_RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
-_AUDIT_ACTIONS = {
-    action: audit_pb2.AuditAction.Value(f"AUDIT_ACTION_{action.value}") for action in AuditAction
-}
-_LOG_STREAMS = {
-    name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
-}
 
 
 def job_to_proto(record: JobRecord) -> job_pb2.Job:
@@ -77,7 +69,7 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
         progress=record.progress,
         progress_message=record.progress_message,
         times_clamped=record.times_clamped,
-        trigger=_RUN_TRIGGERS[record.trigger],
+        trigger=RUN_TRIGGER_TO_WIRE[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,
         created_after_schedule_time=record.created_after_schedule_time,
@@ -126,7 +118,7 @@ def log_to_proto(record: LogRecord) -> run_pb2.LogLine:
     line = run_pb2.LogLine(
         sequence=record.sequence,
         attempt=record.attempt,
-        stream=_LOG_STREAMS[record.stream],
+        stream=LOG_STREAM_TO_WIRE[record.stream],
         text=record.text,
     )
     set_timestamp(line.time, record.time)
@@ -137,7 +129,7 @@ def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
     event = audit_pb2.AuditEvent(
         name=f"auditEvents/{record.event_id}",
         actor=record.actor,
-        action=_AUDIT_ACTIONS[record.action],
+        action=AUDIT_ACTION_TO_WIRE[record.action],
         resource=record.resource,
         namespace=record.namespace,
         request_id=record.request_id,
