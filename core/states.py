@@ -211,6 +211,8 @@ CANCELLABLE_RUN_STATES = run_sources(RunEvent.CANCEL)
 class TransitionRefused(FailedPrecondition):
     """A change of state that no transition allows."""
 
+    reason = "TRANSITION_REFUSED"
+
     def __init__(self, kind: str, source: JobState | RunState, wanted: str) -> None:
         super().__init__(
             f"a {kind} in state {source.value} cannot go to {wanted}",
