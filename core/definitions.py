@@ -23,17 +23,12 @@ from jobmesh.core.records import (
     ScheduleKind,
 )
 from jobmesh.core.timestamps import to_datetime, to_timedelta
+from jobmesh.core.wire_enums import PRIORITY_FROM_WIRE
 from jobmesh.v1 import job_pb2
 
 OUTPUT_ONLY_JOB_FIELDS = ("name", "state", "next_run_time", "create_time", "update_time", "etag")
 # Set when the job is created, never changed after.
 IMMUTABLE_JOB_FIELDS = ("namespace",)
-_PRIORITIES = {
-    job_pb2.PRIORITY_HIGH: Priority.HIGH,
-    job_pb2.PRIORITY_NORMAL: Priority.NORMAL,
-    job_pb2.PRIORITY_LOW: Priority.LOW,
-    job_pb2.PRIORITY_UNSPECIFIED: Priority.NORMAL,
-}
 _SCHEDULE_KINDS = {
     "immediate": ScheduleKind.IMMEDIATE,
     "run_at": ScheduleKind.RUN_AT,
@@ -50,7 +45,7 @@ class SchedulingPolicy:
 
 
 def priority_of(job: job_pb2.Job) -> Priority:
-    return _PRIORITIES[job.priority]
+    return PRIORITY_FROM_WIRE[job.priority]
 
 
 def schedule_kind_of(job: job_pb2.Job) -> ScheduleKind:

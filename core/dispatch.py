@@ -19,17 +19,11 @@ from jobmesh.core.metrics import RUNS_DISPATCHED
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
-from jobmesh.core.records import Priority
 from jobmesh.core.timestamps import set_timestamp, to_duration
+from jobmesh.core.wire_enums import PRIORITY_TO_WIRE
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
-
-_PRIORITIES = {
-    Priority.HIGH: job_pb2.PRIORITY_HIGH,
-    Priority.NORMAL: job_pb2.PRIORITY_NORMAL,
-    Priority.LOW: job_pb2.PRIORITY_LOW,
-}
 
 
 def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
@@ -38,7 +32,7 @@ def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
     message = dispatch_pb2.DispatchedRun(
         attempt=AttemptRef.of(run).to_proto(),
         target=job.target,
-        priority=_PRIORITIES[run.priority],
+        priority=PRIORITY_TO_WIRE[run.priority],
         queue=run.queue,
         namespace=run.namespace,
     )

@@ -31,8 +31,9 @@ from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import ATTEMPTS_ENDED, RUN_LATENESS, RUNS_ENDED, RUNS_RETRIED
 from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
-from jobmesh.core.records import TERMINAL_RUN_STATES, RunRecord, RunState
+from jobmesh.core.records import RunRecord
 from jobmesh.core.retries import decide
+from jobmesh.core.states import TERMINAL_RUN_STATES, RunEvent, RunState, run_target
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
@@ -190,12 +191,13 @@ def _merged(parts: Sequence[Settled]) -> Settled:
 
 
 def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome:
-    """A run being cancelled ends CANCELLED unless its attempt succeeded: a cancel is never retried away."""
+    """A run being cancelled ends as its attempt's stop (CANCELLED, core.states) unless its attempt succeeded:
+    a cancel is never retried away."""
     if run.state is not RunState.CANCELLING or outcome.state is RunState.SUCCEEDED:
         return outcome
     return dataclasses.replace(
         outcome,
-        state=RunState.CANCELLED,
+        state=run_target(run.state, RunEvent.STOP),
         error_type=ErrorType.CANCELLED,
         error_message=run.error_message or "cancelled",
     )

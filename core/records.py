@@ -13,15 +13,41 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.flow_control import Concurrency
 from jobmesh.core.names import DEFAULT_NAMESPACE
+from jobmesh.core.states import (
+    CANCELLABLE_RUN_STATES,
+    PENDING_RUN_STATES,
+    REPLAYABLE_RUN_STATES,
+    TERMINAL_RUN_STATES,
+    JobState,
+    RunState,
+)
+
+# The states and their sets are core.states'; they are named here too for the records' many readers.
+__all__ = [
+    "CANCELLABLE_RUN_STATES",
+    "DEFAULT_HEARTBEAT_TIMEOUT",
+    "JOB_DELETED",
+    "JOB_PAUSED",
+    "PENDING_RUN_STATES",
+    "REFUSED_CLAIMS",
+    "REPLAYABLE_RUN_STATES",
+    "SCHEDULE_CHANGED",
+    "TERMINAL_RUN_STATES",
+    "AttemptRecord",
+    "JobRecord",
+    "JobState",
+    "LogRecord",
+    "Priority",
+    "RunRecord",
+    "RunState",
+    "RunTrigger",
+    "ScheduleKind",
+    "Withdrawal",
+    "etag_of",
+    "version_of_etag",
+]
 
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
-
-
-class JobState(enum.StrEnum):
-    ACTIVE = "ACTIVE"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    DELETED = "DELETED"
 
 
 class ScheduleKind(enum.StrEnum):
@@ -34,35 +60,6 @@ class Priority(enum.StrEnum):
     HIGH = "HIGH"
     NORMAL = "NORMAL"
     LOW = "LOW"
-
-
-class RunState(enum.StrEnum):
-    SCHEDULED = "SCHEDULED"
-    QUEUED = "QUEUED"
-    RUNNING = "RUNNING"
-    CANCELLING = "CANCELLING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-    TIMED_OUT = "TIMED_OUT"
-    DEAD_LETTERED = "DEAD_LETTERED"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in TERMINAL_RUN_STATES
-
-    @property
-    def is_pending(self) -> bool:
-        return self in PENDING_RUN_STATES
-
-
-TERMINAL_RUN_STATES = frozenset(
-    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.TIMED_OUT, RunState.DEAD_LETTERED}
-)
-PENDING_RUN_STATES = frozenset({RunState.SCHEDULED, RunState.QUEUED})
-REPLAYABLE_RUN_STATES = frozenset({RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED})
-# A cancel ends a pending run at once and asks a running one to stop; any other run it leaves as it is.
-CANCELLABLE_RUN_STATES = PENDING_RUN_STATES | {RunState.RUNNING}
 
 
 class RunTrigger(enum.StrEnum):

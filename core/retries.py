@@ -8,14 +8,13 @@ from datetime import datetime, timedelta
 from jobmesh.core.attempts import AttemptEnd, AttemptOutcome, AttemptRef
 from jobmesh.core.backoff import backoff_delay
 from jobmesh.core.error_types import FINAL_ERROR_TYPES
-from jobmesh.core.records import RunState
+from jobmesh.core.states import RETRYABLE_ATTEMPT_STATES, RunState
 from jobmesh.core.timestamps import to_timedelta
 from jobmesh.v1 import job_pb2
 
 DEFAULT_INITIAL_BACKOFF = timedelta(seconds=1)
 DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_BACKOFF = timedelta(minutes=5)
-RETRYABLE_OUTCOMES = frozenset({RunState.FAILED, RunState.TIMED_OUT})
 # Errors that another attempt cannot cure, whatever the job's policy says: the run fails, or dead-letters when
 # it had a retry policy, at once rather than after burning its retries.
 
@@ -46,7 +45,7 @@ def decide(
     when a retry policy (more than one attempt) was spent."""
     retry_due = None
     run_state = outcome.state
-    if outcome.state in RETRYABLE_OUTCOMES:
+    if outcome.state in RETRYABLE_ATTEMPT_STATES:
         retryable = outcome.error_type not in FINAL_ERROR_TYPES and outcome.error_type not in set(
             policy.non_retryable_error_types
         )

@@ -23,10 +23,11 @@ from jobmesh.core.error_types import ErrorType
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE
 from jobmesh.core.metrics import EXECUTOR_SLOTS_IN_USE
+from jobmesh.core.states import StopReason
 from jobmesh.core.text import storable
 from jobmesh.executor.clock import now_ns, seconds_of, sleep_until, timestamp_of_ns, within
 from jobmesh.executor.outbox import Outbox
-from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome, failed
+from jobmesh.executor.outcomes import Stop, TargetOutcome, failed, stopped
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import run_pb2
 
@@ -240,15 +241,11 @@ class Attempts:
 
     def _report_unstarted(self, attempt: Attempt) -> None:
         reason = attempt.stop.reason
-        if reason is StopReason.CANCEL:
-            self._report(
-                attempt,
-                TargetOutcome(run_pb2.RUN_STATE_CANCELLED, None, ErrorType.CANCELLED, attempt.stop.message),
-            )
-        elif reason is StopReason.DRAIN:
-            self._report(attempt, failed(ErrorType.DRAINED, attempt.stop.message))
-        elif reason is StopReason.CONTACT_LOST:
-            self._report(attempt, failed(ErrorType.CONTACT_LOST, attempt.stop.message))
+        # An attempt that never started cannot have run out of time; a fence reports nothing.
+        if reason is None or reason is StopReason.TIMEOUT:
+            return
+        if (outcome := stopped(reason, attempt.stop.message)) is not None:
+            self._report(attempt, outcome)
 
     def _report(self, attempt: Attempt, outcome: TargetOutcome) -> None:
         if attempt.stop.reason is StopReason.FENCE:

@@ -4,11 +4,11 @@ it writes its logs and progress (`AttemptIO`)."""
 from __future__ import annotations
 
 import asyncio
-import enum
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from jobmesh.core.states import RUN_STATE_TO_WIRE, STOP_OUTCOMES, StopReason
 from jobmesh.v1 import run_pb2
 
 
@@ -28,14 +28,13 @@ def failed(error_type: str, message: str, exit_code: int | None = None) -> Targe
     return TargetOutcome(run_pb2.RUN_STATE_FAILED, exit_code, error_type, message)
 
 
-class StopReason(enum.Enum):
-    CANCEL = "cancelled"  # a cancel from the server or the signal bus: report CANCELLED
-    TIMEOUT = "timed out"  # the execution timeout: report TIMED_OUT
-    DRAIN = "drained"  # the executor is leaving: report FAILED `Drained`, the server retries elsewhere
-    FENCE = "fenced"  # the server gave the attempt up (maybe to another executor): kill, report nothing
-    # No heartbeat known to have kept it alive for nearly its timeout: kill, report FAILED `ContactLost`
-    # (the server may have retried it elsewhere already; if so the report is fenced)
-    CONTACT_LOST = "out of contact with the server"
+def stopped(reason: StopReason, message: str, exit_code: int | None = None) -> TargetOutcome | None:
+    """How a stop for `reason` ends the attempt (core.states' STOP_OUTCOMES); None for a fence, which is
+    never reported."""
+    if reason not in STOP_OUTCOMES:
+        return None
+    state, error_type = STOP_OUTCOMES[reason]
+    return TargetOutcome(RUN_STATE_TO_WIRE[state], exit_code, error_type, message)
 
 
 class Stop:

@@ -11,15 +11,15 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.error_types import ErrorType
 from jobmesh.core.names import DEFAULT_NAMESPACE, DEFAULT_QUEUE
 from jobmesh.core.secret_refs import SecretQueues
+from jobmesh.core.states import StopReason
 from jobmesh.executor.clock import seconds_of
 from jobmesh.executor.command import run_command
 from jobmesh.executor.handlers import HandlerRegistry, run_handler
-from jobmesh.executor.outcomes import AttemptIO, Stop, StopReason, TargetOutcome, failed
+from jobmesh.executor.outcomes import AttemptIO, Stop, TargetOutcome, failed, stopped
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.sandbox import Sandbox
 from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, SecretScope, SecretSource, open_secret_source
 from jobmesh.executor.webhook import run_http
-from jobmesh.v1 import run_pb2
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +92,8 @@ async def _by_kind(
 
 def _after_stop(stop: Stop, outcome: TargetOutcome) -> TargetOutcome:
     """A requested stop decides the state; the exit code is kept when the target exited."""
-    if stop.reason is StopReason.TIMEOUT:
-        return TargetOutcome(run_pb2.RUN_STATE_TIMED_OUT, outcome.exit_code, ErrorType.TIMEOUT, stop.message)
-    if stop.reason is StopReason.CANCEL:
-        return TargetOutcome(
-            run_pb2.RUN_STATE_CANCELLED, outcome.exit_code, ErrorType.CANCELLED, stop.message or "cancelled"
-        )
-    if stop.reason is StopReason.DRAIN:
-        return TargetOutcome(run_pb2.RUN_STATE_FAILED, outcome.exit_code, ErrorType.DRAINED, stop.message)
-    if stop.reason is StopReason.CONTACT_LOST:
-        return TargetOutcome(
-            run_pb2.RUN_STATE_FAILED, outcome.exit_code, ErrorType.CONTACT_LOST, stop.message
-        )
-    return outcome  # no stop, or a fence: a fenced outcome is never reported
+    if stop.reason is None:
+        return outcome
+    message = stop.message or ("cancelled" if stop.reason is StopReason.CANCEL else "")
+    # A fence: the outcome is never reported.
+    return stopped(stop.reason, message, outcome.exit_code) or outcome

@@ -33,6 +33,7 @@ from jobmesh.core.metrics import DISPATCH_TO_CLAIM, EXECUTOR_SLOTS
 from jobmesh.core.ports.queue import Delivery, QueueUnavailable, RunConsumer, RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
+from jobmesh.core.states import StopReason
 from jobmesh.executor.attempts import Attempts
 from jobmesh.executor.clock import ns_of_timestamp, within
 from jobmesh.executor.config import ExecutorConfig
@@ -44,7 +45,6 @@ from jobmesh.executor.liveness import (
     stop_attempts_out_of_contact,
 )
 from jobmesh.executor.outbox import Outbox
-from jobmesh.executor.outcomes import StopReason
 from jobmesh.executor.runners import RunnerSettings
 from jobmesh.executor.sandbox import open_sandbox
 from jobmesh.executor.secrets import SecretSource, open_secret_source

@@ -11,6 +11,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -236,10 +237,10 @@ def test_error_types_and_state_names_are_written_in_core_alone() -> None:
     """Core's lists are the only place an error type or a state is spelled; migrations keep the names they
     were written with, and are history."""
     from jobmesh.core.error_types import ErrorType
-    from jobmesh.core.records import JobState, RunState
+    from jobmesh.core.states import JobState, RunState
 
     values = frozenset({*ErrorType, *RunState, *JobState}) - {""}
-    but = ("core/error_types.py", "core/records.py", "adapters/store/migrations/")
+    but = ("core/error_types.py", "core/states.py", "adapters/store/migrations/")
     assert literals_of(MESH_FOLDERS, frozenset(str(value) for value in values), but) == []
 
 
@@ -257,3 +258,78 @@ def test_the_literal_check_finds_a_spelled_out_error_type(
     (tmp_path / "a" / "m.py").write_text('__all__ = ["Timeout"]\nclass Timeout: ...\nKIND = "Timeout"\n')
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert literals_of(("a",), frozenset({"Timeout"}), ()) == ["a/m.py:3: Timeout"]
+
+
+STATE_MODULES = ("core/states.py", "core/wire_enums.py")
+_STATE_ENUMS = frozenset({"RunState", "JobState"})
+_CORE_ENUMS = _STATE_ENUMS | {"Priority", "RunTrigger", "AuditAction"}
+
+
+def state_rules(folders: tuple[str, ...]) -> list[str]:
+    """Where the folders' sources, but core/states.py (and core/wire_enums.py, the wire's values of core's
+    other enums), write down a rule of the state machine: a set of two or more states (a literal of
+    `RunState.X`, `JobState.X` members), a map between a core enum and the wire's, or what an executor's stop
+    becomes (a map keyed by `StopReason`)."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where in STATE_MODULES:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                kind = _state_rule(node)
+                if kind:
+                    found.append(f"{where}:{getattr(node, 'lineno', 0)}: {kind}")
+    return found
+
+
+def _state_rule(node: ast.AST) -> str:
+    if isinstance(node, ast.Set | ast.Tuple | ast.List) and (
+        sum(_member_of(element, _STATE_ENUMS) for element in node.elts) >= 2
+    ):
+        return "a state set"
+    if isinstance(node, ast.Dict):
+        keys = [key for key in node.keys if key is not None]
+        if any(_member_of(key, frozenset({"StopReason"})) for key in keys):
+            return "a stop reason map"
+        if _mixes(keys + node.values):
+            return "a wire map"
+    if isinstance(node, ast.DictComp) and _mixes([node.key, node.value, *node.generators]):
+        return "a wire map"
+    return ""
+
+
+def _member_of(node: ast.AST, enums: frozenset[str]) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in enums
+
+
+def _mixes(nodes: list[Any]) -> bool:
+    """Whether the nodes name both a core enum and a wire module (`…_pb2`)."""
+    names = {found.id for node in nodes for found in ast.walk(node) if isinstance(found, ast.Name)}
+    return bool(names & _CORE_ENUMS) and any(name.endswith("_pb2") for name in names)
+
+
+def test_the_state_sets_and_maps_are_written_in_core_states_alone() -> None:
+    assert state_rules(MESH_FOLDERS) == []
+
+
+def test_the_state_check_finds_a_second_set_and_a_second_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text(
+        "HELD = (RunState.RUNNING, RunState.CANCELLING)\n"
+        "ONE = frozenset({RunState.CANCELLING})\n"
+        "WIRE = {run_pb2.RUN_STATE_FAILED: RunState.FAILED}\n"
+        'ALL = {s: job_pb2.JobState.Value(f"JOB_STATE_{s.value}") for s in JobState}\n'
+        "STOPS = {StopReason.CANCEL: 1}\n"
+        "LANES = {Priority.HIGH: job_pb2.PRIORITY_HIGH}\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert state_rules(("a",)) == [
+        "a/m.py:1: a state set",
+        "a/m.py:3: a wire map",
+        "a/m.py:4: a wire map",
+        "a/m.py:5: a stop reason map",
+        "a/m.py:6: a wire map",
+    ]

@@ -18,7 +18,6 @@ from sqlalchemy import Boolean, Connection, Float, Integer, Text, update
 from jobmesh.adapters.store.schema import UtcDateTime, job_runs, run_attempts
 from jobmesh.adapters.store.sql_batch import (
     FENCE_COLUMNS,
-    HELD,
     FromBatch,
     insert_rows,
     lock_runs,
@@ -29,7 +28,8 @@ from jobmesh.adapters.store.sql_rows import StoredRow, cancelled_values, run_fro
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.flow_control import NO_PACING, Deferred, Pacing
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
-from jobmesh.core.records import PENDING_RUN_STATES, REFUSED_CLAIMS, JobState, RunState, RunTrigger
+from jobmesh.core.records import REFUSED_CLAIMS, RunTrigger
+from jobmesh.core.states import HELD_RUN_STATES, JobState, RunEvent, RunState, run_sources, run_transition
 
 _MILLISECOND = timedelta(milliseconds=1)
 # The batches' columns and expressions, built once: `update_by_key` keeps a statement built per shape.
@@ -53,6 +53,8 @@ _FINAL_COLUMNS = (
     ("result", Text()),
 )
 _NEXT_ATTEMPT = job_runs.c.attempt + 1
+# The runs an executor's claim starts (core.states).
+_CLAIMABLE = run_sources(RunEvent.CLAIM)
 
 
 # Claims ----------------------------------------------------------------------------------------------------
@@ -148,7 +150,7 @@ def _claimable(
         for key, attempt in keys.items()
         if (row := rows.get(key)) is not None
         and row["attempt"] == attempt
-        and RunState(row["state"]) in PENDING_RUN_STATES
+        and RunState(row["state"]) in _CLAIMABLE
     ]
 
 
@@ -180,7 +182,7 @@ def _classify(ref: AttemptRef, row: StoredRow | None, granted: set[AttemptRef]) 
         return ClaimStatus.NOT_FOUND
     if row["attempt"] != ref.attempt:
         return ClaimStatus.STALE
-    if RunState(row["state"]) in PENDING_RUN_STATES and ref not in granted:
+    if RunState(row["state"]) in _CLAIMABLE and ref not in granted:
         return ClaimStatus.GRANTED
     if row["state"] == RunState.CANCELLED and row["start_time"] is None:
         return ClaimStatus.CANCELLED  # cancelled before this attempt started
@@ -197,7 +199,7 @@ def _held(row: StoredRow | None, ref: AttemptRef, executor: str | None) -> bool:
     return (
         row is not None
         and row["attempt"] == ref.attempt
-        and RunState(row["state"]) in HELD
+        and RunState(row["state"]) in HELD_RUN_STATES
         and executor in (None, row["executor"])
     )
 
@@ -261,7 +263,7 @@ def finish_attempts(
         end = decide(current)
         if end is None:
             continue
-        _check(end, ref)
+        _check(end, ref, RunState(row["state"]))
         if end.executor in (None, row["executor"]):
             applied[ref] = (end, row, current)
     if not applied:
@@ -334,16 +336,16 @@ def _clamped(end: AttemptEnd, row: StoredRow) -> bool:
     return bool(row["times_clamped"]) or end.times_clamped
 
 
-def _check(end: AttemptEnd, ref: AttemptRef) -> None:
+def _check(end: AttemptEnd, ref: AttemptRef, state: RunState) -> None:
+    """A decided end is written only as a transition core.states allows from the run's `state`
+    (TransitionRefused otherwise)."""
     if end.ref != ref:
         raise ValueError(f"{ref}: decided as the end of another attempt, {end.ref}")
     if not end.attempt_state.is_terminal:
         raise ValueError(f"{end.ref}: an attempt ends in a terminal state, not {end.attempt_state}")
-    if end.run_state is RunState.SCHEDULED:
-        if end.retry_due_time is None:
-            raise ValueError(f"{end.ref}: a retry needs its retry_due_time")
-    elif not end.run_state.is_terminal:
-        raise ValueError(f"{end.ref}: a run goes on to a terminal state or SCHEDULED, not {end.run_state}")
+    run_transition(state, end.run_state)
+    if end.run_state is RunState.SCHEDULED and end.retry_due_time is None:
+        raise ValueError(f"{end.ref}: a retry needs its retry_due_time")
 
 
 _HISTORY_COLUMNS = tuple((column.name, column.type) for column in run_attempts.c)

@@ -64,7 +64,8 @@ from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import RUN_ROW_COLUMNS, StoredRow, run_row
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.ids import schedule_window
-from jobmesh.core.records import RunRecord, RunState
+from jobmesh.core.records import RunRecord
+from jobmesh.core.states import ACTIVE_RUN_STATES, HELD_RUN_STATES, in_order
 
 T = TypeVar("T")
 
@@ -80,8 +81,8 @@ EVER = (datetime(1, 1, 2, tzinfo=UTC), FAR_FUTURE)
 _MICROSECOND = timedelta(microseconds=1)
 
 # The states of runs an overlap policy counts as still going, and of runs that hold an executor's slot.
-ACTIVE = (RunState.QUEUED, RunState.RUNNING, RunState.CANCELLING)
-HELD = (RunState.RUNNING, RunState.CANCELLING)
+ACTIVE = in_order(ACTIVE_RUN_STATES)
+HELD = in_order(HELD_RUN_STATES)
 JOB_STATE = jobs.c.state.label("job_state")  # a locked run's job's state, beside the run's own
 
 Columns = Sequence[tuple[str, TypeEngine[Any]]]

@@ -23,7 +23,7 @@ from jobmesh.core.flow_control import Concurrency, FlowCandidate, FlowDecision, 
 
 __all__ = ["hold_back"]
 
-_HELD_STATES = [state.value for state in HELD]
+_HELD_STATES = list(HELD)  # their stored values
 
 
 def _scoped(row: StoredRow) -> Concurrency | None:

@@ -40,15 +40,21 @@ from jobmesh.core.errors import EtagMismatch, NotFound
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.names import job_name
 from jobmesh.core.ports.store import CreateJobOutcome, CreateStatus, NewJob, Page
-from jobmesh.core.records import (
-    JOB_DELETED,
-    PENDING_RUN_STATES,
-    JobRecord,
+from jobmesh.core.records import JOB_DELETED, JobRecord, RunRecord, Withdrawal
+from jobmesh.core.states import (
     JobState,
-    RunRecord,
+    RunEvent,
     RunState,
-    Withdrawal,
+    TransitionRefused,
+    in_order,
+    job_sources,
+    run_sources,
 )
+
+# The guards of the runs a job's change writes (core.states): the pending ones it withdraws, and the running
+# ones a delete asks to stop.
+_WITHDRAWN = in_order(run_sources(RunEvent.WITHDRAW))
+_STOPPED_BY_DELETE = in_order(run_sources(RunEvent.CANCEL, target=RunState.CANCELLING))
 
 JOB_LISTING = Listing(
     kind="jobs",
@@ -211,6 +217,7 @@ def update_job(
         job.job_id,
         expected_version,
         {**{name: values[name] for name in writable}, "update_time": job.update_time},
+        job.state,
     )
     if withdraw is not None:
         withdraw_runs(connection, job.job_id, withdraw, job.update_time)
@@ -226,10 +233,10 @@ def delete_job(
     spared: frozenset[str] = frozenset(),
 ) -> tuple[JobRecord, int]:
     values = {"state": JobState.DELETED.value, "next_run_time": None, "update_time": now}
-    deleted = _versioned_update(connection, job_id, expected_version, values)
+    deleted = _versioned_update(connection, job_id, expected_version, values, JobState.DELETED)
     cancelled = withdraw_runs(connection, job_id, dataclasses.replace(JOB_DELETED, spared=spared), now)
     cancelling = connection.execute(
-        _runs_of(job_id, (RunState.RUNNING,)).values(cancelling_values(JOB_DELETED.reason, now))
+        _runs_of(job_id, _STOPPED_BY_DELETE).values(cancelling_values(JOB_DELETED.reason, now))
     ).rowcount
     return deleted, cancelled + cancelling
 
@@ -237,7 +244,7 @@ def delete_job(
 def withdraw_runs(connection: Connection, job_id: str, withdrawal: Withdrawal, now: datetime) -> int:
     """Ends the job's runs not yet claimed (of the withdrawal's triggers, but for the spared ones) CANCELLED;
     how many there were."""
-    statement = _runs_of(job_id, tuple(PENDING_RUN_STATES)).where(
+    statement = _runs_of(job_id, _WITHDRAWN).where(
         job_runs.c.trigger.in_(sorted(trigger.value for trigger in withdrawal.triggers))
     )
     if withdrawal.spared:
@@ -245,16 +252,21 @@ def withdraw_runs(connection: Connection, job_id: str, withdrawal: Withdrawal, n
     return connection.execute(statement.values(cancelled_values(withdrawal.reason, now))).rowcount
 
 
-def _runs_of(job_id: str, states: Sequence[RunState]) -> Update:
-    return update(job_runs).where(
-        job_runs.c.job_id == job_id, job_runs.c.state.in_(sorted(s.value for s in states))
-    )
+def _runs_of(job_id: str, states: tuple[str, ...]) -> Update:
+    return update(job_runs).where(job_runs.c.job_id == job_id, job_runs.c.state.in_(states))
 
 
 def _versioned_update(
-    connection: Connection, job_id: str, expected_version: int | None, values: Mapping[str, Any]
+    connection: Connection,
+    job_id: str,
+    expected_version: int | None,
+    values: Mapping[str, Any],
+    target: JobState,
 ) -> JobRecord:
-    statement = update(jobs).where(jobs.c.job_id == job_id, jobs.c.state != JobState.DELETED.value)
+    """Writes the job's change when its version is the expected one and core.states lets it go from its
+    state to `target`: NotFound for a job deleted or never made, EtagMismatch for another version,
+    TransitionRefused for a change of state no transition allows."""
+    statement = update(jobs).where(jobs.c.job_id == job_id, jobs.c.state.in_(in_order(job_sources(target))))
     if expected_version is not None:
         statement = statement.where(jobs.c.version == expected_version)
     statement = statement.values(**values, version=jobs.c.version + 1).returning(*JOB_COLUMNS)
@@ -265,7 +277,9 @@ def _versioned_update(
         ).first()
         if current is None or current.state == JobState.DELETED:
             raise NotFound(job_name(job_id))
-        raise EtagMismatch(job_name(job_id), etag(current.version))
+        if expected_version is not None and current.version != expected_version:
+            raise EtagMismatch(job_name(job_id), etag(current.version))
+        raise TransitionRefused("job", JobState(current.state), target.value)
     return job_from_row(row)
 
 

@@ -40,7 +40,7 @@ from jobmesh.adapters.store.schema import (
 )
 from jobmesh.adapters.store.sql_engine import write_transaction
 from jobmesh.core.ids import run_id_floor
-from jobmesh.core.records import TERMINAL_RUN_STATES
+from jobmesh.core.states import TERMINAL_RUN_STATES
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,8 @@ from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.names import run_name
 from jobmesh.core.ports.pipeline_store import DueChanges
 from jobmesh.core.ports.store import FeedCursor
-from jobmesh.core.records import JobRecord, JobState, RunRecord, RunState, RunTrigger, ScheduleKind
+from jobmesh.core.records import JobRecord, RunRecord, RunTrigger, ScheduleKind
+from jobmesh.core.states import JobState, RunEvent, RunState, run_sources
 
 _JOB_ID_COLUMNS: Columns = (("job_id", Text()),)
 
@@ -132,7 +133,8 @@ def due_runs(
     return _dispatchables(connection, statement)
 
 
-_SCHEDULED = frozenset({RunState.SCHEDULED})
+# The runs a dispatch hands to the queue (core.states).
+_DISPATCHABLE = run_sources(RunEvent.DISPATCH)
 
 
 def due_runs_changed(
@@ -140,7 +142,7 @@ def due_runs_changed(
 ) -> DueChanges:
     """From the change feed (`sql_feed`): its log holds every shard's changes, of which only the runs of
     these shards are looked up."""
-    page = changes_after(connection, cursor, limit, _SCHEDULED, shards)
+    page = changes_after(connection, cursor, limit, _DISPATCHABLE, shards)
     runs = [change.run for change in page.changes if change.run.due_time <= until]
     specs = _specs_of(connection, {run.job_id for run in runs})
     due = [Dispatchable(run, specs[run.job_id]) for run in runs]
@@ -153,7 +155,7 @@ def mark_queued(connection: Connection, refs: Sequence[AttemptRef], now: datetim
     changed: dict[AttemptRef, StoredRow] = {}
     for ref in refs:
         row = rows.get((ref.job_id, ref.run_id))
-        if row is not None and row["attempt"] == ref.attempt and row["state"] == RunState.SCHEDULED:
+        if row is not None and row["attempt"] == ref.attempt and row["state"] in _DISPATCHABLE:
             changed[ref] = row
     if changed:
         update_by_key(

@@ -44,7 +44,14 @@ from jobmesh.core.filters import ListQuery
 from jobmesh.core.ids import schedule_window
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.ports.store import CreateRunOutcome, CreateStatus, Page
-from jobmesh.core.records import AttemptRecord, JobState, LogRecord, RunRecord, RunState
+from jobmesh.core.records import AttemptRecord, LogRecord, RunRecord
+from jobmesh.core.states import (
+    CANCELLABLE_RUN_STATES,
+    JobState,
+    RunEvent,
+    RunState,
+    run_target,
+)
 
 
 def _run_listing(tiebreak: tuple[str, ...]) -> Listing:
@@ -237,13 +244,14 @@ def cancel_run(
 
 
 def _cancel_values(state: RunState, reason: str, now: datetime) -> dict[str, Any] | None:
-    """What a cancel writes on a run in `state`: a pending run ends CANCELLED, a running one is asked to stop
-    (its reason kept for the end: the attempt's own report says how it stopped, not why); None for others."""
-    if state.is_pending:
-        return cancelled_values(reason, now)
-    if state is RunState.RUNNING:
+    """What a cancel writes on a run in `state`, where core.states' cancel takes it: a pending run ends
+    CANCELLED, a running one is asked to stop (its reason kept for the end: the attempt's own report says how
+    it stopped, not why); None for a run no cancel moves (already stopping, or ended)."""
+    if state not in CANCELLABLE_RUN_STATES:
+        return None
+    if run_target(state, RunEvent.CANCEL) is RunState.CANCELLING:
         return cancelling_values(reason, now)
-    return None
+    return cancelled_values(reason, now)
 
 
 _CANCEL_CHUNK = 500

@@ -8,10 +8,11 @@ from sqlalchemy import Connection, case, func, select
 
 from jobmesh.adapters.store.schema import jobs
 from jobmesh.core.ports.store import NamespaceUsage
-from jobmesh.core.records import JobState, ScheduleKind
+from jobmesh.core.records import ScheduleKind
+from jobmesh.core.states import UNFINISHED_JOB_STATES, JobState, in_order
 
 _LIVE_CRON = (jobs.c.schedule_kind == ScheduleKind.CRON.value) & jobs.c.state.in_(
-    [JobState.ACTIVE.value, JobState.PAUSED.value]
+    in_order(UNFINISHED_JOB_STATES)
 )
 _USAGE = select(func.count(), func.coalesce(func.sum(case((_LIVE_CRON, 1), else_=0)), 0)).where(
     jobs.c.state != JobState.DELETED.value

@@ -38,8 +38,9 @@ from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.hooks import RunHooks
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.ports.queue import Delivery
-from jobmesh.core.records import JobRecord, RunRecord, RunState, RunTrigger, ScheduleKind
+from jobmesh.core.records import JobRecord, RunRecord, RunTrigger, ScheduleKind
 from jobmesh.core.run_traces import root_span_id_of, trace_id_of
+from jobmesh.core.states import FAILED_RUN_STATES
 from jobmesh.v1 import run_pb2
 
 # Spans of attempts this executor took and has not reported, kept at most this many (an attempt that is
@@ -204,7 +205,7 @@ class TracingHooks(RunHooks):
                     "jobmesh.error_type": attempt_end.error_type or "",
                 },
             )
-            if attempt_end.run_state in {RunState.DEAD_LETTERED, RunState.FAILED, RunState.TIMED_OUT}:
+            if attempt_end.run_state in FAILED_RUN_STATES:
                 span.set_status(Status(StatusCode.ERROR, attempt_end.error_message or attempt_end.run_state))
             span.end()
 

@@ -181,8 +181,9 @@ class PipelineStore(Protocol):
         its end, or None to leave it running. An end applies when the run is held by the end's `executor`
         (any holder when None): the attempt goes into the history, then the run takes its new state (a retry:
         attempt + 1, SCHEDULED, due at `retry_due_time`, execution fields cleared). Returns the ends applied,
-        with their runs as they were, in the order of `refs` (a ref repeated counts once). An end that makes
-        no sense raises ValueError and writes nothing."""
+        with their runs as they were, in the order of `refs` (a ref repeated counts once). An end whose run
+        state `core.states` allows from the run's state on no transition raises TransitionRefused, another
+        that makes no sense ValueError; either writes nothing."""
         ...
 
     def report_progress(self, reports: Sequence[ProgressReport], now: datetime) -> None:

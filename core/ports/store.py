@@ -130,8 +130,9 @@ class Store(Protocol):
         transaction, the job's SCHEDULED and QUEUED runs of its triggers but its spared ones become CANCELLED
         (end_time = update_time, error type `Cancelled`, message = its reason); running ones go on.
 
-        Raises NotFound when missing or deleted; EtagMismatch when `expected_version` is given and differs.
-        Returns the stored record.
+        Raises NotFound when missing or deleted; EtagMismatch when `expected_version` is given and differs;
+        TransitionRefused when `core.states` allows no transition from the stored state to `job.state`
+        (nothing is written). Returns the stored record.
         """
         ...
 

@@ -62,6 +62,7 @@ from jobmesh.core.records import (
     version_of_etag,
 )
 from jobmesh.core.secret_refs import SecretQueues
+from jobmesh.core.states import job_may_move
 from jobmesh.server.api.backfill_requests import Backfill, check_backfill, check_backfillable
 from jobmesh.server.api.validation import (
     NO_SECRET_QUEUES,
@@ -311,7 +312,7 @@ class JobCommands:
         current = self.get_job(name, access)
         if current.state is JobState.PAUSED:
             return current
-        if current.state is JobState.COMPLETED:
+        if not job_may_move(current.state, JobState.PAUSED):  # completed: nothing left to pause
             raise FailedPrecondition(
                 f"{name} has no more runs to pause", reason="JOB_COMPLETED", metadata={"job": name}
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from jobmesh.core.audit import AuditAction, AuditEvent
+from jobmesh.core.audit import AuditEvent
 from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.occurrences import next_fire_time
@@ -14,28 +14,18 @@ from jobmesh.core.records import (
     JobState,
     LogRecord,
     RunRecord,
-    RunState,
-    RunTrigger,
     etag_of,
 )
+from jobmesh.core.states import HALTED_JOB_STATES, JOB_STATE_TO_WIRE, RUN_STATE_TO_WIRE
 from jobmesh.core.timestamps import set_timestamp, to_duration, utcnow
+from jobmesh.core.wire_enums import AUDIT_ACTION_TO_WIRE, LOG_STREAM_TO_WIRE, RUN_TRIGGER_TO_WIRE
 from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
-
-_JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
-_RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
-_RUN_TRIGGERS = {trigger: run_pb2.RunTrigger.Value(f"RUN_TRIGGER_{trigger.value}") for trigger in RunTrigger}
-_AUDIT_ACTIONS = {
-    action: audit_pb2.AuditAction.Value(f"AUDIT_ACTION_{action.value}") for action in AuditAction
-}
-_LOG_STREAMS = {
-    name: run_pb2.LogStream.Value(f"LOG_STREAM_{name}") for name in ("STDOUT", "STDERR", "SYSTEM")
-}
 
 
 def job_to_proto(record: JobRecord) -> job_pb2.Job:
     job = job_pb2.Job.FromString(record.spec)
     job.name = job_name(record.job_id)
-    job.state = _JOB_STATES[record.state]
+    job.state = JOB_STATE_TO_WIRE[record.state]
     _set_next_run_time(job, record.state, job.schedule, utcnow())
     set_timestamp(job.create_time, record.create_time)
     set_timestamp(job.update_time, record.update_time)
@@ -56,7 +46,7 @@ def _set_next_run_time(job: job_pb2.Job, state: JobState, schedule: job_pb2.Sche
     """The schedule's next fire time from now, as `PreviewSchedule` gives it first; none while the job is
     paused or deleted. (The stored `JobRecord.next_run_time` is the watcher's cursor: the next occurrence not
     yet made into a run, which lies as far ahead as the watcher makes runs.)"""
-    if state in (JobState.PAUSED, JobState.DELETED):
+    if state in HALTED_JOB_STATES:
         return
     fire_time = next_fire_time(schedule, now)
     if fire_time is not None:
@@ -65,7 +55,7 @@ def _set_next_run_time(job: job_pb2.Job, state: JobState, schedule: job_pb2.Sche
 
 def run_basic_proto(record: RunRecord) -> run_pb2.Run:
     """The run's name, state and schedule time only (`BatchCreateJobs`' basic view)."""
-    run = run_pb2.Run(name=run_name(record.job_id, record.run_id), state=_RUN_STATES[record.state])
+    run = run_pb2.Run(name=run_name(record.job_id, record.run_id), state=RUN_STATE_TO_WIRE[record.state])
     set_timestamp(run.schedule_time, record.schedule_time)
     return run
 
@@ -74,12 +64,12 @@ def run_to_proto(record: RunRecord) -> run_pb2.Run:
     run = run_pb2.Run(
         name=run_name(record.job_id, record.run_id),
         attempt=record.attempt,
-        state=_RUN_STATES[record.state],
+        state=RUN_STATE_TO_WIRE[record.state],
         executor=record.executor or "",
         progress=record.progress,
         progress_message=record.progress_message,
         times_clamped=record.times_clamped,
-        trigger=_RUN_TRIGGERS[record.trigger],
+        trigger=RUN_TRIGGER_TO_WIRE[record.trigger],
         replay_of=record.replay_of or "",
         namespace=record.namespace,
         created_after_schedule_time=record.created_after_schedule_time,
@@ -109,7 +99,7 @@ def _set_times(run: run_pb2.Run, record: RunRecord) -> None:
 def attempt_to_proto(record: AttemptRecord) -> run_pb2.RunAttempt:
     attempt = run_pb2.RunAttempt(
         attempt=record.attempt,
-        state=_RUN_STATES[record.state],
+        state=RUN_STATE_TO_WIRE[record.state],
         executor=record.executor or "",
     )
     if record.start_time is not None:
@@ -128,7 +118,7 @@ def log_to_proto(record: LogRecord) -> run_pb2.LogLine:
     line = run_pb2.LogLine(
         sequence=record.sequence,
         attempt=record.attempt,
-        stream=_LOG_STREAMS[record.stream],
+        stream=LOG_STREAM_TO_WIRE[record.stream],
         text=record.text,
     )
     set_timestamp(line.time, record.time)
@@ -139,7 +129,7 @@ def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
     event = audit_pb2.AuditEvent(
         name=f"auditEvents/{record.event_id}",
         actor=record.actor,
-        action=_AUDIT_ACTIONS[record.action],
+        action=AUDIT_ACTION_TO_WIRE[record.action],
         resource=record.resource,
         namespace=record.namespace,
         request_id=record.request_id,

@@ -24,15 +24,16 @@ from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.results import with_result
+from jobmesh.core.states import ATTEMPT_END_FROM_WIRE, HELD_RUN_STATES, PENDING_RUN_STATES
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
+from jobmesh.core.wire_enums import DEFAULT_LOG_STREAM, LOG_STREAM_FROM_WIRE
 from jobmesh.server.auth.executor_grants import may_claim, restricts_claims
 from jobmesh.server.executors.held_attempts import HeldAttempts
 from jobmesh.server.executors.outage_journal import JournalEntry
 from jobmesh.server.executors.outage_mode import OutageMode
 from jobmesh.server.executors.sessions import cancel_message
 from jobmesh.server.principals import ExecutorGrant
-from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
 # How far an executor's clock may differ from the server's before its reported times count as contradicting
@@ -47,18 +48,6 @@ _CLAIM_OUTCOMES = {
     ClaimStatus.STALE: pb.CLAIM_OUTCOME_STALE,
     ClaimStatus.NOT_FOUND: pb.CLAIM_OUTCOME_NOT_FOUND,
     ClaimStatus.DEFERRED: pb.CLAIM_OUTCOME_DEFERRED,
-}
-_FINAL_STATES = {
-    run_pb2.RUN_STATE_SUCCEEDED: RunState.SUCCEEDED,
-    run_pb2.RUN_STATE_FAILED: RunState.FAILED,
-    run_pb2.RUN_STATE_TIMED_OUT: RunState.TIMED_OUT,
-    run_pb2.RUN_STATE_CANCELLED: RunState.CANCELLED,
-}
-_UNCLAIMED = (RunState.SCHEDULED, RunState.QUEUED)
-_STREAMS = {
-    run_pb2.LOG_STREAM_STDOUT: "STDOUT",
-    run_pb2.LOG_STREAM_STDERR: "STDERR",
-    run_pb2.LOG_STREAM_SYSTEM: "SYSTEM",
 }
 
 
@@ -77,7 +66,7 @@ def _instant_of(claim: Claim, now: datetime) -> datetime:
 
 
 def _holds(run: RunRecord, executor: str) -> bool:
-    return run.state in (RunState.RUNNING, RunState.CANCELLING) and run.executor == executor
+    return run.state in HELD_RUN_STATES and run.executor == executor
 
 
 class AttemptReports:
@@ -206,7 +195,9 @@ class AttemptReports:
             return []
         mine = self._outage.fenced_by(refs, executor)
         current = self._store.attempts(sorted(mine)) if mine else {}
-        waiting = [ref for ref in sorted(mine) if ref in current and current[ref].run.state in _UNCLAIMED]
+        waiting = [
+            ref for ref in sorted(mine) if ref in current and current[ref].run.state in PENDING_RUN_STATES
+        ]
         if waiting:
             self._store.claim(waiting, executor, at, on_fence=True)
         return waiting
@@ -409,7 +400,7 @@ class AttemptReports:
                         sequence=0,
                         attempt=ref.attempt,
                         time=to_datetime(line.time) if line.HasField("time") else at or self._clock(),
-                        stream=_STREAMS.get(line.stream, "STDOUT"),
+                        stream=LOG_STREAM_FROM_WIRE.get(line.stream, DEFAULT_LOG_STREAM),
                         text=storable(line.text, MAX_LOG_LINE_CHARS),
                     )
                 )
@@ -425,7 +416,7 @@ class AttemptReports:
         reported = {}
         for result in results:
             ref = _parsed(result.attempt)
-            if ref is not None and result.state in _FINAL_STATES:
+            if ref is not None and result.state in ATTEMPT_END_FROM_WIRE:
                 reported[ref] = result
         now = at or self._clock()
         wire = [result.attempt for result in results]
@@ -464,7 +455,7 @@ def _outcome(result: pb.AttemptResult, now: datetime, executor: str, run: RunRec
             extra={"executor": executor, "run": f"{run.job_id}/{run.run_id}"},
         )
     outcome = AttemptOutcome(
-        state=_FINAL_STATES[result.state],
+        state=ATTEMPT_END_FROM_WIRE[result.state],
         end_time=end,
         start_time=start,
         exit_code=result.exit_code if result.HasField("exit_code") else None,

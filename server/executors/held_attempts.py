@@ -13,12 +13,11 @@ from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.pipeline_store import PipelineStore
-from jobmesh.core.records import RunState
+from jobmesh.core.states import HELD_RUN_STATES
 
 __all__ = ["HeldAttempts"]
 
 log = logging.getLogger(__name__)
-_HOLDING = (RunState.RUNNING, RunState.CANCELLING)
 
 
 class HeldAttempts:
@@ -48,7 +47,7 @@ class HeldAttempts:
             ref
             for ref in unknown
             if ref in current
-            and current[ref].run.state in _HOLDING
+            and current[ref].run.state in HELD_RUN_STATES
             and current[ref].run.executor == self._executor
         }
         with self._lock:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from jobmesh.core.states import StopReason
 from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
+from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import job_pb2, run_pb2

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from jobmesh.core.states import StopReason
 from jobmesh.executor.handlers import Handler, HandlerContext, HandlerRegistry
-from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
+from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.v1 import run_pb2
 from tests.executor.support import RecordingIO, dispatched, handler

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.states import StopReason
 from jobmesh.executor import sandbox as sandboxes
 from jobmesh.executor.handlers import HandlerRegistry
-from jobmesh.executor.outcomes import Stop, StopReason, TargetOutcome
+from jobmesh.executor.outcomes import Stop, TargetOutcome
 from jobmesh.executor.policy import ExecutionPolicy
 from jobmesh.executor.runners import RunnerSettings, run_target
 from jobmesh.executor.sandbox import JobLimits, Sandbox, open_sandbox

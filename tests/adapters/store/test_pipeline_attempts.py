@@ -13,6 +13,7 @@ from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.lateness import run_lateness
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import AttemptRecord, RunState
+from jobmesh.core.states import TransitionRefused
 from tests.adapters.store.builders import at, run
 from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, end, finish, ref
 
@@ -311,11 +312,13 @@ def test_ends_that_make_no_sense_are_refused(store: SqlStore) -> None:
     store.claim([target], "ex1", at(10))
     for bad in (
         end(target, RunState.RUNNING),
-        end(target, RunState.FAILED, run_state=RunState.QUEUED),
         end(target, RunState.FAILED, run_state=RunState.SCHEDULED),  # a retry without its due time
     ):
         with pytest.raises(ValueError, match=r"attempt|run|retry"):
             finish(store, [bad])
+    # A run state no transition of core.states leads to from RUNNING.
+    with pytest.raises(TransitionRefused, match="RUNNING cannot go to QUEUED"):
+        finish(store, [end(target, RunState.FAILED, run_state=RunState.QUEUED)])
     with pytest.raises(ValueError, match="another attempt"):
         store.finish_attempts([target], lambda _: end(replace(target, attempt=2)))
     assert store.get_run(target.job_id, target.run_id).state is RunState.RUNNING  # nothing written

@@ -92,6 +92,11 @@ const (
 	ErrorReason_ERROR_REASON_JOB_NOT_CRON ErrorReason = 19
 	// `FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`.
 	ErrorReason_ERROR_REASON_JOB_PAUSED ErrorReason = 20
+	// `FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+	// allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+	// (`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+	// state or the event asked for).
+	ErrorReason_ERROR_REASON_TRANSITION_REFUSED ErrorReason = 21
 )
 
 // Enum value maps for ErrorReason.
@@ -118,6 +123,7 @@ var (
 		18: "ERROR_REASON_QUOTA_EXCEEDED",
 		19: "ERROR_REASON_JOB_NOT_CRON",
 		20: "ERROR_REASON_JOB_PAUSED",
+		21: "ERROR_REASON_TRANSITION_REFUSED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":          0,
@@ -141,6 +147,7 @@ var (
 		"ERROR_REASON_QUOTA_EXCEEDED":       18,
 		"ERROR_REASON_JOB_NOT_CRON":         19,
 		"ERROR_REASON_JOB_PAUSED":           20,
+		"ERROR_REASON_TRANSITION_REFUSED":   21,
 	}
 )
 
@@ -253,7 +260,7 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"\vbad_request\x18\x02 \x01(\v2\x16.google.rpc.BadRequestR\n" +
 	"badRequest\x124\n" +
 	"\n" +
-	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\xd8\x05\n" +
+	"retry_info\x18\x03 \x01(\v2\x15.google.rpc.RetryInfoR\tretryInfo*\xfd\x05\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dERROR_REASON_INVALID_ARGUMENT\x10\x01\x12\x1a\n" +
@@ -276,7 +283,8 @@ const file_jobmesh_v1_errors_proto_rawDesc = "" +
 	"\x1eERROR_REASON_QUEUE_UNREACHABLE\x10\x11\x12\x1f\n" +
 	"\x1bERROR_REASON_QUOTA_EXCEEDED\x10\x12\x12\x1d\n" +
 	"\x19ERROR_REASON_JOB_NOT_CRON\x10\x13\x12\x1b\n" +
-	"\x17ERROR_REASON_JOB_PAUSED\x10\x14Bd\n" +
+	"\x17ERROR_REASON_JOB_PAUSED\x10\x14\x12#\n" +
+	"\x1fERROR_REASON_TRANSITION_REFUSED\x10\x15Bd\n" +
 	"\x0edev.jobmesh.v1B\vErrorsProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\n" +
 	"Jobmesh.V1b\x06proto3"
 

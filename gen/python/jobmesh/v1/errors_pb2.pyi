@@ -96,6 +96,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """`FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`."""
     ERROR_REASON_JOB_PAUSED: _ErrorReason.ValueType  # 20
     """`FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`."""
+    ERROR_REASON_TRANSITION_REFUSED: _ErrorReason.ValueType  # 21
+    """`FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+    allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+    (`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+    state or the event asked for).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """Why a call failed, for a program to act on.
@@ -181,6 +187,12 @@ ERROR_REASON_JOB_NOT_CRON: ErrorReason.ValueType  # 19
 """`FAILED_PRECONDITION`: `BackfillJob` on a job without a cron schedule. Metadata: `job`."""
 ERROR_REASON_JOB_PAUSED: ErrorReason.ValueType  # 20
 """`FAILED_PRECONDITION`: `BackfillJob` on a paused job (resume it first). Metadata: `job`."""
+ERROR_REASON_TRANSITION_REFUSED: ErrorReason.ValueType  # 21
+"""`FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+(`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+state or the event asked for).
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

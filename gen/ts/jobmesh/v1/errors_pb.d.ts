@@ -227,6 +227,16 @@ export enum ErrorReason {
    * @generated from enum value: ERROR_REASON_JOB_PAUSED = 20;
    */
   JOB_PAUSED = 20,
+
+  /**
+   * `FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+   * allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+   * (`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+   * state or the event asked for).
+   *
+   * @generated from enum value: ERROR_REASON_TRANSITION_REFUSED = 21;
+   */
+  TRANSITION_REFUSED = 21,
 }
 
 /**

@@ -207,6 +207,17 @@ public enum ErrorReason
    * <code>ERROR_REASON_JOB_PAUSED = 20;</code>
    */
   ERROR_REASON_JOB_PAUSED(20),
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+   * allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+   * (`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+   * state or the event asked for).
+   * </pre>
+   *
+   * <code>ERROR_REASON_TRANSITION_REFUSED = 21;</code>
+   */
+  ERROR_REASON_TRANSITION_REFUSED(21),
   UNRECOGNIZED(-1),
   ;
 
@@ -403,6 +414,17 @@ public enum ErrorReason
    * <code>ERROR_REASON_JOB_PAUSED = 20;</code>
    */
   public static final int ERROR_REASON_JOB_PAUSED_VALUE = 20;
+  /**
+   * <pre>
+   * `FAILED_PRECONDITION`: a change of a job's or a run's state that no transition of its state machine
+   * allows (docs/design.md, "The state machine"), such as a job's change that raced another. Metadata: `kind`
+   * (`job` or `run`), `state` (its state, a `JobState` or `RunState` name without its prefix), `wanted` (the
+   * state or the event asked for).
+   * </pre>
+   *
+   * <code>ERROR_REASON_TRANSITION_REFUSED = 21;</code>
+   */
+  public static final int ERROR_REASON_TRANSITION_REFUSED_VALUE = 21;
 
 
   public final int getNumber() {
@@ -450,6 +472,7 @@ public enum ErrorReason
       case 18: return ERROR_REASON_QUOTA_EXCEEDED;
       case 19: return ERROR_REASON_JOB_NOT_CRON;
       case 20: return ERROR_REASON_JOB_PAUSED;
+      case 21: return ERROR_REASON_TRANSITION_REFUSED;
       default: return null;
     }
   }

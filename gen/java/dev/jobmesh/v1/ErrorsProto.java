@@ -46,7 +46,7 @@ public final class ErrorsProto extends com.google.protobuf.GeneratedFile {
       "ErrorInfoR\terrorInfo\0227\n\013bad_request\030\002 \001(" +
       "\0132\026.google.rpc.BadRequestR\nbadRequest\0224\n" +
       "\nretry_info\030\003 \001(\0132\025.google.rpc.RetryInfo" +
-      "R\tretryInfo*\330\005\n\013ErrorReason\022\034\n\030ERROR_REA" +
+      "R\tretryInfo*\375\005\n\013ErrorReason\022\034\n\030ERROR_REA" +
       "SON_UNSPECIFIED\020\000\022!\n\035ERROR_REASON_INVALI" +
       "D_ARGUMENT\020\001\022\032\n\026ERROR_REASON_NOT_FOUND\020\002" +
       "\022\037\n\033ERROR_REASON_ALREADY_EXISTS\020\003\022\"\n\036ERR" +
@@ -64,10 +64,11 @@ public final class ErrorsProto extends com.google.protobuf.GeneratedFile {
       "ORE_FAILURE\020\020\022\"\n\036ERROR_REASON_QUEUE_UNRE" +
       "ACHABLE\020\021\022\037\n\033ERROR_REASON_QUOTA_EXCEEDED" +
       "\020\022\022\035\n\031ERROR_REASON_JOB_NOT_CRON\020\023\022\033\n\027ERR" +
-      "OR_REASON_JOB_PAUSED\020\024Bd\n\016dev.jobmesh.v1" +
-      "B\013ErrorsProtoP\001Z6github.com/jobmesh/jobm" +
-      "esh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmes" +
-      "h.V1b\006proto3"
+      "OR_REASON_JOB_PAUSED\020\024\022#\n\037ERROR_REASON_T" +
+      "RANSITION_REFUSED\020\025Bd\n\016dev.jobmesh.v1B\013E" +
+      "rrorsProtoP\001Z6github.com/jobmesh/jobmesh" +
+      "/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobmesh.V" +
+      "1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
