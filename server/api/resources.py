@@ -18,8 +18,9 @@ from jobmesh.core.records import (
     RunTrigger,
     etag_of,
 )
+from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import set_timestamp, to_duration, utcnow
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, run_pb2, search_service_pb2
 
 _JOB_STATES = {state: job_pb2.JobState.Value(f"JOB_STATE_{state.value}") for state in JobState}
 _RUN_STATES = {state: run_pb2.RunState.Value(f"RUN_STATE_{state.value}") for state in RunState}
@@ -146,3 +147,20 @@ def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
     )
     set_timestamp(event.time, record.time)
     return event
+
+
+def run_counts_to_proto(counts: RunCounts) -> search_service_pb2.RunCounts:
+    message = search_service_pb2.RunCounts(
+        counts=[
+            search_service_pb2.RunCount(
+                namespace=count.namespace,
+                queue=count.queue,
+                state=_RUN_STATES[count.state],
+                run_count=count.runs,
+                upcoming_run_count=count.upcoming,
+            )
+            for count in counts.counts
+        ]
+    )
+    set_timestamp(message.read_time, counts.read_time)
+    return message
