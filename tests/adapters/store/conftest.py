@@ -31,6 +31,7 @@ TABLES = (
     "leases",
     "executor_sessions",
     "audit_events",
+    "run_counts",
 )
 
 
