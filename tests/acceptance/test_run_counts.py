@@ -24,10 +24,14 @@ FAILING = 150  # no retry: FAILED
 DEAD = 150  # two attempts, both failing: DEAD_LETTERED
 CANCELLED = 500  # made for an hour from now, then cancelled
 UPCOMING = 5000 - SUCCEEDING - FAILING - DEAD - CANCELLED - 1  # the warm-up run is the 5,000th
-STATES = [state for state in run_pb2.RunState.values() if state != run_pb2.RUN_STATE_UNSPECIFIED]
+STATES: list[run_pb2.RunState.ValueType] = [
+    state for state in run_pb2.RunState.values() if state != run_pb2.RUN_STATE_UNSPECIFIED
+]
 
 
-def listed(search: search_service_pb2_grpc.SearchServiceStub, state: int, *, upcoming: bool) -> int:
+def listed(
+    search: search_service_pb2_grpc.SearchServiceStub, state: run_pb2.RunState.ValueType, *, upcoming: bool
+) -> int:
     """How many runs `ListRuns` lists in `state`, page by page (with or without the upcoming ones)."""
     name = run_pb2.RunState.Name(state).removeprefix("RUN_STATE_")
     total, token = 0, ""
@@ -57,6 +61,7 @@ class BoardCounts:
         self._stream = search.WatchRuns(request)
         self.latest: search_service_pb2.RunCounts | None = None
         self.messages = 0
+        self.ended: grpc.RpcError | None = None
         self._thread = threading.Thread(target=self._follow, daemon=True)
         self._thread.start()
 
@@ -67,11 +72,13 @@ class BoardCounts:
                     self.latest = message.run_counts
                     self.messages += 1
         except grpc.RpcError as error:
-            assert error.code() == grpc.StatusCode.CANCELLED, error
+            self.ended = error
 
     def close(self) -> None:
+        """Ends the stream; it must not have ended otherwise."""
         self._stream.cancel()
         self._thread.join(timeout=10)
+        assert self.ended is None or self.ended.code() == grpc.StatusCode.CANCELLED, self.ended
 
 
 def batches(jobs: list[job_pb2.Job]) -> list[job_service_pb2.BatchCreateJobsRequest]:

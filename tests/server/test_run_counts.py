@@ -112,7 +112,7 @@ def test_a_stream_brings_the_counts_first_then_once_per_change_of_them(api: Api)
         assert first.HasField("run_counts")
         before = by_state(first.run_counts)[run_pb2.RUN_STATE_SCHEDULED]
         due_runs(api, 50)  # one transaction: the counts change once
-        messages_with_counts = []
+        messages_with_counts: list[search_service_pb2.WatchRunsResponse] = []
         runs_seen = 0
         while runs_seen < 50 or not messages_with_counts:
             message = next(stream)

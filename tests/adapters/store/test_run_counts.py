@@ -5,7 +5,7 @@ on PostgreSQL, folded or not."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 
@@ -29,12 +29,16 @@ def counted(backend: Backend, now: datetime) -> dict[tuple[str, str, RunState], 
         "SELECT namespace, queue, state, schedule_time FROM job_runs"
     ):
         key = (namespace, queue, RunState(state))
-        moment = schedule_time if isinstance(schedule_time, datetime) else datetime.fromisoformat(schedule_time)
-        if key[2] is RunState.SCHEDULED and moment.replace(tzinfo=now.tzinfo) > now:
+        if key[2] is RunState.SCHEDULED and _time(schedule_time) > now:
             upcoming[key] += 1
         else:
             runs[key] += 1
     return {key: (runs[key], upcoming[key]) for key in runs.keys() | upcoming.keys()}
+
+
+def _time(value: datetime | str) -> datetime:
+    """A time as read back by plain SQL: SQLite gives UTC as text."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 def kept(counts: RunCounts) -> dict[tuple[str, str, RunState], tuple[int, int]]:
