@@ -337,3 +337,27 @@ def test_a_wait_shows_its_progress_on_a_terminal(server: str) -> None:
     assert done.returncode == EXIT_UNAVAILABLE  # its --timeout passed
     assert f"waiting for {run['name']}: RUNNING (attempt 1)".encode() in shown
     assert b"\r\x1b[Kjobmesh: DEADLINE_EXCEEDED" in shown  # the status line erased before the error
+
+
+def test_runs_count_prints_the_meshs_counts_as_list_runs_lists_them(server: str) -> None:
+    create(server, "--at", "2030-01-01T00:00:00Z", "--", "true")  # upcoming
+    counts = ok_json(server, "runs", "count")
+    assert counts, "a count per namespace, queue and state"
+    totals: dict[str, int] = {}
+    for count in counts:
+        totals[count["state"]] = totals.get(count["state"], 0) + int(count.get("run_count", "0"))
+    for state, total in totals.items():
+        listed = ok_json(
+            server, "runs", "list", "--filter", f"state = {state.removeprefix('RUN_STATE_')}", "--limit", "0"
+        )
+        assert len(listed) == total, state
+    assert sum(int(count.get("upcoming_run_count", "0")) for count in counts) >= 1
+    printed = cli(server, "runs", "count")
+    assert printed.exit_code == 0, printed.output
+    assert printed.stdout.split()[:5] == ["NAMESPACE", "QUEUE", "STATE", "RUNS", "UPCOMING"]
+
+
+def test_runs_count_has_no_names_to_print(server: str) -> None:
+    result = cli(server, "runs", "count", "-o", "name")
+    assert result.exit_code == 2
+    assert "no names" in result.output
