@@ -35,13 +35,16 @@ class CountingStore:
         return RunCounts((RunCount("default", "default", RunState.SCHEDULED, self.scheduled),), now)
 
 
-def feed_of(store: CountingStore, **intervals: timedelta) -> CountFeed:
-    pace = {
-        "min_interval": FAST,
-        "max_interval": timedelta(seconds=30),
-        "fold_interval": timedelta(seconds=30),
-    }
-    return CountFeed(cast(Store, store), **{**pace, **intervals})
+def feed_of(
+    store: CountingStore,
+    *,
+    min_interval: timedelta = FAST,
+    max_interval: timedelta = timedelta(seconds=30),
+    fold_interval: timedelta = timedelta(seconds=30),
+) -> CountFeed:
+    return CountFeed(
+        cast(Store, store), min_interval=min_interval, max_interval=max_interval, fold_interval=fold_interval
+    )
 
 
 async def next_within(follower: Any, seconds: float = 5) -> RunCounts:
