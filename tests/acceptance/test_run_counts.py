@@ -144,3 +144,11 @@ def test_with_5000_runs_the_boards_counts_equal_list_runs_totals(mesh: Mesh) -> 
         assert board.messages < 1000
     finally:
         board.close()
+    # The counts live in the store: the server killed, another one reads the same.
+    server.kill()
+    again = mesh.server("server-2")
+    _, search_again = mesh.stubs(again)
+    assert (
+        search_again.CountRuns(search_service_pb2.CountRunsRequest(parent=ALL)).run_counts.counts
+        == counts.counts
+    )
