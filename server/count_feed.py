@@ -2,10 +2,12 @@
 asked for them (`include_run_counts`).
 
 The live feed tells it when runs changed (`RunFeed.listen`); it then reads the counts (`Store.count_runs`: a
-few rows), at most once per `min_interval` however many runs changed meanwhile, and wakes the streams when
-they differ from the last ones. Upcoming runs become due as time passes, with no write: while followed, the
-counts are read again at least every `max_interval`. While nobody follows, they are read only every
-`fold_interval`, so that the store folds what its triggers appended (`sql_run_counts`).
+few rows, and the upcoming runs), at most once per `min_interval` however many runs changed meanwhile, and
+wakes the streams when they differ from the last ones; a read that took long spaces the next ones out, so
+that reading takes at most a tenth of the time (`READ_SHARE`). Upcoming runs become due as time passes, with
+no write: while followed, the counts are read again at least every `max_interval`. While nobody follows,
+they are read only every `fold_interval`, so that the store folds what its triggers appended
+(`sql_run_counts`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,6 +28,9 @@ from jobmesh.core.timestamps import utcnow
 from jobmesh.server.feed import StoreReads
 
 log = logging.getLogger(__name__)
+# At most this share of the time reading: the read costs the upcoming runs (`sql_run_counts`), which a heavy
+# cron load makes many.
+READ_SHARE = 0.1
 
 
 @dataclass(eq=False)
@@ -99,6 +105,7 @@ class CountFeed:
                     await (self._changed if followed else self._followed).wait()
             self._changed.clear()
             self._followed.clear()
+            started = time.monotonic()
             try:
                 self._publish(await self.read())
                 self._reading.succeeded()
@@ -107,7 +114,9 @@ class CountFeed:
                     self._reading.failed(error)
                 else:
                     log.exception("reading the run counts failed, retrying")
-            await asyncio.sleep(self._min_interval)  # changes meanwhile make one read
+            # Changes meanwhile make one read; a slow read (many upcoming runs) spaces the next ones out.
+            took = time.monotonic() - started
+            await asyncio.sleep(max(self._min_interval, took * (1 - READ_SHARE) / READ_SHARE))
 
     def _publish(self, counts: RunCounts) -> None:
         if counts.same_counts(self._latest):

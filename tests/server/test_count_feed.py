@@ -5,6 +5,7 @@ following costs no read per change; a store that fails for a while delays the co
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -157,6 +158,33 @@ def test_a_store_away_for_a_while_delays_the_counts_and_breaks_nothing() -> None
                 feed.runs_changed(CHANGE)
                 assert scheduled(await next_within(follower)) == 3
                 assert failed_reads >= 2
+        finally:
+            feed.close()
+
+    asyncio.run(scenario())
+
+
+class SlowStore(CountingStore):
+    def count_runs(self, now: datetime) -> RunCounts:
+        time.sleep(0.1)
+        return super().count_runs(now)
+
+
+def test_slow_reads_are_spaced_out_to_a_tenth_of_the_time() -> None:
+    """A read that costs much (many upcoming runs) is not repeated at the changes' pace."""
+
+    async def scenario() -> None:
+        store = SlowStore()
+        feed = feed_of(store)
+        feed.start()
+        try:
+            async with feed.following():
+                before = store.reads
+                for _ in range(40):  # 2 s of changes
+                    feed.runs_changed(CHANGE)
+                    await asyncio.sleep(0.05)
+                # 0.1 s reads at most 10% of the time: about 2 in 2 s, not one per change (40).
+                assert store.reads - before <= 4
         finally:
             feed.close()
 
