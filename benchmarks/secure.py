@@ -2,7 +2,7 @@
 served over TLS with authentication on and the senders call it with an operator's opaque token; executors
 connect to an address of their own over mutual TLS, each known by its client certificate, whose common name
 is its executor id. Certificates come from a CA made for the run (`tests/support_certificates.py`), tokens
-from `jobmesh.server.opaque_tokens`, as `jobmesh token new` makes them."""
+from `jobmesh.server.auth.opaque_tokens`, as `jobmesh token new` makes them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
+from jobmesh.server.auth.opaque_tokens import append_entry, new_opaque_token, token_entry
 from jobmesh.transport.tls import ChannelTls
 from tests.support_certificates import CertificateAuthority
 

@@ -5,9 +5,9 @@ stream when this process holds it; otherwise it is published on the signal bus, 
 holding that stream pushes it. Every server also sees the run turn `CANCELLING` in its change feed, and pushes
 the cancel over the streams it holds: a second route between replicas, through the database, for when the bus
 is down. The stream's server sends it once, whichever of these routes comes first, and heartbeat answers send
-it again only while the executor has not acknowledged it (`server.sessions.CancelsSent`), so a cancel survives
-the loss of every channel but the database (invariant 6). In every case it is also left as a cancel key with a
-TTL, which an executor whose stream is down polls.
+it again only while the executor has not acknowledged it (`server.executors.sessions.CancelsSent`), so a
+cancel survives the loss of every channel but the database (invariant 6). In every case it is also left as a
+cancel key with a TTL, which an executor whose stream is down polls.
 """
 
 from __future__ import annotations

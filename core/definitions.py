@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from google.protobuf.message import Message
 
+from jobmesh.core.flow_control import concurrency_of
 from jobmesh.core.ids import new_run_id
 from jobmesh.core.names import DEFAULT_NAMESPACE
 from jobmesh.core.occurrences import first_cron_occurrence, next_cron_occurrence
@@ -120,6 +121,7 @@ def build_job(
         request_id=request_id or None,
         request_hash=request_digest or None,
         namespace=job.namespace or DEFAULT_NAMESPACE,
+        concurrency=concurrency_of(job),
     )
     first_run = None
     if plan.first_run_time is not None:

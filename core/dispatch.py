@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.control.v1 import dispatch_pb2
@@ -97,3 +97,10 @@ class Handoff(Protocol):
     """What hands runs to the queue: a `Dispatcher`, or the server's batching bypass in front of one."""
 
     def dispatch(self, items: Sequence[Dispatchable]) -> bool: ...
+
+
+def due_within(items: Sequence[Dispatchable], now: datetime, threshold: timedelta) -> list[Dispatchable]:
+    """The runs to hand to the queue at once, off the watcher: those due within `threshold` of `now` (a
+    create's, a retry's). The watcher sends the others when their window comes."""
+    horizon = now + threshold
+    return [item for item in items if item.run.due_time <= horizon]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from jobmesh.core.flow_control import Concurrency
 from jobmesh.core.names import DEFAULT_NAMESPACE
 
 DEFAULT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
@@ -118,6 +119,8 @@ class JobRecord:
     request_id: str | None = None
     request_hash: str | None = None
     namespace: str = DEFAULT_NAMESPACE
+    # The spec's concurrency key and limit (`core.flow_control`), kept beside it for the claims.
+    concurrency: Concurrency | None = None
 
 
 def etag_of(version: int) -> str:

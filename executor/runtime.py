@@ -4,7 +4,9 @@ The claim cycle: wait for a free slot and a ready stream, poll up to the free ca
 (a few are in flight at once), start the granted attempts at max(now, start time), then commit the
 deliveries, batch after batch in order. Committing only after the answers means a crash before them leaves
 the deliveries to the group; a delivery whose claim got no answer (the stream broke) is claimed again after
-the reconnect, and the server refuses it if it was granted before.
+the reconnect, and the server refuses it if it was granted before. A claim deferred by flow control (a
+concurrency key at its limit, a queue at its rate) is asked again at the retry time the server gave, and its
+batch is committed only once every claim of it is answered otherwise.
 """
 
 from __future__ import annotations
@@ -62,9 +64,18 @@ CLAIMS_IN_FLIGHT = 3  # claim batches awaiting their answers at once
 # runs due after it waiting seconds at the server's claims; batches of this size keep that wait short, and
 # cost a claim round trip per this many runs.
 CLAIM_BATCH_LIMIT = 256
+# Seconds a claim deferred by flow control waits before it is asked again, whatever its retry time says.
+MIN_DEFERRAL_WAIT = 0.02
+MAX_DEFERRAL_WAIT = 5.0
 STEP_ASIDE_AFTER = 0.5  # seconds with every slot busy before the executor steps aside from its queue
 # ... and seconds without a stream to the server (longer: a reconnection should not move the partitions)
 STEP_ASIDE_OUT_OF_CONTACT = 5.0
+
+
+def _deferral_wait(retry_ns: int) -> float:
+    """Seconds until a deferred claim's retry time (the server's clock), within bounds that a clock apart
+    from the server's cannot turn into a busy loop or a long stall."""
+    return min(max((retry_ns - time.time_ns()) / 1e9, MIN_DEFERRAL_WAIT), MAX_DEFERRAL_WAIT)
 
 
 def _secret_source(spec: str) -> SecretSource:
@@ -349,7 +360,22 @@ class Executor:
             log.warning("could not commit %d deliveries: %s", len(answered), exc)
 
     async def _claim(self, deliveries: list[Delivery]) -> bool:
-        """Claims and starts the granted attempts; False when draining before the answer came."""
+        """Claims and starts the granted attempts; False when draining before every answer came. Claims
+        deferred by flow control are asked again at their retry time, the batch uncommitted meanwhile: a
+        crash leaves them to the group."""
+        waiting = deliveries
+        while waiting:
+            answered = await self._claim_once(waiting)
+            if answered is None:
+                return False  # not committed: the group gets them again
+            waiting, retry_ns = answered
+            if waiting and not await self._until(asyncio.sleep(_deferral_wait(retry_ns))):
+                return False
+        return True
+
+    async def _claim_once(self, deliveries: list[Delivery]) -> tuple[list[Delivery], int] | None:
+        """One claim of the deliveries: starts the granted attempts; the deferred deliveries and the
+        earliest retry time they were given (ns). None when draining before the answer came."""
         refs = [delivery.run.attempt for delivery in deliveries]
         while True:
             try:
@@ -358,7 +384,7 @@ class Executor:
                 break
             except StreamDown:
                 if not await self._until(self.stream.wait_ready()):
-                    return False  # not committed: the group gets them again
+                    return None
         if len(results) != len(refs):
             log.warning("%d answers to %d claims: the unanswered ones are skipped", len(results), len(refs))
         granted_ns = time.time_ns()
@@ -367,9 +393,18 @@ class Executor:
             for r in results
             if r.outcome == pb.CLAIM_OUTCOME_GRANTED
         }
+        deferred = {
+            AttemptRef.from_proto_or_none(r.attempt): ns_of_timestamp(r.retry_time)
+            for r in results
+            if r.outcome == pb.CLAIM_OUTCOME_DEFERRED
+        }
         self._hooks.claim([delivery.run for delivery in deliveries], {ref for ref in granted if ref})
+        waiting = []
         for delivery in deliveries:
             key = AttemptRef.from_proto(delivery.run.attempt)  # the queue's codec refuses a malformed one
+            if key in deferred:
+                waiting.append(delivery)
+                continue
             answer = granted.pop(key, None)
             if answer is None:
                 log.debug("claim of %s refused: skipped", key)
@@ -381,7 +416,7 @@ class Executor:
                     max(granted_ns - ns_of_timestamp(delivery.run.dispatch_time), 0) / 1e9
                 )
             self.attempts.start(delivery.run, start_ns, claimed_at)
-        return True
+        return waiting, min(deferred.values(), default=granted_ns)
 
     async def _flush_loop(self) -> None:
         while True:

@@ -29,12 +29,13 @@ from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.processes.banner import grpcurl_command
+from jobmesh.processes.config_builders import Connections
 from jobmesh.processes.dashboard import DashboardConfig, Envoy, ip_of
 from jobmesh.processes.health_endpoint import health_served
 from jobmesh.processes.observability import run_hooks
 from jobmesh.processes.ports import ensure_addresses_free, ensure_free
 from jobmesh.processes.refusal import Refused
-from jobmesh.processes.settings import BY_NAME, Connections
+from jobmesh.processes.settings import BY_NAME
 from jobmesh.server.config import ServerConfig
 from jobmesh.transport.tls import ChannelTls
 from jobmesh.watcher.config import WatcherConfig

@@ -94,8 +94,8 @@ class _ProcessCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Logs as its settings say before anything runs."""
+        from jobmesh.processes.config_builders import log_settings
         from jobmesh.processes.logs import configure_logging
-        from jobmesh.processes.settings import log_settings
 
         configure_logging(str(self.name), settings=log_settings(ctx.params))
         return super().invoke(ctx)
@@ -168,17 +168,17 @@ def dev(**values: Any) -> None:
     """The whole mesh in one process on the embedded adapters (SQLite by default)."""
     import asyncio
 
-    from jobmesh.processes import assembly, settings
+    from jobmesh.processes import assembly, config_builders
     from jobmesh.processes.exposure import Exposure, readable_by_anyone, refuse_insecure_public
 
     with _blamed():
         plan = (
-            settings.connections(values),
-            settings.server_config(values),
-            settings.watcher_config(values),
-            settings.executor_config(values, dev=True),
+            config_builders.connections(values),
+            config_builders.server_config(values),
+            config_builders.watcher_config(values),
+            config_builders.executor_config(values, dev=True),
         )
-        handlers, dashboard = _handlers(values), settings.dashboard_config(values)
+        handlers, dashboard = _handlers(values), config_builders.dashboard_config(values)
         exposure = Exposure(
             listen=plan[1].listen,
             dashboard_listen=dashboard.dashboard_listen if dashboard.dashboard else None,
@@ -197,12 +197,12 @@ def server(**values: Any) -> None:
     """The gRPC server (JobService, SearchService, ExecutorControl, health, reflection)."""
     import asyncio
 
-    from jobmesh.processes import settings
+    from jobmesh.processes import config_builders
     from jobmesh.processes.exposure import readable_by_anyone, unprotected_server
 
     with _blamed():
-        plan = settings.connections(values), settings.server_config(values)
-        workers = settings.server_workers(values, plan[0])
+        plan = config_builders.connections(values), config_builders.server_config(values)
+        workers = config_builders.server_workers(values, plan[0])
     config = plan[1]
     warnings = unprotected_server(
         config.listen, tls=config.tls is not None, authentication=config.authentication
@@ -223,10 +223,10 @@ def watcher(**values: Any) -> None:
     """The scheduling loop (any number may run: one leads, the others stand by)."""
     import asyncio
 
-    from jobmesh.processes import assembly, settings
+    from jobmesh.processes import assembly, config_builders
 
     with _blamed():
-        plan = settings.connections(values), settings.watcher_config(values)
+        plan = config_builders.connections(values), config_builders.watcher_config(values)
     asyncio.run(assembly.run_watcher(*plan))
 
 
@@ -235,11 +235,11 @@ def executor(**values: Any) -> None:
     """A worker that runs jobs; it connects to the server given by --server."""
     import asyncio
 
-    from jobmesh.processes import assembly, settings
+    from jobmesh.processes import assembly, config_builders
     from jobmesh.processes.exposure import readable_by_anyone
 
     with _blamed():
-        config = settings.executor_config(values)
+        config = config_builders.executor_config(values)
         handlers = _handlers(values)
     for warning in readable_by_anyone(config.credential_files):
         print(warning, file=sys.stderr, flush=True)
@@ -249,10 +249,10 @@ def executor(**values: Any) -> None:
 @jobmesh.command(cls=_ProcessCommand, context_settings=_CONTEXT)
 def migrate(**values: Any) -> None:
     """Upgrades a database's schema to the latest version."""
-    from jobmesh.processes import assembly, settings
+    from jobmesh.processes import assembly, config_builders
 
     with _blamed():
-        connections = settings.connections(values)
+        connections = config_builders.connections(values)
     assembly.run_migrations(connections)
 
 
@@ -318,7 +318,7 @@ def new_token(  # noqa: PLR0917 - click passes options by name
     there). Give the token to its caller; it cannot be read back."""
     import yaml
 
-    from jobmesh.server.opaque_tokens import append_entry, new_opaque_token, token_entry
+    from jobmesh.server.auth.opaque_tokens import append_entry, new_opaque_token, token_entry
 
     grant: dict[str, object] = {}
     if roles:

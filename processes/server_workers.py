@@ -34,10 +34,10 @@ from multiprocessing.synchronize import Event
 from typing import TYPE_CHECKING
 
 from jobmesh.core.errors import JobmeshError
+from jobmesh.processes.config_builders import Connections
 from jobmesh.processes.logs import LogSettings, configure_logging, current_log_settings
 from jobmesh.processes.metrics_exposition import SharedMetrics
 from jobmesh.processes.ports import ensure_addresses_free
-from jobmesh.processes.settings import Connections
 from jobmesh.server.config import ServerConfig, new_server_id
 
 if TYPE_CHECKING:

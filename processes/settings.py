@@ -3,47 +3,69 @@ it accepts, and which commands take it.
 
 A value comes from the flag, else from the variable, else from the component's own default. Each value is
 parsed and checked when the process starts; a bad one stops it with a message that names the flag and the
-variable. Only this module reads the environment: the components get frozen configs (`ServerConfig`,
-`WatcherConfig`, `ExecutorConfig`, `Connections`) with `timedelta` durations.
+variable. Only this module reads the environment. Each row names its parser (`processes/setting_parsers.py`);
+the values become the frozen configs the components get, with `timedelta` durations
+(`processes/config_builders.py`).
 
 `python -m jobmesh.processes.settings` prints the table as the README shows it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import cast
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
-from jobmesh.adapters.queue.factory import MemoryQueueAddress, parse_queue_url
-from jobmesh.adapters.signals.factory import parse_signals_url
-from jobmesh.core.errors import InvalidConfig
-from jobmesh.core.names import NAMESPACE, QUEUE_NAME
+from jobmesh.core.flow_control import parse_queue_rates
+from jobmesh.core.names import NAMESPACE
 from jobmesh.core.secret_refs import parse_secret_queues
-from jobmesh.executor.config import ExecutorConfig
-from jobmesh.executor.policy import INHERIT_PATH, SAFE_PATH, ExecutionPolicy
-from jobmesh.executor.sandbox import ISOLATION_MODES, job_user
-from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE, open_secret_source
-from jobmesh.processes.dashboard import DashboardConfig
-from jobmesh.processes.logs import FORMATS, LEVELS, LogSettings
-from jobmesh.server.client_certificates import parse_certificate_grants
-from jobmesh.server.config import ServerConfig
-from jobmesh.server.jwt_tokens import ASYMMETRIC_ALGORITHMS
-from jobmesh.server.quotas import QUOTA_NAMES
-from jobmesh.server.tls import ServerTls
-from jobmesh.transport.tls import ChannelTls
-from jobmesh.watcher.config import WatcherConfig
+from jobmesh.executor.policy import SAFE_PATH, ExecutionPolicy
+from jobmesh.executor.secrets import DEFAULT_SECRET_SOURCE
+from jobmesh.processes.logs import FORMATS, LEVELS
+from jobmesh.processes.setting_parsers import (
+    address,
+    command_path,
+    command_patterns,
+    database_url,
+    days,
+    duration,
+    existing_file,
+    existing_files,
+    folder,
+    handlers_spec,
+    host_names,
+    host_patterns,
+    http_address,
+    identifier,
+    isolation,
+    jwt_algorithms,
+    limit,
+    networks,
+    non_empty,
+    one_of,
+    open_services,
+    ports,
+    positive_duration,
+    positive_integer,
+    queue_names,
+    queue_url,
+    rate,
+    readable_file,
+    schemes,
+    secret_source,
+    server_name,
+    signals_url,
+    size,
+    switch,
+    tcp_address,
+    user,
+)
+from jobmesh.server.admission.quotas import QUOTA_NAMES
+from jobmesh.server.auth.client_certificates import parse_certificate_grants
 
-T = TypeVar("T")
 DEV, SERVER, WATCHER, EXECUTOR, MIGRATE = "dev", "server", "watcher", "executor", "migrate"
 COMMANDS = (DEV, SERVER, WATCHER, EXECUTOR, MIGRATE)
 
@@ -77,324 +99,20 @@ def share_metrics_folder(folder: str | None) -> None:
 
 
 # The embedded default: the in-process queue and signals that every component of one process shares.
-EMBEDDED = "memory://dev"
-
-
-@dataclass(frozen=True, slots=True)
-class Connections:
-    """The adapters a process opens, each named by a URL."""
-
-    database_url: str = field(default_factory=default_database_url)
-    queue_url: str = EMBEDDED
-    signals_url: str = EMBEDDED
-    # Run partitions older than this are dropped.
-    retention: timedelta = timedelta(days=30)
-
-
-# Parsers: text → value, or ValueError saying what was expected. --------------------------------------------
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]*):(\d{1,5})$")
-_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
-_HANDLERS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def duration(text: str) -> timedelta:
-    """`500ms`, `20s`, `5m`, `1h`, `1d`, or a number of seconds (`1.5`)."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"expected a duration such as 500ms, 20s, 5m or 1.5 (seconds), got {text!r}")
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not math.isfinite(seconds) or seconds > timedelta.max.total_seconds() / 2:
-        raise ValueError(f"{text!r} is too long a duration")
-    return timedelta(seconds=seconds)
-
-
-def positive_duration(text: str) -> timedelta:
-    value = duration(text)
-    if value <= timedelta(0):
-        raise ValueError(f"must be longer than zero, got {text!r}")
-    return value
-
-
-def positive_integer(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1 or int(text) > 1_000_000:
-        raise ValueError(f"expected a whole number from 1 to 1000000, got {text!r}")
-    return int(text)
-
-
-_SIZE = re.compile(r"^\s*(\d+)\s*(|k|kib|m|mib|g|gib)\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
-
-
-def size(text: str) -> int:
-    """A number of bytes: `1048576`, `512KiB`, `10MiB`, `1GiB` (K, M, G alone mean the same)."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"expected a size such as 512KiB, 10MiB or a number of bytes, got {text!r}")
-    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
-    if not 1 <= value <= 2**40:
-        raise ValueError(f"expected a size from 1 byte to 1 TiB, got {text!r}")
-    return value
-
-
-def days(text: str) -> timedelta:
-    return timedelta(days=positive_integer(text))
-
-
-def address(text: str) -> str:
-    """`HOST:PORT` (an IPv6 host in brackets), or a gRPC `unix:PATH`."""
-    if text.startswith("unix:") and len(text) > len("unix:"):
-        return text
-    match = _ADDRESS.match(text)
-    if match is None or int(match.group(2)) > 65535:
-        raise ValueError(f"expected HOST:PORT (such as 127.0.0.1:50051) or unix:PATH, got {text!r}")
-    return text
-
-
-def database_url(text: str) -> str:
-    """A SQLAlchemy URL of PostgreSQL or SQLite. Errors show the scheme only: a URL may hold a password."""
-    try:
-        url = make_url(text)
-    except ArgumentError:
-        raise ValueError(
-            "expected postgresql+psycopg://USER@HOST:PORT/DB or sqlite:///PATH, not a URL of that form"
-        ) from None
-    if url.get_backend_name() not in ("postgresql", "sqlite"):
-        raise ValueError(
-            f"{url.get_backend_name()!r} is not supported: use postgresql+psycopg:// or sqlite:///"
-        )
-    return text
-
-
-def queue_url(text: str) -> str:
-    parse_queue_url(text)
-    return text.strip()
-
-
-def signals_url(text: str) -> str:
-    parse_signals_url(text)
-    return text.strip()
-
-
-def queue_names(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not names:
-        raise ValueError(f"expected comma-separated queue names, got {text!r}")
-    if bad := [name for name in names if not QUEUE_NAME.match(name)]:
-        raise ValueError(f"{bad[0][:100]!r} is not a queue name (1-63 of a-z, 0-9, `_`, `.`, `-`)")
-    return names
-
-
-def identifier(text: str) -> str:
-    if not _IDENTIFIER.match(text):
-        raise ValueError(
-            f"expected 1-128 of A-Z, a-z, 0-9, `_.:@-`, starting with a letter or digit, got {text!r}"
-        )
-    return text
-
-
-def switch(text: str) -> bool:
-    """`on` or `off` (also `true`/`false`, `yes`/`no`, `1`/`0`)."""
-    value = text.strip().lower()
-    if value in ("on", "true", "yes", "1"):
-        return True
-    if value in ("off", "false", "no", "0"):
-        return False
-    raise ValueError(f"expected on or off, got {text!r}")
-
-
-def existing_file(text: str) -> Path:
-    """A path to a readable file (read when the process starts, and again when it changes)."""
-    path = Path(text.strip()).expanduser()
-    if not path.is_file():
-        raise ValueError(f"expected a path to a file, got {text!r} (no such file)")
-    return path
-
-
-def existing_files(text: str) -> tuple[Path, ...]:
-    """Comma-separated paths to files."""
-    paths = tuple(existing_file(part) for part in text.split(",") if part.strip())
-    if not paths:
-        raise ValueError(f"expected comma-separated paths to files, got {text!r}")
-    return paths
-
-
-def jwt_algorithms(text: str) -> frozenset[str]:
-    """Comma-separated JWS algorithms of public-key signatures (RS256, PS256, ES256, EdDSA, ...)."""
-    names = frozenset(name.strip() for name in text.split(",") if name.strip())
-    if not names or names - ASYMMETRIC_ALGORITHMS:
-        raise ValueError(
-            f"expected comma-separated algorithms among {', '.join(sorted(ASYMMETRIC_ALGORITHMS))}"
-            f" (never HS* or none), got {text!r}"
-        )
-    return names
-
-
-def open_services(text: str) -> frozenset[str]:
-    """`health`, `reflection`, both (comma-separated) or `none`."""
-    names = frozenset(name.strip().lower() for name in text.split(",") if name.strip())
-    if names == {"none"}:
-        return frozenset()
-    if not names or names - {"health", "reflection"}:
-        raise ValueError(f"expected health, reflection, both (comma-separated) or none, got {text!r}")
-    return names
-
-
-def non_empty(text: str) -> str:
-    if not text.strip():
-        raise ValueError("expected a value, got an empty one")
-    return text.strip()
-
-
-def rate(text: str) -> float:
-    """A number of requests a second above zero (`0.5`, `1000`)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"expected a number of requests a second, got {text!r}") from None
-    if not 0 < value <= 1e9 or not math.isfinite(value):
-        raise ValueError(f"expected a rate above zero, got {text!r}")
-    return value
-
-
-def tcp_address(text: str) -> str:
-    """`HOST:PORT` with a real port: what a browser is pointed at."""
-    match = _ADDRESS.match(text)
-    if match is None or not 0 < int(match.group(2)) <= 65535:
-        raise ValueError(f"expected HOST:PORT with a port from 1 to 65535 (127.0.0.1:8080), got {text!r}")
-    return text
-
-
-def http_address(text: str) -> str:
-    """`HOST:PORT` of an HTTP endpoint (port 0 picks a free one, which the process prints)."""
-    match = _ADDRESS.match(text)
-    if match is None or int(match.group(2)) > 65535:
-        raise ValueError(f"expected HOST:PORT (such as 127.0.0.1:8081), got {text!r}")
-    return text
-
-
-def folder(text: str) -> Path:
-    """A folder's path (made when missing)."""
-    if not text.strip():
-        raise ValueError("expected a folder's path, got nothing")
-    return Path(text).expanduser()
-
-
-def readable_file(text: str) -> Path:
-    """A file that exists (it is read when the process starts, and again when it changes)."""
-    path = Path(text.strip()).expanduser()
-    if not path.is_file():
-        raise ValueError(f"no such file: {text!r}")
-    return path
-
-
-def server_name(text: str) -> str:
-    name = text.strip()
-    if not name or not re.fullmatch(r"[A-Za-z0-9.\-:\[\]]{1,253}", name):
-        raise ValueError(f"expected a host name or IP address, got {text!r}")
-    return name
-
-
-def handlers_spec(text: str) -> str:
-    """`MODULE:ATTR`; the mapping it names is imported when the executor starts."""
-    if not _HANDLERS.match(text.strip()):
-        raise ValueError(f"expected MODULE:ATTR, such as myapp.tasks:handlers, got {text!r}")
-    return text.strip()
-
-
-def _items(text: str) -> tuple[str, ...]:
-    """Comma-separated items; `none` (or nothing) is none."""
-    items = tuple(item.strip() for item in text.split(",") if item.strip())
-    return () if items == ("none",) else items
-
-
-# The allowlist's values are checked by ExecutionPolicy itself; these only split them.
-def command_patterns(text: str) -> tuple[str, ...]:
-    """Absolute program paths or patterns (`*` within a segment, `**` across), comma-separated; `none`."""
-    return _items(text)
-
-
-def host_patterns(text: str) -> tuple[str, ...]:
-    """Host names or patterns (`*.example.com`, `*` for any), comma-separated."""
-    if not (hosts := _items(text)):
-        raise ValueError(f"expected host names or patterns such as *.example.com, got {text!r}")
-    return tuple(host.lower() for host in hosts)
-
-
-def host_names(text: str) -> tuple[str, ...]:
-    """Host names or IP literals (IPv6 in brackets), comma-separated."""
-    found = _items(text)
-    if not found or not all(re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", name) for name in found):
-        raise ValueError(f"expected host names such as localhost,jobs.example.com,[::1], got {text!r}")
-    return found
-
-
-def networks(text: str) -> tuple[str, ...]:
-    """CIDRs, `public` or `any`, comma-separated."""
-    if not (found := _items(text)):
-        raise ValueError(f"expected CIDRs (10.0.0.0/8), public or any, got {text!r}")
-    return found
-
-
-def ports(text: str) -> tuple[int, ...]:
-    """Port numbers, comma-separated; `any`."""
-    items = () if text.strip() == "any" else _items(text)
-    if not all(item.isdigit() for item in items) or (not items and text.strip() != "any"):
-        raise ValueError(f"expected port numbers, comma-separated, or any, got {text!r}")
-    return tuple(int(item) for item in items)
-
-
-def schemes(text: str) -> tuple[str, ...]:
-    if not (found := tuple(item.lower() for item in _items(text))):
-        raise ValueError(f"expected http, https or both, got {text!r}")
-    return found
-
-
-def command_path(text: str) -> str:
-    """A PATH of absolute folders, or `inherit` (the executor's own)."""
-    if text.strip() == INHERIT_PATH:
-        return INHERIT_PATH
-    folders = [folder for folder in text.split(os.pathsep) if folder]
-    if not folders or not all(os.path.isabs(folder) for folder in folders):
-        raise ValueError(f"expected absolute folders separated by {os.pathsep}, or inherit, got {text!r}")
-    return os.pathsep.join(folders)
-
-
-def isolation(text: str) -> str:
-    if text.strip() not in ISOLATION_MODES:
-        raise ValueError(f"expected one of {', '.join(ISOLATION_MODES)}, got {text!r}")
-    return text.strip()
-
-
-def one_of(*choices: str) -> Callable[[str], str]:
-    """A parser of one of `choices`, in any case."""
-
-    def parse(text: str) -> str:
-        if (value := text.strip().lower()) not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {text!r}")
-        return value
-
-    return parse
-
-
-def user(text: str) -> str:
-    """A user of this machine, by name or uid."""
-    try:
-        job_user(text.strip())
-    except InvalidConfig as exc:
-        raise ValueError(exc.message) from None
-    return text.strip()
-
-
-def limit(parse: Callable[[str], int]) -> Callable[[str], int]:
-    """`parse`'s value, or 0 for `none` (no limit)."""
-
-    def parsed(text: str) -> int:
-        return 0 if text.strip().lower() == "none" else parse(text)
-
-    return parsed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setting:
+    name: str  # the config field it sets
+    variables: tuple[str, ...]  # the documented variable first, then the aliases it also accepts
+    parse: Callable[[str], object]
+    commands: tuple[str, ...]
+    default: str  # as documented
+    help: str
+    metavar: str
+    option: str = ""  # the flag, when it is not the name's
+
+    @property
+    def flag(self) -> str:
+        return self.option or f"--{self.name.replace('_', '-')}"
 
 
 _NAMESPACE_QUOTA = "NAMESPACE:QUOTA=LIMIT"
@@ -423,31 +141,6 @@ def namespace_quotas(text: str) -> dict[str, dict[str, int | timedelta]]:
     if not limits:
         raise ValueError(f"expected {_NAMESPACE_QUOTA} entries, got {text[:200]!r}")
     return limits
-
-
-def secret_source(text: str) -> str:
-    """`env:PREFIX` or `file:PATH` (the file must exist and not be readable by anyone)."""
-    open_secret_source(text.strip(), {})
-    return text.strip()
-
-
-# The table. ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Setting:
-    name: str  # the config field it sets
-    variables: tuple[str, ...]  # the documented variable first, then the aliases it also accepts
-    parse: Callable[[str], object]
-    commands: tuple[str, ...]
-    default: str  # as documented
-    help: str
-    metavar: str
-    option: str = ""  # the flag, when it is not the name's
-
-    @property
-    def flag(self) -> str:
-        return self.option or f"--{self.name.replace('_', '-')}"
 
 
 _STORE = (DEV, SERVER, WATCHER, MIGRATE)
@@ -880,6 +573,17 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="queue_rate_limits",
+        variables=("JOBMESH_QUEUE_RATE_LIMITS",),
+        parse=parse_queue_rates,
+        commands=(DEV, SERVER),
+        default="none (no queue is paced)",
+        help="runs a second each queue may start, across the mesh: `QUEUE=RATE`, comma-separated"
+        " (`io=10,reports=0.5`); a run over its queue's rate waits (`QUEUED`) and never fails; give every"
+        " server the same list",
+        metavar="RATES",
+    ),
+    Setting(
         name="watch_buffer_runs",
         variables=("JOBMESH_WATCH_BUFFER_RUNS",),
         parse=positive_integer,
@@ -1269,103 +973,12 @@ def settings_of(command: str) -> list[Setting]:
     return [setting for setting in SETTINGS if command in setting.commands]
 
 
-# From values (parsed, None when unset) to configs. ---------------------------------------------------------
-
-
 class SettingsError(ValueError):
     """A value that parsed but that a config refused; `setting` is the one to blame."""
 
     def __init__(self, setting: Setting, message: str) -> None:
         super().__init__(message)
         self.setting = setting
-
-
-def log_settings(values: Mapping[str, Any]) -> LogSettings:
-    return _build(LogSettings, values)
-
-
-def connections(values: Mapping[str, Any]) -> Connections:
-    return _build(Connections, values)
-
-
-def server_workers(values: Mapping[str, Any], connections: Connections) -> int:
-    """How many server processes: an in-process queue or signal bus is one process's own."""
-    embedded = (
-        isinstance(parse_queue_url(connections.queue_url), MemoryQueueAddress)
-        or parse_signals_url(connections.signals_url)[0] == "memory"
-    )
-    workers: int | None = values.get("workers")
-    if workers is None:
-        return 1 if embedded else os.cpu_count() or 1
-    if workers > 1 and embedded:
-        raise SettingsError(
-            BY_NAME["workers"],
-            "an in-process queue or signal bus (memory://) serves one process: give --queue-url and"
-            " --signals-url, or one worker",
-        )
-    return workers
-
-
-def server_config(values: Mapping[str, Any]) -> ServerConfig:
-    journal = values.get("journal_dir") or default_journal_folder()
-    return _build(ServerConfig, {**values, "tls": server_tls(values), "journal_dir": journal})
-
-
-def server_tls(values: Mapping[str, Any]) -> ServerTls | None:
-    cert, key, client_ca = values.get("tls_cert"), values.get("tls_key"), values.get("tls_client_ca")
-    if cert is None or key is None:
-        if cert is not None or key is not None:
-            missing = BY_NAME["tls_cert" if cert is None else "tls_key"]
-            raise SettingsError(missing, "give --tls-cert and --tls-key together")
-        if client_ca is not None:
-            raise SettingsError(BY_NAME["tls_client_ca"], "a client CA needs the server's TLS: --tls-cert")
-        return None
-    return ServerTls(certificate_chain=cert, private_key=key, client_ca=client_ca)
-
-
-def channel_tls(values: Mapping[str, Any]) -> ChannelTls | None:
-    """TLS towards the server when any of its settings is given; None (plaintext) otherwise."""
-    given = {name: values.get(f"tls_{name}") for name in ("ca", "client_cert", "client_key", "server_name")}
-    if all(value is None for value in given.values()):
-        return None
-    if (given["client_cert"] is None) != (given["client_key"] is None):
-        missing = "tls_client_cert" if given["client_cert"] is None else "tls_client_key"
-        raise SettingsError(BY_NAME[missing], "give --tls-client-cert and --tls-client-key together")
-    return ChannelTls(
-        ca_bundle=given["ca"],
-        client_certificate=given["client_cert"],
-        client_key=given["client_key"],
-        server_name=given["server_name"],
-    )
-
-
-def dashboard_config(values: Mapping[str, Any]) -> DashboardConfig:
-    return _build(DashboardConfig, values)
-
-
-def watcher_config(values: Mapping[str, Any]) -> WatcherConfig:
-    return _build(WatcherConfig, values)
-
-
-def executor_config(values: Mapping[str, Any], *, dev: bool = False) -> ExecutorConfig:
-    """An executor opens its queue and signal bus itself: by default the embedded ones, as every process.
-    `jobmesh dev`'s executor runs anything, unless its allowlist settings say otherwise."""
-    urls = {"queue_url": EMBEDDED, "signals_url": EMBEDDED, "tls": channel_tls(values)}
-    base = ExecutionPolicy.unrestricted() if dev else ExecutionPolicy()
-    policy = _build(lambda **given: dataclasses.replace(base, **given), values, fields_of=ExecutionPolicy)
-    given = {k: v for k, v in values.items() if v is not None and k not in POLICY_SETTINGS}
-    return _build(ExecutorConfig, {**urls, **given, "policy": policy})
-
-
-def _build(config_type: Callable[..., T], values: Mapping[str, Any], *, fields_of: Any = None) -> T:
-    known = {f.name for f in fields(fields_of or config_type)}  # type: ignore[arg-type]
-    given = {name: value for name, value in values.items() if name in known and value is not None}
-    try:
-        return config_type(**given)
-    except InvalidConfig as error:
-        if error.field not in BY_NAME:
-            raise  # a field no setting sets: the defaults themselves are wrong
-        raise SettingsError(BY_NAME[error.field], error.message) from None
 
 
 def markdown_table() -> str:

@@ -23,38 +23,38 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.ports.signals import SignalBus
 from jobmesh.core.readiness import Readiness
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.api.executor_control import ExecutorControl
+from jobmesh.server.admission.caller_rates import CallerRates
+from jobmesh.server.admission.log_limits import AttemptLogCaps
+from jobmesh.server.admission.quotas import NamespaceQuotas, QuotaLimits
+from jobmesh.server.admission.stream_slots import StreamSlots
+from jobmesh.server.api.bulk_commands import BulkCommands
+from jobmesh.server.api.bypass import BackgroundDispatcher
+from jobmesh.server.api.count_feed import CountFeed
+from jobmesh.server.api.feed import RunFeed
+from jobmesh.server.api.job_commands import JobCommands
+from jobmesh.server.api.job_queries import JobQueries
 from jobmesh.server.api.job_service import JobService
 from jobmesh.server.api.malformed import MalformedRequests
+from jobmesh.server.api.reflection import enable_reflection
 from jobmesh.server.api.search_service import SearchService
-from jobmesh.server.attempt_reports import AttemptReports
-from jobmesh.server.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
-from jobmesh.server.bulk_commands import BulkCommands
-from jobmesh.server.bypass import BackgroundDispatcher
-from jobmesh.server.caller_rates import CallerRates
-from jobmesh.server.client_certificates import ClientCertificates
+from jobmesh.server.auth.authentication import HEALTH_SERVICE, REFLECTION_SERVICE, Authentication
+from jobmesh.server.auth.client_certificates import ClientCertificates
+from jobmesh.server.auth.jwt_tokens import JwtConfig, JwtTokens
+from jobmesh.server.auth.opaque_tokens import OpaqueTokens
+from jobmesh.server.auth.tls import ExecutorCertificateRequired, server_credentials
 from jobmesh.server.config import ServerConfig, new_server_id
-from jobmesh.server.count_feed import CountFeed
-from jobmesh.server.feed import RunFeed
+from jobmesh.server.executors.attempt_reports import AttemptReports
+from jobmesh.server.executors.executor_control import ExecutorControl
+from jobmesh.server.executors.outage_journal import OutageJournal
+from jobmesh.server.executors.outage_mode import OutageMode, journal_path
+from jobmesh.server.executors.session_renewals import SessionRenewals
+from jobmesh.server.executors.sessions import Sessions, quiet_limit_of
 from jobmesh.server.gauges import ServerGauges
-from jobmesh.server.job_commands import JobCommands
-from jobmesh.server.job_queries import JobQueries
-from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
-from jobmesh.server.log_limits import AttemptLogCaps
 from jobmesh.server.loop_lag import LoopLag
-from jobmesh.server.opaque_tokens import OpaqueTokens
-from jobmesh.server.outage_journal import OutageJournal
-from jobmesh.server.outage_mode import OutageMode, journal_path
 from jobmesh.server.principals import CredentialSource
-from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits
-from jobmesh.server.reflection import enable_reflection
 from jobmesh.server.refusals import RefusalTrail
 from jobmesh.server.rpc_metrics import RpcDurations
-from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import Sessions, quiet_limit_of
 from jobmesh.server.stream_lag import StreamLag
-from jobmesh.server.stream_slots import StreamSlots
-from jobmesh.server.tls import ExecutorCertificateRequired, server_credentials
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, search_service_pb2, search_service_pb2_grpc
 
@@ -268,6 +268,7 @@ def build_services(
         dispatcher=bypass,
         immediate_threshold=config.policy.immediate_threshold,
         outage=outage,
+        queue_rates=config.queue_rate_limits,
     )
     if outage is not None:
         outage.start(reports.apply_journaled)

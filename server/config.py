@@ -10,12 +10,13 @@ from pathlib import Path
 
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.flow_control import Pacing
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.secret_refs import SecretQueues
-from jobmesh.server.client_certificates import CertificateGrant
-from jobmesh.server.feed import FEED_PAGE
-from jobmesh.server.quotas import QUOTA_NAMES, QuotaLimits, Quotas
-from jobmesh.server.tls import ServerTls
+from jobmesh.server.admission.quotas import QUOTA_NAMES, QuotaLimits, Quotas
+from jobmesh.server.api.feed import FEED_PAGE
+from jobmesh.server.auth.client_certificates import CertificateGrant
+from jobmesh.server.auth.tls import ServerTls
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -35,8 +36,8 @@ class ServerConfig:
     executor_listen: str | None = None
     # HOST:PORT of HTTP /livez and /readyz (processes/health_endpoint.py); None: not served.
     health_listen: str | None = None
-    # Where executors' reports are journaled while the database is away (server/outage_mode.py); None: they
-    # are not, and fail until it is back.
+    # Where executors' reports are journaled while the database is away (server/executors/outage_mode.py);
+    # None: they are not, and fail until it is back.
     journal_dir: Path | None = None
     # True: one of several workers on `listen` (SO_REUSEPORT); otherwise a port already taken fails.
     share_port: bool = False
@@ -67,11 +68,11 @@ class ServerConfig:
     authentication: bool = False
     open_services: frozenset[str] = frozenset({"health", "reflection"})
     # Executors known by their verified client certificate on `executor_listen`: name → queues
-    # (server/client_certificates.py).
+    # (server/auth/client_certificates.py).
     executor_certificates: Mapping[str, CertificateGrant] | None = None
     # The secrets a job may reference on some queues of their namespace only (core/secret_refs.py).
     secret_queues: SecretQueues = field(default_factory=SecretQueues)
-    # Opaque bearer tokens: a file of their SHA-256 hashes (server/opaque_tokens.py).
+    # Opaque bearer tokens: a file of their SHA-256 hashes (server/auth/opaque_tokens.py).
     token_hashes_file: Path | None = None
     # JWT bearer tokens: verified against these public keys (PEM) or this JWKS file, for this issuer and
     # audience, signed with one of these algorithms.
@@ -81,8 +82,9 @@ class ServerConfig:
     jwt_audience: str = ""
     jwt_algorithms: frozenset[str] = frozenset({"RS256", "ES256", "EdDSA"})
     jwt_leeway: timedelta = timedelta(seconds=30)
-    # Quotas per namespace (server/quotas.py; 0: none): jobs and cron jobs held, the shortest interval between
-    # a cron job's runs, the runs per minute the API starts, and the log bytes one attempt may leave.
+    # Quotas per namespace (server/admission/quotas.py; 0: none): jobs and cron jobs held, the shortest
+    # interval between a cron job's runs, the runs per minute the API starts, and the log bytes one attempt
+    # may leave.
     quota_jobs: int = 0
     quota_cron_jobs: int = 1000
     quota_min_cron_interval: timedelta = timedelta(seconds=1)
@@ -93,6 +95,8 @@ class ServerConfig:
     # Requests one authenticated caller may send: on average a second, and at once.
     caller_rate: float = 1000.0
     caller_burst: int = 2000
+    # Runs a second each queue may start, across the mesh (core/flow_control.py); queues absent: no limit.
+    queue_rate_limits: Mapping[str, Pacing] = field(default_factory=dict)
 
     @property
     def quotas(self) -> QuotaLimits:

@@ -107,6 +107,9 @@ jobs = Table(
     Column("namespace", Text, nullable=False, server_default=text("'default'")),
     # `core.shards.shard_of(job_id)`, written at insert (migration 0010): watchers lease shards.
     Column("shard", SmallInteger, nullable=False),
+    # From the spec (migration 0012): at most `concurrency_limit` runs of the jobs of a key run at once.
+    Column("concurrency_key", Text, nullable=True),
+    Column("concurrency_limit", Integer, nullable=True),
 )
 Index("ux_jobs_request", jobs.c.namespace, jobs.c.request_id, unique=True)
 # A namespace-scoped ListJobs in its default order (migration 0006 has the EXPLAIN).
@@ -121,6 +124,13 @@ Index(
 )
 Index("ix_jobs_create_time", jobs.c.create_time, jobs.c.job_id)
 Index("ix_jobs_labels", jobs.c.labels, postgresql_using="gin").ddl_if(dialect="postgresql")
+# The jobs of a concurrency key, whose running runs a claim of the key counts (migration 0012).
+Index(
+    "ix_jobs_concurrency_key",
+    jobs.c.concurrency_key,
+    postgresql_where=text("concurrency_key IS NOT NULL"),
+    sqlite_where=text("concurrency_key IS NOT NULL"),
+)
 
 job_runs = Table(
     "job_runs",
@@ -305,6 +315,16 @@ Index("ix_audit_events_job", audit_events.c.job_id, audit_events.c.time, audit_e
 Index("ix_audit_events_namespace", audit_events.c.namespace, audit_events.c.time, audit_events.c.event_id)
 Index("ix_audit_events_time", audit_events.c.time, audit_events.c.event_id)
 
+# Flow control's gates (`sql_flow`), one row per concurrency key (`key:{key}`) and paced queue
+# (`queue:{queue}`): claims that involve them lock them in name order. A paced queue's row keeps its earliest
+# next start.
+flow_gates = Table(
+    "flow_gates",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("next_start_time", UtcDateTime, nullable=True),
+)
+
 RUN_PARTITION_PREFIX = "job_runs_p"
 RUN_DEFAULT_PARTITION = "job_runs_default"
 LOG_PARTITION_PREFIX = "run_logs_p"
@@ -314,7 +334,7 @@ CHANGE_DEFAULT_PARTITION = "run_changes_default"
 # Room left on each page of a run partition for the new versions of its rows (HOT updates).
 RUN_FILLFACTOR = 60
 
-# The count of runs per namespace, queue and state (`sql_run_counts`, migration 0012), kept by triggers on
+# The count of runs per namespace, queue and state (`sql_run_counts`, migration 0013), kept by triggers on
 # `job_runs`. PostgreSQL appends each write's net change (no lock for writers to queue on) and the reader
 # folds the rows into their sums; SQLite keeps one row per key (`ux_run_counts`), updated in place.
 run_counts = Table(

@@ -41,6 +41,7 @@ from jobmesh.adapters.store.sql_engine import (
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
+from jobmesh.core.flow_control import NO_PACING, Pacing
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ports.pipeline_store import (
     Claim,
@@ -363,12 +364,22 @@ class SqlStore:
 
     @translate_errors
     def claim(
-        self, refs: Sequence[AttemptRef], executor: str, now: datetime, *, on_fence: bool = False
+        self,
+        refs: Sequence[AttemptRef],
+        executor: str,
+        now: datetime,
+        *,
+        on_fence: bool = False,
+        queue_rates: Mapping[str, Pacing] = NO_PACING,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         if not refs:
             return []
         return self._run_write(
-            "claim", lambda connection: sql_attempts.claim(connection, refs, executor, now, on_fence=on_fence)
+            "claim",
+            lambda connection: sql_attempts.claim(
+                connection, refs, executor, now, on_fence=on_fence, queue_rates=queue_rates, clock=clock
+            ),
         )
 
     @translate_errors

@@ -24,8 +24,10 @@ from jobmesh.adapters.store.sql_batch import (
     lock_runs,
     update_by_key,
 )
+from jobmesh.adapters.store.sql_flow import hold_back
 from jobmesh.adapters.store.sql_rows import StoredRow, cancelled_values, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.flow_control import NO_PACING, Deferred, Pacing
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import PENDING_RUN_STATES, REFUSED_CLAIMS, JobState, RunState, RunTrigger
 
@@ -63,12 +65,26 @@ def claim(
     now: datetime,
     *,
     on_fence: bool = False,
+    queue_rates: Mapping[str, Pacing] = NO_PACING,
+    clock: Callable[[], datetime] | None = None,
 ) -> list[Claim]:
     # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused. One
     # granted on its fence while the database was away is not: its run started then.
     rows = lock_runs(connection, refs, with_job_state=not on_fence)
     refused = (
         set() if on_fence else _withdraw_refused(connection, [rows[k] for k in _claimable(refs, rows)], now)
+    )
+    # Flow control holds back some of the rest (not those granted on their fences: their runs started).
+    flow = (
+        {}
+        if on_fence
+        else hold_back(
+            connection,
+            [rows[k] for k in _claimable(refs, rows) if k not in refused],
+            now,
+            queue_rates,
+            clock=clock,
+        )
     )
     claims: list[Claim] = []
     granted: set[AttemptRef] = set()
@@ -77,12 +93,17 @@ def claim(
         status = _classify(ref, row, granted)
         if status is ClaimStatus.GRANTED and (ref.job_id, ref.run_id) in refused:
             status = ClaimStatus.CANCELLED
+        decision = flow.get((ref.job_id, ref.run_id)) if status is ClaimStatus.GRANTED else None
+        if isinstance(decision, Deferred):
+            claims.append(Claim(ref, ClaimStatus.DEFERRED, retry_time=decision.retry_time))
+            continue
         if status is not ClaimStatus.GRANTED or row is None:
             claims.append(Claim(ref, status))
             continue
         granted.add(ref)
-        # An executor may claim ahead of the run's instant; it starts it then, never before.
-        start = max(now, row["due_time"])
+        # An executor may claim ahead of the run's instant; it starts it then, never before (nor before its
+        # queue's pace lets it).
+        start = decision.start if decision is not None else max(now, row["due_time"])
         run = run_from_row(
             row,
             changes={

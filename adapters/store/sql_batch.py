@@ -302,6 +302,8 @@ def _looked_up(
 def _with_job(statement: Select[Any], job_id: Any, with_spec: bool, with_job_state: bool) -> Select[Any]:
     """`statement` with its runs' job columns asked for, by the jobs' primary key."""
     wanted = [column for column, on in ((jobs.c.spec, with_spec), (JOB_STATE, with_job_state)) if on]
+    if with_job_state:  # a claim's: its flow control needs the job's concurrency key and limit
+        wanted += [jobs.c.concurrency_key, jobs.c.concurrency_limit]
     return statement.add_columns(*wanted).join(jobs, jobs.c.job_id == job_id) if wanted else statement
 
 
@@ -381,7 +383,7 @@ def lock_runs(
     """The current rows of the refs' runs, whatever their attempt and state (all columns, or `columns`),
     locked in key order against concurrent claims, ends and cancels until the transaction ends. With
     `with_spec`, each row also carries its job's definition (`spec`), and with `with_job_state` its job's
-    state (`job_state`), read in the same statement."""
+    state (`job_state`) and concurrency key and limit (a claim's flow control), read in the same statement."""
     found: dict[tuple[str, str], StoredRow] = {}
     wanted = tuple(columns) if columns else None
     for chunk in batch_chunks(connection, run_rows(refs)):

@@ -203,6 +203,8 @@ def update_job(
         "queue",
         "state",
         "next_run_time",
+        "concurrency_key",
+        "concurrency_limit",
     )
     updated = _versioned_update(
         connection,

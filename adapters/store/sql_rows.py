@@ -8,6 +8,7 @@ from typing import Any
 
 from jobmesh.adapters.store.schema import job_runs, jobs
 from jobmesh.core.error_types import ErrorType
+from jobmesh.core.flow_control import Concurrency
 from jobmesh.core.records import (
     AttemptRecord,
     JobRecord,
@@ -78,7 +79,15 @@ def job_values(job: JobRecord, *, first_run_id: str | None = None) -> dict[str, 
         "first_run_id": first_run_id,
         "namespace": job.namespace,
         "shard": shard_of(job.job_id),
+        "concurrency_key": job.concurrency.key if job.concurrency else None,
+        "concurrency_limit": job.concurrency.limit if job.concurrency else None,
     }
+
+
+def concurrency_of_row(row: StoredRow) -> Concurrency | None:
+    """A job row's concurrency key and limit (the job's columns, as a claim's lock reads them too)."""
+    key = row["concurrency_key"]
+    return Concurrency(key, row["concurrency_limit"]) if key is not None else None
 
 
 def job_from_row(row: StoredRow) -> JobRecord:
@@ -98,6 +107,7 @@ def job_from_row(row: StoredRow) -> JobRecord:
         request_id=row["request_id"],
         request_hash=row["request_hash"],
         namespace=row["namespace"],
+        concurrency=concurrency_of_row(row),
     )
 
 

@@ -1,4 +1,4 @@
-"""The count of runs per namespace, queue and state (`run_counts`, kept by the triggers of migration 0012).
+"""The count of runs per namespace, queue and state (`run_counts`, kept by the triggers of migration 0013).
 
 One statement reads the counter rows and the upcoming runs (`SCHEDULED` for a later `schedule_time`, from
 `open_runs`'s `(state, wake_time)` index, each run's namespace and queue by its primary key), so both come

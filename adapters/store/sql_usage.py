@@ -1,6 +1,6 @@
-"""What a namespace holds, for its quotas (server/quotas.py): its jobs, and those of them on a cron schedule.
-One count over the namespace's jobs (`ix_jobs_namespace_create_time` leads with the namespace); the server
-asks at most every few seconds per namespace."""
+"""What a namespace holds, for its quotas (server/admission/quotas.py): its jobs, and those of them on a cron
+schedule. One count over the namespace's jobs (`ix_jobs_namespace_create_time` leads with the namespace); the
+server asks at most every few seconds per namespace."""
 
 from __future__ import annotations
 

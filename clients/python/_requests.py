@@ -67,6 +67,9 @@ class JobFields(TypedDict, total=False):
     retry_policy: job_pb2.RetryPolicy
     execution_timeout: timedelta
     heartbeat_timeout: timedelta
+    # Flow control: at most `concurrency_limit` runs of the jobs naming `concurrency_key` run at once.
+    concurrency_key: str
+    concurrency_limit: int
 
 
 class UpdateFields(JobFields, total=False):

@@ -50,6 +50,9 @@ class Job:
     etag: str
     namespace: str
     proto: job_pb2.Job = field(repr=False, compare=False)
+    # Flow control: at most `concurrency_limit` runs of the jobs naming `concurrency_key` run at once.
+    concurrency_key: str = ""
+    concurrency_limit: int = 0
 
     @classmethod
     def of(cls, job: job_pb2.Job) -> Job:
@@ -71,6 +74,8 @@ class Job:
             etag=job.etag,
             namespace=job.namespace,
             proto=job,
+            concurrency_key=job.concurrency_key,
+            concurrency_limit=job.concurrency_limit,
         )
 
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.flow_control import NO_PACING, Pacing
 from jobmesh.core.ports.store import FeedCursor, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 from jobmesh.core.shards import ALL_SHARDS
@@ -26,6 +27,7 @@ class ClaimStatus(enum.Enum):
     CANCELLED = "cancelled"  # cancelled before it started
     STALE = "stale"  # the run is on another attempt
     NOT_FOUND = "not_found"
+    DEFERRED = "deferred"  # held back by flow control: still pending, to be claimed again at its retry time
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,8 @@ class Claim:
     status: ClaimStatus
     # For GRANTED: the run as it is now (RUNNING), whose due_time the executor must not start before.
     run: RunRecord | None = None
+    # For DEFERRED: when to claim it again (`core.flow_control`).
+    retry_time: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +143,25 @@ class PipelineStore(Protocol):
     # The executors' streams -------------------------------------------------------------------------------
 
     def claim(
-        self, refs: Sequence[AttemptRef], executor: str, now: datetime, *, on_fence: bool = False
+        self,
+        refs: Sequence[AttemptRef],
+        executor: str,
+        now: datetime,
+        *,
+        on_fence: bool = False,
+        queue_rates: Mapping[str, Pacing] = NO_PACING,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         """One claim per ref, in order. GRANTED sets RUNNING, executor, start_time = last_heartbeat_time =
         now, first_start_time when unset, and the heartbeat deadline = now + the run's heartbeat timeout. A
         claim succeeds once per attempt. A pending run whose job is paused (a scheduled run) or deleted is
         refused CANCELLED and ends so (`REFUSED_CLAIMS`), unless `on_fence`: claims granted on their fences
-        while the database was away, recorded now, whose runs started then whatever the job's state is now."""
+        while the database was away, recorded now, whose runs started then whatever the job's state is now.
+        Flow control (`core.flow_control`): a claim over its job's concurrency key's limit, or its queue's
+        rate in `queue_rates`, is DEFERRED and its run left pending; a paced one may start after its due time.
+        Claims on their fences are not held back (their runs started). A run flow control admits starts no
+        earlier than `clock` read once the running runs are counted (else `now`): a run of its key that had
+        just ended ended before it, whenever the caller read `now`."""
         ...
 
     def heartbeat(self, executor: str, beats: Sequence[Heartbeat], now: datetime) -> list[AttemptRef]:

@@ -1,0 +1,1 @@
+"""The public API: JobService and SearchService, their requests' checks, and the live feed."""

@@ -11,12 +11,12 @@ from jobmesh.core.errors import InvalidArgument, PermissionDenied
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.records import JobRecord, RunRecord, ScheduleKind
 from jobmesh.core.timestamps import set_timestamp
+from jobmesh.server.admission.quotas import NamespaceQuotas, namespace_of
+from jobmesh.server.api.bulk_commands import BulkCommands, BulkOutcome
+from jobmesh.server.api.job_commands import MAX_BATCH, Created, JobCommands
 from jobmesh.server.api.resources import job_basic_proto, job_to_proto, run_basic_proto, run_to_proto
-from jobmesh.server.api.status import ok_status, status_of, unary
-from jobmesh.server.authorization import Access, access_to
-from jobmesh.server.bulk_commands import BulkCommands, BulkOutcome
-from jobmesh.server.job_commands import MAX_BATCH, Created, JobCommands
-from jobmesh.server.quotas import NamespaceQuotas, namespace_of
+from jobmesh.server.auth.authorization import Access, access_to
+from jobmesh.server.status import ok_status, status_of, unary
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc, run_pb2
 from jobmesh.v1 import job_service_pb2 as pb

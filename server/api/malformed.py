@@ -17,8 +17,8 @@ from google.protobuf.message import DecodeError
 from grpc_status import rpc_status
 
 from jobmesh.core.errors import InvalidArgument
-from jobmesh.server.api.status import status_of
 from jobmesh.server.handler_wrapping import Handler, WrappingInterceptor
+from jobmesh.server.status import status_of
 
 Context = grpc.aio.ServicerContext[Any, Any]
 

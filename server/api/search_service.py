@@ -14,6 +14,10 @@ from jobmesh.core.errors import ResourceExhausted
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import utcnow
+from jobmesh.server.admission.stream_slots import StreamSlots, caller_of
+from jobmesh.server.api.count_feed import CountFeed, CountFollower
+from jobmesh.server.api.feed import FeedSubscription, FellBehind, RunFeed
+from jobmesh.server.api.job_queries import JobQueries
 from jobmesh.server.api.resources import (
     audit_event_to_proto,
     job_to_proto,
@@ -22,15 +26,11 @@ from jobmesh.server.api.resources import (
     run_to_proto,
 )
 from jobmesh.server.api.resume_tokens import decode_resume_token, encode_resume_token
-from jobmesh.server.api.status import server_streaming, unary
-from jobmesh.server.authorization import Access, access_to
-from jobmesh.server.count_feed import CountFeed, CountFollower
-from jobmesh.server.feed import FeedSubscription, FellBehind, RunFeed
-from jobmesh.server.job_queries import JobQueries
+from jobmesh.server.api.schedule_preview import preview_schedule
+from jobmesh.server.api.validation import clamp_page_size
+from jobmesh.server.auth.authorization import Access, access_to
 from jobmesh.server.principals import current_principal
-from jobmesh.server.schedule_preview import preview_schedule
-from jobmesh.server.stream_slots import StreamSlots, caller_of
-from jobmesh.server.validation import clamp_page_size
+from jobmesh.server.status import server_streaming, unary
 from jobmesh.server.workers import Workers
 from jobmesh.v1 import run_pb2, search_service_pb2_grpc
 from jobmesh.v1 import search_service_pb2 as pb

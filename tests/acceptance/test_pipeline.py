@@ -262,7 +262,8 @@ def test_a_flood_of_output_is_cut_at_the_budget_with_a_true_marker_and_flat_memo
     before = rss_bytes(executor.popen.pid)
     name = create(jobs, command_job(mesh.queue, FLOOD)).run.name
     peak = peak_rss_while(executor.popen.pid, lambda: get_run(search, name).state in TERMINAL, timeout=120)
-    assert get_run(search, name).state == run_pb2.RUN_STATE_SUCCEEDED
+    run = get_run(search, name)
+    assert run.state == run_pb2.RUN_STATE_SUCCEEDED, run  # its error says why
     print(f"a {FLOOD_MB} MB flood: the executor grew by {(peak - before) / 2**20:.1f} MiB")
     assert peak - before < 20 * 2**20, f"the executor grew by {(peak - before) / 2**20:.1f} MiB"
     assert_flood_told_truly(log_texts(search, name), budget_lines=100_000)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2
 
-from jobmesh.server.reflection import contract_pool
+from jobmesh.server.api.reflection import contract_pool
 from tests.acceptance.processes import BIN, REPO, free_port, jobmesh_process
 
 pytestmark = pytest.mark.processes

@@ -24,6 +24,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.kafka, pytest.mark.redis, pytest
 
 
 def two_workers(server: Process) -> list[int] | None:
+    """Both workers, once both serve: the parent says so then. A worker killed before it served stops the
+    server instead of being started again, and the port answers as soon as the first one serves."""
+    if "2 workers serving gRPC" not in server.log.read_text():
+        return None
     pids = workers_of(server)
     return pids if len(pids) == 2 else None
 

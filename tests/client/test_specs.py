@@ -118,3 +118,19 @@ def test_a_program_that_only_calls_the_api_never_imports_the_executor() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def test_a_job_s_concurrency_key_and_limit_are_set_updated_and_read() -> None:
+    created = create_job_request(
+        at(datetime(2030, 1, 1, tzinfo=UTC)),
+        command(["true"]),
+        concurrency_key="customer-7",
+        concurrency_limit=1,
+    )
+    assert (created.job.concurrency_key, created.job.concurrency_limit) == ("customer-7", 1)
+    update = update_job_request("nightly", concurrency_key="customer-8", concurrency_limit=2)
+    assert list(update.update_mask.paths) == ["concurrency_key", "concurrency_limit"]
+    cleared = update_job_request("nightly", clear=["concurrency_key", "concurrency_limit"])
+    assert list(cleared.update_mask.paths) == ["concurrency_key", "concurrency_limit"]
+    read = jobmesh.client.Job.of(created.job)
+    assert (read.concurrency_key, read.concurrency_limit) == ("customer-7", 1)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jobmesh.processes import settings
+from jobmesh.processes import setting_parsers, settings
 from tests.acceptance.processes import BIN, REPO
 from tests.support import missing
 from tests.support_certificates import CertificateAuthority
@@ -48,14 +48,14 @@ EVERYTHING = {
 
 # Parsers that read the file system: a path in the manifests names a file in the pod, not here.
 LOCAL = {
-    settings.readable_file,
-    settings.existing_file,
-    settings.existing_files,
-    settings.secret_source,
-    settings.user,
+    setting_parsers.readable_file,
+    setting_parsers.existing_file,
+    setting_parsers.existing_files,
+    setting_parsers.secret_source,
+    setting_parsers.user,
 }
 # Parsers of a setting that names one file.
-FILES = {settings.readable_file, settings.existing_file}
+FILES = {setting_parsers.readable_file, setting_parsers.existing_file}
 
 
 def helm(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:

@@ -236,6 +236,27 @@ def test_claim_batches_answered_together_are_committed_to_the_queue_in_one_commi
     scenario(test)
 
 
+def test_a_deferred_claim_is_asked_again_and_its_delivery_committed_only_once_granted() -> None:
+    async def test(fake: FakeControl) -> None:
+        queue = _CommitsRecorded(open_queue(f"memory://deferred-{uuid.uuid4().hex[:8]}"))
+        async with running_executor(fake, queue=queue) as rig:
+            waiting, free = dispatched(command("echo", "waited")), dispatched(command("echo", "free"))
+            fake.refuse[key(waiting)] = pb.CLAIM_OUTCOME_DEFERRED  # no retry time: asked again at once
+            rig.publish(waiting, free)  # one batch
+            await fake.wait_until(lambda: fake.claims.count(key(waiting)) >= 3)
+            await fake.wait_until(lambda: fake.results_for(key(free)))
+            assert queue.commits == []  # the batch waits for its deferred claim
+            assert fake.results_for(key(waiting)) == []
+            del fake.refuse[key(waiting)]
+            await fake.wait_until(lambda: fake.results_for(key(waiting)))
+            await fake.wait_until(lambda: queue.commits)
+            assert queue.commits == [[key(waiting), key(free)]]
+            assert fake.log_texts(key(waiting)) == ["waited"]
+            assert fake.claims.count(key(free)) == 1  # the granted one is not asked again
+
+    scenario(test)
+
+
 @pytest.mark.timing
 def test_cancel_over_the_stream_kills_the_process_at_once() -> None:
     async def test(fake: FakeControl) -> None:

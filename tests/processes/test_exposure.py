@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobmesh.processes import assembly, settings
+from jobmesh.processes import assembly, config_builders
 from jobmesh.processes import command as cli
 from jobmesh.processes.exposure import Exposure, is_loopback, refuse_insecure_public
 from jobmesh.processes.settings import SettingsError
@@ -98,7 +98,7 @@ def test_tls_settings_build_the_server_and_channel_configs(tmp_path: Path) -> No
     files = {name: tmp_path / name for name in ("cert", "key", "ca", "client", "client.key")}
     for path in files.values():
         path.write_text("pem")
-    server = settings.server_config(
+    server = config_builders.server_config(
         {
             "tls_cert": files["cert"],
             "tls_key": files["key"],
@@ -109,7 +109,7 @@ def test_tls_settings_build_the_server_and_channel_configs(tmp_path: Path) -> No
     assert server.tls is not None
     assert server.tls.client_ca == files["ca"]
     assert server.executor_listen == "127.0.0.1:0"
-    executor = settings.executor_config(
+    executor = config_builders.executor_config(
         {
             "tls_ca": files["ca"],
             "tls_client_cert": files["client"],
@@ -118,8 +118,8 @@ def test_tls_settings_build_the_server_and_channel_configs(tmp_path: Path) -> No
         }
     )
     assert executor.tls == ChannelTls(files["ca"], files["client"], files["client.key"], "jobmesh.internal")
-    assert settings.executor_config({}).tls is None
-    assert settings.server_config({}).tls is None
+    assert config_builders.executor_config({}).tls is None
+    assert config_builders.server_config({}).tls is None
 
 
 @pytest.mark.parametrize(
@@ -134,13 +134,15 @@ def test_tls_settings_build_the_server_and_channel_configs(tmp_path: Path) -> No
 )
 def test_incomplete_server_tls_is_refused_naming_the_setting(values: dict[str, str], blamed: str) -> None:
     with pytest.raises(SettingsError) as refused:
-        settings.server_config({k: Path(v) if k != "executor_listen" else v for k, v in values.items()})
+        config_builders.server_config(
+            {k: Path(v) if k != "executor_listen" else v for k, v in values.items()}
+        )
     assert refused.value.setting.name == blamed
 
 
 def test_a_client_certificate_without_its_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as refused:
-        settings.executor_config({"tls_client_cert": tmp_path / "client.pem"})
+        config_builders.executor_config({"tls_client_cert": tmp_path / "client.pem"})
     assert refused.value.setting.name == "tls_client_key"
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from jobmesh.core.errors import InvalidConfig
+from jobmesh.core.flow_control import Pacing
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.policy import ExecutionPolicy
-from jobmesh.processes import assembly, settings
+from jobmesh.processes import assembly, config_builders, setting_parsers, settings
 from jobmesh.processes import command as cli
 from jobmesh.processes.dashboard import DashboardConfig
 from jobmesh.processes.logs import LogSettings
@@ -78,6 +79,7 @@ BAD_VALUES = {
     "JOBMESH_QUOTA_MIN_CRON_INTERVAL": "soon",
     "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
     "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
+    "JOBMESH_QUEUE_RATE_LIMITS": "io=fast",
     "JOBMESH_NAMESPACE_QUOTAS": "team-a:jobs=lots",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
@@ -163,10 +165,12 @@ def test_several_server_workers_on_an_in_process_queue_are_refused(
 
 
 def test_server_workers_default_to_the_cores_with_shared_adapters_and_to_one_without() -> None:
-    shared = settings.Connections(queue_url="kafka://127.0.0.1:9092", signals_url="redis://127.0.0.1:6379/0")
-    assert settings.server_workers({}, shared) == (os.cpu_count() or 1)
-    assert settings.server_workers({}, settings.Connections()) == 1
-    assert settings.server_workers({"workers": 3}, shared) == 3
+    shared = config_builders.Connections(
+        queue_url="kafka://127.0.0.1:9092", signals_url="redis://127.0.0.1:6379/0"
+    )
+    assert config_builders.server_workers({}, shared) == (os.cpu_count() or 1)
+    assert config_builders.server_workers({}, config_builders.Connections()) == 1
+    assert config_builders.server_workers({"workers": 3}, shared) == 3
 
 
 def test_a_url_with_a_password_is_not_echoed(
@@ -182,7 +186,9 @@ def test_a_url_with_a_password_is_not_echoed(
 def test_an_empty_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBMESH_CONCURRENCY", "")
     assert cli.resolved("executor")["concurrency"] is None
-    assert settings.executor_config(cli.resolved("executor")).concurrency == ExecutorConfig().concurrency
+    assert (
+        config_builders.executor_config(cli.resolved("executor")).concurrency == ExecutorConfig().concurrency
+    )
 
 
 def test_flags_win_over_the_environment_which_wins_over_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,11 +197,11 @@ def test_flags_win_over_the_environment_which_wins_over_defaults(monkeypatch: py
     monkeypatch.setenv("JOBMESH_CANCEL_GRACE", "1.5")
     monkeypatch.setenv("JOBMESH_KAFKA_BOOTSTRAP", "k:9092")
     values = cli.resolved("executor", ["--queues", "io", "--executor-id", "x"])
-    config = settings.executor_config(values)
+    config = config_builders.executor_config(values)
     assert (config.queues, config.executor_id, config.concurrency) == (("io",), "x", 3)
     assert config.cancel_grace == timedelta(seconds=1.5)
     assert config.queue_url == "k:9092"
-    assert config.signals_url == settings.EMBEDDED
+    assert config.signals_url == config_builders.EMBEDDED
     assert config.drain_grace == ExecutorConfig().drain_grace
 
 
@@ -203,7 +209,7 @@ def test_the_documented_variable_wins_over_its_alias(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("JOBMESH_KAFKA_BOOTSTRAP", "old:9092")
     monkeypatch.setenv("JOBMESH_QUEUE_URL", "kafka://new:9092?partitions=6")
     monkeypatch.setenv("JOBMESH_REDIS_URL", "redis://old:6379/0")
-    connections = settings.connections(cli.resolved("server"))
+    connections = config_builders.connections(cli.resolved("server"))
     assert connections.queue_url == "kafka://new:9092?partitions=6"
     assert connections.signals_url == "redis://old:6379/0"
 
@@ -212,7 +218,7 @@ def test_watcher_durations(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBMESH_WATCHER_SCAN_INTERVAL", "2.5")
     monkeypatch.setenv("JOBMESH_WATCHER_WINDOW", "90s")
     monkeypatch.setenv("JOBMESH_WATCHER_LEAD", "250ms")
-    config = settings.watcher_config(cli.resolved("watcher", ["--requeue-after", "1h"]))
+    config = config_builders.watcher_config(cli.resolved("watcher", ["--requeue-after", "1h"]))
     assert (config.scan_interval, config.window, config.lead, config.requeue_after) == (
         timedelta(seconds=2.5),
         timedelta(seconds=90),
@@ -236,7 +242,7 @@ def test_watcher_durations(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_durations(text: str, expected: timedelta) -> None:
-    assert settings.duration(text) == expected
+    assert setting_parsers.duration(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -244,7 +250,7 @@ def test_durations(text: str, expected: timedelta) -> None:
 )
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
-        settings.duration(text)
+        setting_parsers.duration(text)
 
 
 def test_the_executor_takes_no_database_and_the_migration_no_queue() -> None:
@@ -270,6 +276,7 @@ _UNSET = (
     "executor_certificates",
     "secret_queues",
     "namespace_quotas",
+    "queue_rate_limits",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
@@ -286,7 +293,7 @@ def test_documented_defaults_are_the_components_defaults() -> None:
         **_field_defaults(WatcherConfig()),
         **_field_defaults(ExecutorConfig()),
         **_field_defaults(ExecutionPolicy()),
-        **_field_defaults(settings.Connections()),
+        **_field_defaults(config_builders.Connections()),
         **_field_defaults(DashboardConfig()),
         **_field_defaults(LogSettings()),
     }
@@ -307,7 +314,9 @@ def test_documented_defaults_are_the_components_defaults() -> None:
         ):
             continue  # made per machine or process, or nothing: the table says how
         expected = (
-            settings.EMBEDDED if setting.name in ("queue_url", "signals_url") else defaults[setting.name]
+            config_builders.EMBEDDED
+            if setting.name in ("queue_url", "signals_url")
+            else defaults[setting.name]
         )
         assert setting.parse(documented) == expected, setting.name
 
@@ -343,13 +352,13 @@ def _field_defaults(config: object) -> dict[str, object]:
     [("1", 1), ("512KiB", 512 * 1024), ("10MiB", 10 * 2**20), ("10m", 10 * 2**20), ("1 GiB", 2**30)],
 )
 def test_sizes(text: str, expected: int) -> None:
-    assert settings.size(text) == expected
+    assert setting_parsers.size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "0", "-1", "1.5MiB", "10 MB", "2TiB", "1" * 20])
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(ValueError, match="size"):
-        settings.size(text)
+        setting_parsers.size(text)
 
 
 def test_namespace_quotas_override_the_defaults_one_by_one() -> None:
@@ -403,8 +412,14 @@ def test_secret_queues_reach_the_server_and_the_executor_alike(monkeypatch: pyte
     monkeypatch.setenv("JOBMESH_SECRET_QUEUES", "team-a/DB=db+reports")
     dev = cli.resolved("dev", ["--secret-queues", "TOKEN=mail"])
     expected = {("default", "TOKEN"): frozenset({"mail"})}
-    assert settings.server_config(dev).secret_queues.granted == expected
-    assert settings.executor_config(dev, dev=True).secret_queues.granted == expected
+    assert config_builders.server_config(dev).secret_queues.granted == expected
+    assert config_builders.executor_config(dev, dev=True).secret_queues.granted == expected
     from_environment = {("team-a", "DB"): frozenset({"db", "reports"})}
-    assert settings.server_config(cli.resolved("server")).secret_queues.granted == from_environment
-    assert settings.executor_config(cli.resolved("executor")).secret_queues.granted == from_environment
+    assert config_builders.server_config(cli.resolved("server")).secret_queues.granted == from_environment
+    assert config_builders.executor_config(cli.resolved("executor")).secret_queues.granted == from_environment
+
+
+def test_queue_rate_limits_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_QUEUE_RATE_LIMITS", "io=10, reports=0.5")
+    config = config_builders.server_config(cli.resolved("server"))
+    assert config.queue_rate_limits == {"io": Pacing(10), "reports": Pacing(0.5)}

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from jobmesh.processes.command import main
-from jobmesh.server.opaque_tokens import OpaqueTokens
+from jobmesh.server.auth.opaque_tokens import OpaqueTokens
 from jobmesh.server.principals import Role
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server.opaque_tokens import new_opaque_token
+from jobmesh.server.auth.opaque_tokens import new_opaque_token
 from jobmesh.v1 import job_service_pb2_grpc, search_service_pb2_grpc
 from tests.server.conftest import Api
 from tests.server.secured import Secured, secured_server

@@ -20,9 +20,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server import authentication
-from jobmesh.server.caller_rates import CALLER_RATE_LIMITED
-from jobmesh.server.stream_slots import TOO_MANY_STREAMS
+from jobmesh.server.admission.caller_rates import CALLER_RATE_LIMITED
+from jobmesh.server.admission.stream_slots import TOO_MANY_STREAMS
+from jobmesh.server.auth import authentication
 from jobmesh.v1 import job_service_pb2, job_service_pb2_grpc, search_service_pb2, search_service_pb2_grpc
 from tests.server.errors import call_error, error_info
 from tests.server.secured import Secured, secured_server
@@ -54,12 +54,12 @@ def get_job(channel: grpc.Channel, metadata: Any = ()) -> Callable[[], Any]:
 def test_a_call_without_a_token_is_unauthenticated_with_the_reason_only_in_the_log(
     channel: grpc.Channel, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="jobmesh.server.authentication"):
+    with caplog.at_level(logging.WARNING, logger="jobmesh.server.auth.authentication"):
         error = call_error(get_job(channel), UNAUTHENTICATED)
     assert error.details() == GENERIC_MESSAGE
     assert error_info(error).reason == "UNAUTHENTICATED"
     assert dict(error_info(error).metadata) == {}
-    [record] = [r for r in caplog.records if r.name == "jobmesh.server.authentication"]
+    [record] = [r for r in caplog.records if r.name == "jobmesh.server.auth.authentication"]
     assert record.reason == "the call carries no credential"  # type: ignore[attr-defined]
     assert record.method == "/jobmesh.v1.JobService/GetJob"  # type: ignore[attr-defined]
 

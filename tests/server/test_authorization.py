@@ -22,7 +22,7 @@ from sqlalchemy import update
 from jobmesh.adapters.store.schema import job_runs
 from jobmesh.control.v1 import executor_control_pb2, executor_control_pb2_grpc
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server.authorization import RPC_ROLES
+from jobmesh.server.auth.authorization import RPC_ROLES
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,

@@ -242,3 +242,42 @@ def test_a_decompression_bomb_is_refused_and_the_server_serves_on(api: Api) -> N
     )
     assert "larger than max" in (error.details() or "")
     api.search.ListJobs(search_service_pb2.ListJobsRequest(page_size=1))
+
+
+@pytest.mark.parametrize(
+    ("key", "limit", "field"),
+    [
+        ("customer-1", 0, "job.concurrency_limit"),
+        ("customer-1", -1, "job.concurrency_limit"),
+        ("", 2, "job.concurrency_limit"),
+        ("k" * 129, 1, "job.concurrency_key"),
+        ("line\nbreak", 1, "job.concurrency_key"),
+    ],
+)
+def test_a_concurrency_key_needs_a_limit_of_at_least_one_and_a_short_printable_key(
+    api: Api, job_name: str, key: str, limit: int, field: str
+) -> None:
+    immediate = job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate())
+    bad = job(schedule=immediate, concurrency_key=key, concurrency_limit=limit)
+    invalid(lambda: api.jobs.CreateJob(job_service_pb2.CreateJobRequest(job=bad)), field)
+    update = job_service_pb2.UpdateJobRequest(
+        job=job_pb2.Job(name=job_name, concurrency_key=key, concurrency_limit=limit),
+        update_mask=field_mask_pb2.FieldMask(paths=["concurrency_key", "concurrency_limit"]),
+    )
+    invalid(lambda: api.jobs.UpdateJob(update), field)
+
+
+def test_a_job_s_concurrency_key_is_kept_and_updated(api: Api) -> None:
+    immediate = job_pb2.Schedule(immediate=job_pb2.Schedule.Immediate())
+    made = api.jobs.CreateJob(
+        job_service_pb2.CreateJobRequest(
+            job=job(schedule=immediate, concurrency_key="c-1", concurrency_limit=2)
+        )
+    ).job
+    assert (made.concurrency_key, made.concurrency_limit) == ("c-1", 2)
+    update = job_service_pb2.UpdateJobRequest(
+        job=job_pb2.Job(name=made.name, concurrency_key="c-2", concurrency_limit=1),
+        update_mask=field_mask_pb2.FieldMask(paths=["concurrency_key", "concurrency_limit"]),
+    )
+    changed = api.jobs.UpdateJob(update).job
+    assert (changed.concurrency_key, changed.concurrency_limit) == ("c-2", 1)

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from jobmesh.adapters.store.schema import job_runs
-from jobmesh.server import bulk_commands
+from jobmesh.server.api import bulk_commands
 from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2, search_service_pb2
 from tests.server.conftest import Api
 from tests.server.errors import call_error, field_violations

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from jobmesh.core.errors import ResourceExhausted
-from jobmesh.server.caller_rates import CALLER_RATE_LIMITED, CallerRates
+from jobmesh.server.admission.caller_rates import CALLER_RATE_LIMITED, CallerRates
 from jobmesh.server.principals import Principal
 
 

@@ -14,9 +14,13 @@ import pytest
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.server.client_certificates import CertificateGrant, ClientCertificates, parse_certificate_grants
+from jobmesh.server.auth.client_certificates import (
+    CertificateGrant,
+    ClientCertificates,
+    parse_certificate_grants,
+)
+from jobmesh.server.auth.tls import ServerTls
 from jobmesh.server.principals import ExecutorGrant
-from jobmesh.server.tls import ServerTls
 from jobmesh.transport.tls import ChannelTls, channel
 from jobmesh.v1 import run_pb2
 from tests.server.secured import Secured, secured_server

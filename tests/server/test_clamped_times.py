@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobmesh.core.records import RunState
-from jobmesh.server.attempt_reports import CLOCK_TOLERANCE, clamp_times
+from jobmesh.server.executors.attempt_reports import CLOCK_TOLERANCE, clamp_times
 from tests.adapters.store.builders import at, run
 
 CLAIMED = at(100)

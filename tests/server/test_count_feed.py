@@ -1,4 +1,4 @@
-"""The run counts' reader of a server process (`server/count_feed.py`): followers get counts read at once,
+"""The run counts' reader of a server process (`server/api/count_feed.py`): followers get counts read at once,
 then the new ones when runs changed; many changes make one read; unchanged counts wake nobody; nobody
 following costs no read per change; a store that fails for a while delays the counts and breaks nothing."""
 
@@ -14,7 +14,7 @@ from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import FeedCursor, RunChange, Store
 from jobmesh.core.records import RunState
 from jobmesh.core.run_counts import RunCount, RunCounts
-from jobmesh.server.count_feed import CountFeed
+from jobmesh.server.api.count_feed import CountFeed
 from tests.adapters.store.builders import run
 
 FAST = timedelta(milliseconds=20)

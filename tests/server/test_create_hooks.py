@@ -16,8 +16,8 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.definitions import SchedulingPolicy
 from jobmesh.core.hooks import RunHooks
 from jobmesh.core.records import JobRecord, RunRecord
-from jobmesh.server.authorization import Access
-from jobmesh.server.job_commands import JobCommands
+from jobmesh.server.api.job_commands import JobCommands
+from jobmesh.server.auth.authorization import Access
 from jobmesh.server.principals import UNRESTRICTED, Role
 from jobmesh.v1 import job_pb2, job_service_pb2
 

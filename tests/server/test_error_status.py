@@ -8,7 +8,7 @@ import grpc
 from google.rpc import error_details_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument, ResourceExhausted, StoreUnavailable
-from jobmesh.server.api.status import status_of
+from jobmesh.server.status import status_of
 
 
 def _retry_delays(error: InvalidArgument | ResourceExhausted | StoreUnavailable) -> list[timedelta]:

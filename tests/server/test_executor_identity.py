@@ -34,7 +34,7 @@ from jobmesh.core.timestamps import to_datetime, to_timestamp
 from jobmesh.executor.config import ExecutorConfig
 from jobmesh.executor.handlers import HandlerRegistry
 from jobmesh.executor.runtime import Executor
-from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE
+from jobmesh.server.executors.sessions import EXECUTOR_NAME_IN_USE
 from jobmesh.v1 import (
     job_pb2,
     job_service_pb2,

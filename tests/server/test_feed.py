@@ -16,7 +16,7 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.ports.store import ChangePage, FeedCursor, RunChange
 from jobmesh.core.records import RunState
-from jobmesh.server.feed import FEED_PAGE, FeedSubscription, FellBehind, RunFeed
+from jobmesh.server.api.feed import FEED_PAGE, FeedSubscription, FellBehind, RunFeed
 from jobmesh.server.loop_lag import LoopLag
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.workers import Workers

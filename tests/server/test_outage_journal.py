@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
-from jobmesh.server.outage_journal import JournalEntry, OutageJournal, opened_journal
+from jobmesh.server.executors.outage_journal import JournalEntry, OutageJournal, opened_journal
 from jobmesh.v1 import run_pb2
 
 AT = datetime(2030, 5, 17, 8, 30, 15, 123457, tzinfo=UTC)

@@ -28,12 +28,12 @@ from jobmesh.core.ports.signals import SignalsUnavailable
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState, RunTrigger
 from jobmesh.core.timestamps import set_timestamp
-from jobmesh.server import outage_mode
-from jobmesh.server.attempt_reports import AttemptReports
-from jobmesh.server.authorization import Access
-from jobmesh.server.job_commands import JobCommands
-from jobmesh.server.outage_journal import JournalEntry, OutageJournal, opened_journal
-from jobmesh.server.outage_mode import OutageMode, apply_journal, apply_orphans, journal_path
+from jobmesh.server.api.job_commands import JobCommands
+from jobmesh.server.auth.authorization import Access
+from jobmesh.server.executors import outage_mode
+from jobmesh.server.executors.attempt_reports import AttemptReports
+from jobmesh.server.executors.outage_journal import JournalEntry, OutageJournal, opened_journal
+from jobmesh.server.executors.outage_mode import OutageMode, apply_journal, apply_orphans, journal_path
 from jobmesh.server.principals import UNRESTRICTED, ExecutorGrant, Role
 from jobmesh.v1 import job_pb2, run_pb2
 from tests.adapters.signals.helpers import eventually

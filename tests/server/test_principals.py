@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from jobmesh.server.app import new_grpc_server
-from jobmesh.server.authentication import Authentication
+from jobmesh.server.auth.authentication import Authentication
 from jobmesh.server.principals import UNRESTRICTED, Principal, Role, acting_as, current_principal
 
 OPERATOR = Principal(subject="operator-of-team-a", roles=MappingProxyType({"team-a": Role.OPERATOR}))

@@ -21,7 +21,7 @@ from jobmesh.control.v1 import executor_control_pb2_grpc
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.server.app import start_server
 from jobmesh.server.config import ServerConfig
-from jobmesh.server.queue_reach import OUTSIDE_EXECUTORS_FIX
+from jobmesh.server.executors.queue_reach import OUTSIDE_EXECUTORS_FIX
 from tests.server.errors import error_info
 from tests.server.secured import Secured, secured_server
 from tests.server.test_executor_identity import RawStream

@@ -1,6 +1,6 @@
-"""The quota rules on their own (server/quotas.py), with a store that only counts: a cron job firing more
-often than the minimum interval is refused, its schedule change too, and a namespace's usage is read again
-once USAGE_TTL has passed (what other replicas made counts then)."""
+"""The quota rules on their own (server/admission/quotas.py), with a store that only counts: a cron job firing
+more often than the minimum interval is refused, its schedule change too, and a namespace's usage is read
+again once USAGE_TTL has passed (what other replicas made counts then)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from jobmesh.core.errors import QuotaExceeded
 from jobmesh.core.ports.store import NamespaceUsage, Store
-from jobmesh.server import quotas
-from jobmesh.server.quotas import NamespaceQuotas, QuotaLimits, Quotas, shortest_interval
+from jobmesh.server.admission import quotas
+from jobmesh.server.admission.quotas import NamespaceQuotas, QuotaLimits, Quotas, shortest_interval
 from jobmesh.v1 import job_pb2
 
 

@@ -127,7 +127,7 @@ def test_a_spoiled_token_file_refuses_every_token_until_it_is_fixed(
     admin = get_job(channel, secured.token("admin"))
     call_error(admin, grpc.StatusCode.NOT_FOUND)  # accepted: there is no such job
     good = secured.tokens.path.read_bytes()
-    with caplog.at_level(logging.ERROR, logger="jobmesh.server.watched_file"):
+    with caplog.at_level(logging.ERROR, logger="jobmesh.server.auth.watched_file"):
         spoil(secured.tokens.path)
         eventually(lambda: refused(admin), 10, "the admin's token to be refused")
     assert "every token it held is refused until it is fixed" in caplog.text

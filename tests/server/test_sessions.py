@@ -18,8 +18,8 @@ from jobmesh.core.ports.signals import CancelNotice
 from jobmesh.core.ports.store import FeedCursor, RunChange
 from jobmesh.core.records import RunState
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import EXECUTOR_NAME_IN_USE, CancelsSent, SessionQueue, Sessions
+from jobmesh.server.executors.session_renewals import SessionRenewals
+from jobmesh.server.executors.sessions import EXECUTOR_NAME_IN_USE, CancelsSent, SessionQueue, Sessions
 from tests.adapters.store.builders import run
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobmesh.core.errors import ResourceExhausted
-from jobmesh.server.stream_slots import StreamSlots, client_of
+from jobmesh.server.admission.stream_slots import StreamSlots, client_of
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,12 @@ import pytest
 
 from jobmesh.core.errors import Unauthenticated
 from jobmesh.server.app import new_grpc_server
-from jobmesh.server.client_certificates import CertificateGrant, ClientCertificates, parse_certificate_grants
-from jobmesh.server.tls import CertificateFiles, ServerTls, TlsFilesError, server_credentials
+from jobmesh.server.auth.client_certificates import (
+    CertificateGrant,
+    ClientCertificates,
+    parse_certificate_grants,
+)
+from jobmesh.server.auth.tls import CertificateFiles, ServerTls, TlsFilesError, server_credentials
 from jobmesh.transport.tls import ChannelTls, aio_channel
 from tests.support_certificates import CertificateAuthority, Leaf, serial_of_pem
 

@@ -14,11 +14,11 @@ import jwt
 import pytest
 
 from jobmesh.core.errors import Unauthenticated
-from jobmesh.server import watched_file
-from jobmesh.server.authentication import authenticate
-from jobmesh.server.grants import principal_of_grant
-from jobmesh.server.jwt_tokens import JwtConfig, JwtTokens
-from jobmesh.server.opaque_tokens import OpaqueTokens, parse_token_file
+from jobmesh.server.auth import watched_file
+from jobmesh.server.auth.authentication import authenticate
+from jobmesh.server.auth.grants import principal_of_grant
+from jobmesh.server.auth.jwt_tokens import JwtConfig, JwtTokens
+from jobmesh.server.auth.opaque_tokens import OpaqueTokens, parse_token_file
 from jobmesh.server.principals import ANY_NAMESPACE, CredentialSource, ExecutorGrant, Role
 from tests.server.tokens import (
     AUDIENCE,

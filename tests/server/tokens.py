@@ -19,7 +19,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from jobmesh.server.opaque_tokens import new_opaque_token, token_digest
+from jobmesh.server.auth.opaque_tokens import new_opaque_token, token_digest
 
 ISSUER = "https://issuer.test"
 AUDIENCE = "jobmesh"

@@ -31,6 +31,7 @@ TABLES = (
     "leases",
     "executor_sessions",
     "audit_events",
+    "flow_gates",
     "run_counts",
 )
 

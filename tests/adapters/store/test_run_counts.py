@@ -1,4 +1,4 @@
-"""The store's counts of runs per namespace, queue and state (migration 0012) equal a count of the runs
+"""The store's counts of runs per namespace, queue and state (migration 0013) equal a count of the runs
 themselves, whoever wrote them: creates, the pipeline's batches, cancels, deletes; upcoming runs apart; and
 on PostgreSQL, folded or not."""
 

@@ -245,9 +245,16 @@ type Job struct {
 	Etag string `protobuf:"bytes,15,opt,name=etag,proto3" json:"etag,omitempty"`
 	// The namespace the job and its runs belong to: roles are granted per namespace. 1 to 63 characters of
 	// `a-z`, `0-9` and `-`, starting with a letter. Empty means `default`. Set when the job is created.
-	Namespace     string `protobuf:"bytes,16,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Namespace string `protobuf:"bytes,16,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+	// at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+	// 1 to 128 characters; empty means no limit of this kind.
+	ConcurrencyKey string `protobuf:"bytes,17,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	// How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+	// with one.
+	ConcurrencyLimit int32 `protobuf:"varint,18,opt,name=concurrency_limit,json=concurrencyLimit,proto3" json:"concurrency_limit,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -390,6 +397,20 @@ func (x *Job) GetNamespace() string {
 		return x.Namespace
 	}
 	return ""
+}
+
+func (x *Job) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
+func (x *Job) GetConcurrencyLimit() int32 {
+	if x != nil {
+		return x.ConcurrencyLimit
+	}
+	return 0
 }
 
 // When a job's runs are due: once now, once at a time, or on a cron schedule.
@@ -1043,7 +1064,7 @@ var File_jobmesh_v1_job_proto protoreflect.FileDescriptor
 const file_jobmesh_v1_job_proto_rawDesc = "" +
 	"\n" +
 	"\x14jobmesh/v1/job.proto\x12\n" +
-	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\a\n" +
+	"jobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\a\n" +
 	"\x03Job\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe2A\x01\bR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x123\n" +
@@ -1063,7 +1084,9 @@ const file_jobmesh_v1_job_proto_rawDesc = "" +
 	"\vupdate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\n" +
 	"updateTime\x12\x12\n" +
 	"\x04etag\x18\x0f \x01(\tR\x04etag\x12\"\n" +
-	"\tnamespace\x18\x10 \x01(\tB\x04\xe2A\x01\x05R\tnamespace\x1a9\n" +
+	"\tnamespace\x18\x10 \x01(\tB\x04\xe2A\x01\x05R\tnamespace\x12'\n" +
+	"\x0fconcurrency_key\x18\x11 \x01(\tR\x0econcurrencyKey\x12+\n" +
+	"\x11concurrency_limit\x18\x12 \x01(\x05R\x10concurrencyLimit\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:+\xeaA(\n" +

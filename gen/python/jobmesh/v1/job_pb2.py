@@ -28,7 +28,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14jobmesh/v1/job.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x93\x07\n\x03Job\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12!\n\x0c\x64isplay_name\x18\x02 \x01(\tR\x0b\x64isplayName\x12\x33\n\x06labels\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.Job.LabelsEntryR\x06labels\x12\x36\n\x08schedule\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.ScheduleB\x04\xe2\x41\x01\x02R\x08schedule\x12\x30\n\x06target\x18\x05 \x01(\x0b\x32\x12.jobmesh.v1.TargetB\x04\xe2\x41\x01\x02R\x06target\x12:\n\x0cretry_policy\x18\x06 \x01(\x0b\x32\x17.jobmesh.v1.RetryPolicyR\x0bretryPolicy\x12\x46\n\x11\x65xecution_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10\x65xecutionTimeout\x12\x46\n\x11heartbeat_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10heartbeatTimeout\x12\x30\n\x08priority\x18\t \x01(\x0e\x32\x14.jobmesh.v1.PriorityR\x08priority\x12\x14\n\x05queue\x18\n \x01(\tR\x05queue\x12\x30\n\x05state\x18\x0b \x01(\x0e\x32\x14.jobmesh.v1.JobStateB\x04\xe2\x41\x01\x03R\x05state\x12\x44\n\rnext_run_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0bnextRunTime\x12\x41\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\ncreateTime\x12\x41\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nupdateTime\x12\x12\n\x04\x65tag\x18\x0f \x01(\tR\x04\x65tag\x12\"\n\tnamespace\x18\x10 \x01(\tB\x04\xe2\x41\x01\x05R\tnamespace\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01:+\xea\x41(\n\x0fjobmesh.dev/Job\x12\njobs/{job}*\x04jobs2\x03job\"\xba\x04\n\x08Schedule\x12>\n\timmediate\x18\x01 \x01(\x0b\x32\x1e.jobmesh.v1.Schedule.ImmediateH\x00R\timmediate\x12\x33\n\x06run_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x05runAt\x12/\n\x04\x63ron\x18\x03 \x01(\x0b\x32\x19.jobmesh.v1.Schedule.CronH\x00R\x04\x63ron\x1a\x0b\n\tImmediate\x1a\xf2\x02\n\x04\x43ron\x12$\n\nexpression\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\nexpression\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x31\n\x06jitter\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitter\x12@\n\x0eoverlap_policy\x18\x06 \x01(\x0e\x32\x19.jobmesh.v1.OverlapPolicyR\roverlapPolicy\x12@\n\x0e\x63\x61tchup_window\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindowB\x06\n\x04kind\"\xed\x04\n\x06Target\x12\x36\n\x07\x63ommand\x18\x01 \x01(\x0b\x32\x1a.jobmesh.v1.Target.CommandH\x00R\x07\x63ommand\x12-\n\x04http\x18\x02 \x01(\x0b\x32\x17.jobmesh.v1.Target.HttpH\x00R\x04http\x12\x36\n\x07handler\x18\x03 \x01(\x0b\x32\x1a.jobmesh.v1.Target.HandlerH\x00R\x07handler\x1a\xb3\x01\n\x07\x43ommand\x12\x18\n\x04\x61rgv\x18\x01 \x03(\tB\x04\xe2\x41\x01\x02R\x04\x61rgv\x12\x35\n\x03\x65nv\x18\x02 \x03(\x0b\x32#.jobmesh.v1.Target.Command.EnvEntryR\x03\x65nv\x12\x1f\n\x0bworking_dir\x18\x03 \x01(\tR\nworkingDir\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a\xc6\x01\n\x04Http\x12\x16\n\x06method\x18\x01 \x01(\tR\x06method\x12\x16\n\x03url\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02R\x03url\x12>\n\x07headers\x18\x03 \x03(\x0b\x32$.jobmesh.v1.Target.Http.HeadersEntryR\x07headers\x12\x12\n\x04\x62ody\x18\x04 \x01(\x0cR\x04\x62ody\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a=\n\x07Handler\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\x04name\x12\x18\n\x07payload\x18\x02 \x01(\x0cR\x07payloadB\x06\n\x04kind\"\x9a\x02\n\x0bRetryPolicy\x12!\n\x0cmax_attempts\x18\x01 \x01(\x05R\x0bmaxAttempts\x12\x42\n\x0finitial_backoff\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0einitialBackoff\x12-\n\x12\x62\x61\x63koff_multiplier\x18\x03 \x01(\x01R\x11\x62\x61\x63koffMultiplier\x12:\n\x0bmax_backoff\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\nmaxBackoff\x12\x39\n\x19non_retryable_error_types\x18\x05 \x03(\tR\x16nonRetryableErrorTypes*\xc5\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ALL\x10\x03\x12\x1f\n\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x04\x12\x1c\n\x18OVERLAP_POLICY_ALLOW_ALL\x10\x05*^\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x11\n\rPRIORITY_HIGH\x10\x01\x12\x13\n\x0fPRIORITY_NORMAL\x10\x02\x12\x10\n\x0cPRIORITY_LOW\x10\x03*\x81\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_ACTIVE\x10\x01\x12\x14\n\x10JOB_STATE_PAUSED\x10\x02\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x03\x12\x15\n\x11JOB_STATE_DELETED\x10\x04\x42\x61\n\x0e\x64\x65v.jobmesh.v1B\x08JobProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14jobmesh/v1/job.proto\x12\njobmesh.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\x07\n\x03Job\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x08R\x04name\x12!\n\x0c\x64isplay_name\x18\x02 \x01(\tR\x0b\x64isplayName\x12\x33\n\x06labels\x18\x03 \x03(\x0b\x32\x1b.jobmesh.v1.Job.LabelsEntryR\x06labels\x12\x36\n\x08schedule\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.ScheduleB\x04\xe2\x41\x01\x02R\x08schedule\x12\x30\n\x06target\x18\x05 \x01(\x0b\x32\x12.jobmesh.v1.TargetB\x04\xe2\x41\x01\x02R\x06target\x12:\n\x0cretry_policy\x18\x06 \x01(\x0b\x32\x17.jobmesh.v1.RetryPolicyR\x0bretryPolicy\x12\x46\n\x11\x65xecution_timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10\x65xecutionTimeout\x12\x46\n\x11heartbeat_timeout\x18\x08 \x01(\x0b\x32\x19.google.protobuf.DurationR\x10heartbeatTimeout\x12\x30\n\x08priority\x18\t \x01(\x0e\x32\x14.jobmesh.v1.PriorityR\x08priority\x12\x14\n\x05queue\x18\n \x01(\tR\x05queue\x12\x30\n\x05state\x18\x0b \x01(\x0e\x32\x14.jobmesh.v1.JobStateB\x04\xe2\x41\x01\x03R\x05state\x12\x44\n\rnext_run_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\x0bnextRunTime\x12\x41\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\ncreateTime\x12\x41\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03R\nupdateTime\x12\x12\n\x04\x65tag\x18\x0f \x01(\tR\x04\x65tag\x12\"\n\tnamespace\x18\x10 \x01(\tB\x04\xe2\x41\x01\x05R\tnamespace\x12\'\n\x0f\x63oncurrency_key\x18\x11 \x01(\tR\x0e\x63oncurrencyKey\x12+\n\x11\x63oncurrency_limit\x18\x12 \x01(\x05R\x10\x63oncurrencyLimit\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01:+\xea\x41(\n\x0fjobmesh.dev/Job\x12\njobs/{job}*\x04jobs2\x03job\"\xba\x04\n\x08Schedule\x12>\n\timmediate\x18\x01 \x01(\x0b\x32\x1e.jobmesh.v1.Schedule.ImmediateH\x00R\timmediate\x12\x33\n\x06run_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00R\x05runAt\x12/\n\x04\x63ron\x18\x03 \x01(\x0b\x32\x19.jobmesh.v1.Schedule.CronH\x00R\x04\x63ron\x1a\x0b\n\tImmediate\x1a\xf2\x02\n\x04\x43ron\x12$\n\nexpression\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\nexpression\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x31\n\x06jitter\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitter\x12@\n\x0eoverlap_policy\x18\x06 \x01(\x0e\x32\x19.jobmesh.v1.OverlapPolicyR\roverlapPolicy\x12@\n\x0e\x63\x61tchup_window\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindowB\x06\n\x04kind\"\xed\x04\n\x06Target\x12\x36\n\x07\x63ommand\x18\x01 \x01(\x0b\x32\x1a.jobmesh.v1.Target.CommandH\x00R\x07\x63ommand\x12-\n\x04http\x18\x02 \x01(\x0b\x32\x17.jobmesh.v1.Target.HttpH\x00R\x04http\x12\x36\n\x07handler\x18\x03 \x01(\x0b\x32\x1a.jobmesh.v1.Target.HandlerH\x00R\x07handler\x1a\xb3\x01\n\x07\x43ommand\x12\x18\n\x04\x61rgv\x18\x01 \x03(\tB\x04\xe2\x41\x01\x02R\x04\x61rgv\x12\x35\n\x03\x65nv\x18\x02 \x03(\x0b\x32#.jobmesh.v1.Target.Command.EnvEntryR\x03\x65nv\x12\x1f\n\x0bworking_dir\x18\x03 \x01(\tR\nworkingDir\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a\xc6\x01\n\x04Http\x12\x16\n\x06method\x18\x01 \x01(\tR\x06method\x12\x16\n\x03url\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02R\x03url\x12>\n\x07headers\x18\x03 \x03(\x0b\x32$.jobmesh.v1.Target.Http.HeadersEntryR\x07headers\x12\x12\n\x04\x62ody\x18\x04 \x01(\x0cR\x04\x62ody\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1a=\n\x07Handler\x12\x18\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02R\x04name\x12\x18\n\x07payload\x18\x02 \x01(\x0cR\x07payloadB\x06\n\x04kind\"\x9a\x02\n\x0bRetryPolicy\x12!\n\x0cmax_attempts\x18\x01 \x01(\x05R\x0bmaxAttempts\x12\x42\n\x0finitial_backoff\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0einitialBackoff\x12-\n\x12\x62\x61\x63koff_multiplier\x18\x03 \x01(\x01R\x11\x62\x61\x63koffMultiplier\x12:\n\x0bmax_backoff\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\nmaxBackoff\x12\x39\n\x19non_retryable_error_types\x18\x05 \x03(\tR\x16nonRetryableErrorTypes*\xc5\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ALL\x10\x03\x12\x1f\n\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x04\x12\x1c\n\x18OVERLAP_POLICY_ALLOW_ALL\x10\x05*^\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x11\n\rPRIORITY_HIGH\x10\x01\x12\x13\n\x0fPRIORITY_NORMAL\x10\x02\x12\x10\n\x0cPRIORITY_LOW\x10\x03*\x81\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_ACTIVE\x10\x01\x12\x14\n\x10JOB_STATE_PAUSED\x10\x02\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x03\x12\x15\n\x11JOB_STATE_DELETED\x10\x04\x42\x61\n\x0e\x64\x65v.jobmesh.v1B\x08JobProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -68,34 +68,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TARGET_HTTP'].fields_by_name['url']._serialized_options = b'\342A\001\002'
   _globals['_TARGET_HANDLER'].fields_by_name['name']._loaded_options = None
   _globals['_TARGET_HANDLER'].fields_by_name['name']._serialized_options = b'\342A\001\002'
-  _globals['_OVERLAPPOLICY']._serialized_start=2562
-  _globals['_OVERLAPPOLICY']._serialized_end=2759
-  _globals['_PRIORITY']._serialized_start=2761
-  _globals['_PRIORITY']._serialized_end=2855
-  _globals['_JOBSTATE']._serialized_start=2858
-  _globals['_JOBSTATE']._serialized_end=2987
+  _globals['_OVERLAPPOLICY']._serialized_start=2648
+  _globals['_OVERLAPPOLICY']._serialized_end=2845
+  _globals['_PRIORITY']._serialized_start=2847
+  _globals['_PRIORITY']._serialized_end=2941
+  _globals['_JOBSTATE']._serialized_start=2944
+  _globals['_JOBSTATE']._serialized_end=3073
   _globals['_JOB']._serialized_start=162
-  _globals['_JOB']._serialized_end=1077
-  _globals['_JOB_LABELSENTRY']._serialized_start=975
-  _globals['_JOB_LABELSENTRY']._serialized_end=1032
-  _globals['_SCHEDULE']._serialized_start=1080
-  _globals['_SCHEDULE']._serialized_end=1650
-  _globals['_SCHEDULE_IMMEDIATE']._serialized_start=1258
-  _globals['_SCHEDULE_IMMEDIATE']._serialized_end=1269
-  _globals['_SCHEDULE_CRON']._serialized_start=1272
-  _globals['_SCHEDULE_CRON']._serialized_end=1642
-  _globals['_TARGET']._serialized_start=1653
-  _globals['_TARGET']._serialized_end=2274
-  _globals['_TARGET_COMMAND']._serialized_start=1823
-  _globals['_TARGET_COMMAND']._serialized_end=2002
-  _globals['_TARGET_COMMAND_ENVENTRY']._serialized_start=1948
-  _globals['_TARGET_COMMAND_ENVENTRY']._serialized_end=2002
-  _globals['_TARGET_HTTP']._serialized_start=2005
-  _globals['_TARGET_HTTP']._serialized_end=2203
-  _globals['_TARGET_HTTP_HEADERSENTRY']._serialized_start=2145
-  _globals['_TARGET_HTTP_HEADERSENTRY']._serialized_end=2203
-  _globals['_TARGET_HANDLER']._serialized_start=2205
-  _globals['_TARGET_HANDLER']._serialized_end=2266
-  _globals['_RETRYPOLICY']._serialized_start=2277
-  _globals['_RETRYPOLICY']._serialized_end=2559
+  _globals['_JOB']._serialized_end=1163
+  _globals['_JOB_LABELSENTRY']._serialized_start=1061
+  _globals['_JOB_LABELSENTRY']._serialized_end=1118
+  _globals['_SCHEDULE']._serialized_start=1166
+  _globals['_SCHEDULE']._serialized_end=1736
+  _globals['_SCHEDULE_IMMEDIATE']._serialized_start=1344
+  _globals['_SCHEDULE_IMMEDIATE']._serialized_end=1355
+  _globals['_SCHEDULE_CRON']._serialized_start=1358
+  _globals['_SCHEDULE_CRON']._serialized_end=1728
+  _globals['_TARGET']._serialized_start=1739
+  _globals['_TARGET']._serialized_end=2360
+  _globals['_TARGET_COMMAND']._serialized_start=1909
+  _globals['_TARGET_COMMAND']._serialized_end=2088
+  _globals['_TARGET_COMMAND_ENVENTRY']._serialized_start=2034
+  _globals['_TARGET_COMMAND_ENVENTRY']._serialized_end=2088
+  _globals['_TARGET_HTTP']._serialized_start=2091
+  _globals['_TARGET_HTTP']._serialized_end=2289
+  _globals['_TARGET_HTTP_HEADERSENTRY']._serialized_start=2231
+  _globals['_TARGET_HTTP_HEADERSENTRY']._serialized_end=2289
+  _globals['_TARGET_HANDLER']._serialized_start=2291
+  _globals['_TARGET_HANDLER']._serialized_end=2352
+  _globals['_RETRYPOLICY']._serialized_start=2363
+  _globals['_RETRYPOLICY']._serialized_end=2645
 # @@protoc_insertion_point(module_scope)

@@ -159,6 +159,8 @@ class Job(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONCURRENCY_KEY_FIELD_NUMBER: _builtins.int
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Resource name, `jobs/{job}`. Chosen by the server unless `CreateJobRequest.job_id` is set."""
     display_name: _builtins.str
@@ -174,6 +176,15 @@ class Job(_message.Message):
     namespace: _builtins.str
     """The namespace the job and its runs belong to: roles are granted per namespace. 1 to 63 characters of
     `a-z`, `0-9` and `-`, starting with a letter. Empty means `default`. Set when the job is created.
+    """
+    concurrency_key: _builtins.str
+    """Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+    at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+    1 to 128 characters; empty means no limit of this kind.
+    """
+    concurrency_limit: _builtins.int
+    """How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+    with one.
     """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
@@ -235,10 +246,12 @@ class Job(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         etag: _builtins.str = ...,
         namespace: _builtins.str = ...,
+        concurrency_key: _builtins.str = ...,
+        concurrency_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "next_run_time", b"next_run_time", "retry_policy", b"retry_policy", "schedule", b"schedule", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "display_name", b"display_name", "etag", b"etag", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "labels", b"labels", "name", b"name", "namespace", b"namespace", "next_run_time", b"next_run_time", "priority", b"priority", "queue", b"queue", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["concurrency_key", b"concurrency_key", "concurrency_limit", b"concurrency_limit", "create_time", b"create_time", "display_name", b"display_name", "etag", b"etag", "execution_timeout", b"execution_timeout", "heartbeat_timeout", b"heartbeat_timeout", "labels", b"labels", "name", b"name", "namespace", b"namespace", "next_run_time", b"next_run_time", "priority", b"priority", "queue", b"queue", "retry_policy", b"retry_policy", "schedule", b"schedule", "state", b"state", "target", b"target", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -132,6 +132,23 @@ export declare type Job = Message<"jobmesh.v1.Job"> & {
    * @generated from field: string namespace = 16;
    */
   namespace: string;
+
+  /**
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * 1 to 128 characters; empty means no limit of this kind.
+   *
+   * @generated from field: string concurrency_key = 17;
+   */
+  concurrencyKey: string;
+
+  /**
+   * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+   * with one.
+   *
+   * @generated from field: int32 concurrency_limit = 18;
+   */
+  concurrencyLimit: number;
 };
 
 /**

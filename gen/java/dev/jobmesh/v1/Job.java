@@ -39,6 +39,7 @@ private static final long serialVersionUID = 0L;
     state_ = 0;
     etag_ = "";
     namespace_ = "";
+    concurrencyKey_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -769,6 +770,73 @@ java.lang.String defaultValue) {
     }
   }
 
+  public static final int CONCURRENCY_KEY_FIELD_NUMBER = 17;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object concurrencyKey_ = "";
+  /**
+   * <pre>
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * 1 to 128 characters; empty means no limit of this kind.
+   * </pre>
+   *
+   * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+   * @return The concurrencyKey.
+   */
+  @java.lang.Override
+  public java.lang.String getConcurrencyKey() {
+    java.lang.Object ref = concurrencyKey_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      concurrencyKey_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * 1 to 128 characters; empty means no limit of this kind.
+   * </pre>
+   *
+   * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+   * @return The bytes for concurrencyKey.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getConcurrencyKeyBytes() {
+    java.lang.Object ref = concurrencyKey_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      concurrencyKey_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int CONCURRENCY_LIMIT_FIELD_NUMBER = 18;
+  private int concurrencyLimit_ = 0;
+  /**
+   * <pre>
+   * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+   * with one.
+   * </pre>
+   *
+   * <code>int32 concurrency_limit = 18 [json_name = "concurrencyLimit"];</code>
+   * @return The concurrencyLimit.
+   */
+  @java.lang.Override
+  public int getConcurrencyLimit() {
+    return concurrencyLimit_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -833,6 +901,12 @@ java.lang.String defaultValue) {
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 16, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 17, concurrencyKey_);
+    }
+    if (concurrencyLimit_ != 0) {
+      output.writeInt32(18, concurrencyLimit_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -902,6 +976,13 @@ java.lang.String defaultValue) {
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(namespace_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(16, namespace_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(17, concurrencyKey_);
+    }
+    if (concurrencyLimit_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(18, concurrencyLimit_);
     }
     return size;
   }
@@ -981,6 +1062,10 @@ java.lang.String defaultValue) {
         .equals(other.getEtag())) return false;
     if (!getNamespace()
         .equals(other.getNamespace())) return false;
+    if (!getConcurrencyKey()
+        .equals(other.getConcurrencyKey())) return false;
+    if (getConcurrencyLimit()
+        != other.getConcurrencyLimit()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1042,6 +1127,10 @@ java.lang.String defaultValue) {
     hash = (53 * hash) + getEtag().hashCode();
     hash = (37 * hash) + NAMESPACE_FIELD_NUMBER;
     hash = (53 * hash) + getNamespace().hashCode();
+    hash = (37 * hash) + CONCURRENCY_KEY_FIELD_NUMBER;
+    hash = (53 * hash) + getConcurrencyKey().hashCode();
+    hash = (37 * hash) + CONCURRENCY_LIMIT_FIELD_NUMBER;
+    hash = (53 * hash) + getConcurrencyLimit();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1260,6 +1349,8 @@ java.lang.String defaultValue) {
       }
       etag_ = "";
       namespace_ = "";
+      concurrencyKey_ = "";
+      concurrencyLimit_ = 0;
       return this;
     }
 
@@ -1367,6 +1458,12 @@ java.lang.String defaultValue) {
       if (((from_bitField0_ & 0x00008000) != 0)) {
         result.namespace_ = namespace_;
       }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.concurrencyKey_ = concurrencyKey_;
+      }
+      if (((from_bitField0_ & 0x00020000) != 0)) {
+        result.concurrencyLimit_ = concurrencyLimit_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1439,6 +1536,14 @@ java.lang.String defaultValue) {
         namespace_ = other.namespace_;
         bitField0_ |= 0x00008000;
         onChanged();
+      }
+      if (!other.getConcurrencyKey().isEmpty()) {
+        concurrencyKey_ = other.concurrencyKey_;
+        bitField0_ |= 0x00010000;
+        onChanged();
+      }
+      if (other.getConcurrencyLimit() != 0) {
+        setConcurrencyLimit(other.getConcurrencyLimit());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1564,6 +1669,16 @@ java.lang.String defaultValue) {
               bitField0_ |= 0x00008000;
               break;
             } // case 130
+            case 138: {
+              concurrencyKey_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 138
+            case 144: {
+              concurrencyLimit_ = input.readInt32();
+              bitField0_ |= 0x00020000;
+              break;
+            } // case 144
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3608,6 +3723,155 @@ java.lang.String defaultValue) {
       checkByteStringIsUtf8(value);
       namespace_ = value;
       bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object concurrencyKey_ = "";
+    /**
+     * <pre>
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * 1 to 128 characters; empty means no limit of this kind.
+     * </pre>
+     *
+     * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+     * @return The concurrencyKey.
+     */
+    public java.lang.String getConcurrencyKey() {
+      java.lang.Object ref = concurrencyKey_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        concurrencyKey_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * 1 to 128 characters; empty means no limit of this kind.
+     * </pre>
+     *
+     * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+     * @return The bytes for concurrencyKey.
+     */
+    public com.google.protobuf.ByteString
+        getConcurrencyKeyBytes() {
+      java.lang.Object ref = concurrencyKey_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        concurrencyKey_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * 1 to 128 characters; empty means no limit of this kind.
+     * </pre>
+     *
+     * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+     * @param value The concurrencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setConcurrencyKey(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      concurrencyKey_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * 1 to 128 characters; empty means no limit of this kind.
+     * </pre>
+     *
+     * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearConcurrencyKey() {
+      concurrencyKey_ = getDefaultInstance().getConcurrencyKey();
+      bitField0_ = (bitField0_ & ~0x00010000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+     * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+     * 1 to 128 characters; empty means no limit of this kind.
+     * </pre>
+     *
+     * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+     * @param value The bytes for concurrencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setConcurrencyKeyBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      concurrencyKey_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+
+    private int concurrencyLimit_ ;
+    /**
+     * <pre>
+     * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+     * with one.
+     * </pre>
+     *
+     * <code>int32 concurrency_limit = 18 [json_name = "concurrencyLimit"];</code>
+     * @return The concurrencyLimit.
+     */
+    @java.lang.Override
+    public int getConcurrencyLimit() {
+      return concurrencyLimit_;
+    }
+    /**
+     * <pre>
+     * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+     * with one.
+     * </pre>
+     *
+     * <code>int32 concurrency_limit = 18 [json_name = "concurrencyLimit"];</code>
+     * @param value The concurrencyLimit to set.
+     * @return This builder for chaining.
+     */
+    public Builder setConcurrencyLimit(int value) {
+
+      concurrencyLimit_ = value;
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+     * with one.
+     * </pre>
+     *
+     * <code>int32 concurrency_limit = 18 [json_name = "concurrencyLimit"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearConcurrencyLimit() {
+      bitField0_ = (bitField0_ & ~0x00020000);
+      concurrencyLimit_ = 0;
       onChanged();
       return this;
     }

@@ -428,4 +428,39 @@ java.lang.String defaultValue);
    */
   com.google.protobuf.ByteString
       getNamespaceBytes();
+
+  /**
+   * <pre>
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * 1 to 128 characters; empty means no limit of this kind.
+   * </pre>
+   *
+   * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+   * @return The concurrencyKey.
+   */
+  java.lang.String getConcurrencyKey();
+  /**
+   * <pre>
+   * Flow control: runs of every job of the namespace that names the same key run at most `concurrency_limit`
+   * at once, across the whole mesh ("one run per customer at once": the customer's id as the key). A run over the limit waits, `RUN_STATE_QUEUED`, until a run of its key ends; it never fails.
+   * 1 to 128 characters; empty means no limit of this kind.
+   * </pre>
+   *
+   * <code>string concurrency_key = 17 [json_name = "concurrencyKey"];</code>
+   * @return The bytes for concurrencyKey.
+   */
+  com.google.protobuf.ByteString
+      getConcurrencyKeyBytes();
+
+  /**
+   * <pre>
+   * How many runs of `concurrency_key` may be running at once. At least 1; required with a key, and only
+   * with one.
+   * </pre>
+   *
+   * <code>int32 concurrency_limit = 18 [json_name = "concurrencyLimit"];</code>
+   * @return The concurrencyLimit.
+   */
+  int getConcurrencyLimit();
 }

@@ -99,7 +99,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       "le/api/field_behavior.proto\032\031google/api/" +
       "resource.proto\032\036google/protobuf/duration" +
       ".proto\032\037google/protobuf/timestamp.proto\"" +
-      "\223\007\n\003Job\022\030\n\004name\030\001 \001(\tB\004\342A\001\010R\004name\022!\n\014dis" +
+      "\351\007\n\003Job\022\030\n\004name\030\001 \001(\tB\004\342A\001\010R\004name\022!\n\014dis" +
       "play_name\030\002 \001(\tR\013displayName\0223\n\006labels\030\003" +
       " \003(\0132\033.jobmesh.v1.Job.LabelsEntryR\006label" +
       "s\0226\n\010schedule\030\004 \001(\0132\024.jobmesh.v1.Schedul" +
@@ -119,60 +119,62 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
       "createTime\022A\n\013update_time\030\016 \001(\0132\032.google" +
       ".protobuf.TimestampB\004\342A\001\003R\nupdateTime\022\022\n" +
       "\004etag\030\017 \001(\tR\004etag\022\"\n\tnamespace\030\020 \001(\tB\004\342A" +
-      "\001\005R\tnamespace\0329\n\013LabelsEntry\022\020\n\003key\030\001 \001(" +
-      "\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001:+\352A(\n\017j" +
-      "obmesh.dev/Job\022\njobs/{job}*\004jobs2\003job\"\272\004" +
-      "\n\010Schedule\022>\n\timmediate\030\001 \001(\0132\036.jobmesh." +
-      "v1.Schedule.ImmediateH\000R\timmediate\0223\n\006ru" +
-      "n_at\030\002 \001(\0132\032.google.protobuf.TimestampH\000" +
-      "R\005runAt\022/\n\004cron\030\003 \001(\0132\031.jobmesh.v1.Sched" +
-      "ule.CronH\000R\004cron\032\013\n\tImmediate\032\362\002\n\004Cron\022$" +
-      "\n\nexpression\030\001 \001(\tB\004\342A\001\002R\nexpression\022\033\n\t" +
-      "time_zone\030\002 \001(\tR\010timeZone\0229\n\nstart_time\030" +
-      "\003 \001(\0132\032.google.protobuf.TimestampR\tstart" +
-      "Time\0225\n\010end_time\030\004 \001(\0132\032.google.protobuf" +
-      ".TimestampR\007endTime\0221\n\006jitter\030\005 \001(\0132\031.go" +
-      "ogle.protobuf.DurationR\006jitter\022@\n\016overla" +
-      "p_policy\030\006 \001(\0162\031.jobmesh.v1.OverlapPolic" +
-      "yR\roverlapPolicy\022@\n\016catchup_window\030\007 \001(\013" +
-      "2\031.google.protobuf.DurationR\rcatchupWind" +
-      "owB\006\n\004kind\"\355\004\n\006Target\0226\n\007command\030\001 \001(\0132\032" +
-      ".jobmesh.v1.Target.CommandH\000R\007command\022-\n" +
-      "\004http\030\002 \001(\0132\027.jobmesh.v1.Target.HttpH\000R\004" +
-      "http\0226\n\007handler\030\003 \001(\0132\032.jobmesh.v1.Targe" +
-      "t.HandlerH\000R\007handler\032\263\001\n\007Command\022\030\n\004argv" +
-      "\030\001 \003(\tB\004\342A\001\002R\004argv\0225\n\003env\030\002 \003(\0132#.jobmes" +
-      "h.v1.Target.Command.EnvEntryR\003env\022\037\n\013wor" +
-      "king_dir\030\003 \001(\tR\nworkingDir\0326\n\010EnvEntry\022\020" +
-      "\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\002" +
-      "8\001\032\306\001\n\004Http\022\026\n\006method\030\001 \001(\tR\006method\022\026\n\003u" +
-      "rl\030\002 \001(\tB\004\342A\001\002R\003url\022>\n\007headers\030\003 \003(\0132$.j" +
-      "obmesh.v1.Target.Http.HeadersEntryR\007head" +
-      "ers\022\022\n\004body\030\004 \001(\014R\004body\032:\n\014HeadersEntry\022" +
-      "\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:" +
-      "\0028\001\032=\n\007Handler\022\030\n\004name\030\001 \001(\tB\004\342A\001\002R\004name" +
-      "\022\030\n\007payload\030\002 \001(\014R\007payloadB\006\n\004kind\"\232\002\n\013R" +
-      "etryPolicy\022!\n\014max_attempts\030\001 \001(\005R\013maxAtt" +
-      "empts\022B\n\017initial_backoff\030\002 \001(\0132\031.google." +
-      "protobuf.DurationR\016initialBackoff\022-\n\022bac" +
-      "koff_multiplier\030\003 \001(\001R\021backoffMultiplier" +
-      "\022:\n\013max_backoff\030\004 \001(\0132\031.google.protobuf." +
-      "DurationR\nmaxBackoff\0229\n\031non_retryable_er" +
-      "ror_types\030\005 \003(\tR\026nonRetryableErrorTypes*" +
-      "\305\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLICY_UNSP" +
-      "ECIFIED\020\000\022\027\n\023OVERLAP_POLICY_SKIP\020\001\022\035\n\031OV" +
-      "ERLAP_POLICY_BUFFER_ONE\020\002\022\035\n\031OVERLAP_POL" +
-      "ICY_BUFFER_ALL\020\003\022\037\n\033OVERLAP_POLICY_CANCE" +
-      "L_OTHER\020\004\022\034\n\030OVERLAP_POLICY_ALLOW_ALL\020\005*" +
-      "^\n\010Priority\022\030\n\024PRIORITY_UNSPECIFIED\020\000\022\021\n" +
-      "\rPRIORITY_HIGH\020\001\022\023\n\017PRIORITY_NORMAL\020\002\022\020\n" +
-      "\014PRIORITY_LOW\020\003*\201\001\n\010JobState\022\031\n\025JOB_STAT" +
-      "E_UNSPECIFIED\020\000\022\024\n\020JOB_STATE_ACTIVE\020\001\022\024\n" +
-      "\020JOB_STATE_PAUSED\020\002\022\027\n\023JOB_STATE_COMPLET" +
-      "ED\020\003\022\025\n\021JOB_STATE_DELETED\020\004Ba\n\016dev.jobme" +
-      "sh.v1B\010JobProtoP\001Z6github.com/jobmesh/jo" +
-      "bmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\nJobm" +
-      "esh.V1b\006proto3"
+      "\001\005R\tnamespace\022\'\n\017concurrency_key\030\021 \001(\tR\016" +
+      "concurrencyKey\022+\n\021concurrency_limit\030\022 \001(" +
+      "\005R\020concurrencyLimit\0329\n\013LabelsEntry\022\020\n\003ke" +
+      "y\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001:+" +
+      "\352A(\n\017jobmesh.dev/Job\022\njobs/{job}*\004jobs2\003" +
+      "job\"\272\004\n\010Schedule\022>\n\timmediate\030\001 \001(\0132\036.jo" +
+      "bmesh.v1.Schedule.ImmediateH\000R\timmediate" +
+      "\0223\n\006run_at\030\002 \001(\0132\032.google.protobuf.Times" +
+      "tampH\000R\005runAt\022/\n\004cron\030\003 \001(\0132\031.jobmesh.v1" +
+      ".Schedule.CronH\000R\004cron\032\013\n\tImmediate\032\362\002\n\004" +
+      "Cron\022$\n\nexpression\030\001 \001(\tB\004\342A\001\002R\nexpressi" +
+      "on\022\033\n\ttime_zone\030\002 \001(\tR\010timeZone\0229\n\nstart" +
+      "_time\030\003 \001(\0132\032.google.protobuf.TimestampR" +
+      "\tstartTime\0225\n\010end_time\030\004 \001(\0132\032.google.pr" +
+      "otobuf.TimestampR\007endTime\0221\n\006jitter\030\005 \001(" +
+      "\0132\031.google.protobuf.DurationR\006jitter\022@\n\016" +
+      "overlap_policy\030\006 \001(\0162\031.jobmesh.v1.Overla" +
+      "pPolicyR\roverlapPolicy\022@\n\016catchup_window" +
+      "\030\007 \001(\0132\031.google.protobuf.DurationR\rcatch" +
+      "upWindowB\006\n\004kind\"\355\004\n\006Target\0226\n\007command\030\001" +
+      " \001(\0132\032.jobmesh.v1.Target.CommandH\000R\007comm" +
+      "and\022-\n\004http\030\002 \001(\0132\027.jobmesh.v1.Target.Ht" +
+      "tpH\000R\004http\0226\n\007handler\030\003 \001(\0132\032.jobmesh.v1" +
+      ".Target.HandlerH\000R\007handler\032\263\001\n\007Command\022\030" +
+      "\n\004argv\030\001 \003(\tB\004\342A\001\002R\004argv\0225\n\003env\030\002 \003(\0132#." +
+      "jobmesh.v1.Target.Command.EnvEntryR\003env\022" +
+      "\037\n\013working_dir\030\003 \001(\tR\nworkingDir\0326\n\010EnvE" +
+      "ntry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005v" +
+      "alue:\0028\001\032\306\001\n\004Http\022\026\n\006method\030\001 \001(\tR\006metho" +
+      "d\022\026\n\003url\030\002 \001(\tB\004\342A\001\002R\003url\022>\n\007headers\030\003 \003" +
+      "(\0132$.jobmesh.v1.Target.Http.HeadersEntry" +
+      "R\007headers\022\022\n\004body\030\004 \001(\014R\004body\032:\n\014Headers" +
+      "Entry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005" +
+      "value:\0028\001\032=\n\007Handler\022\030\n\004name\030\001 \001(\tB\004\342A\001\002" +
+      "R\004name\022\030\n\007payload\030\002 \001(\014R\007payloadB\006\n\004kind" +
+      "\"\232\002\n\013RetryPolicy\022!\n\014max_attempts\030\001 \001(\005R\013" +
+      "maxAttempts\022B\n\017initial_backoff\030\002 \001(\0132\031.g" +
+      "oogle.protobuf.DurationR\016initialBackoff\022" +
+      "-\n\022backoff_multiplier\030\003 \001(\001R\021backoffMult" +
+      "iplier\022:\n\013max_backoff\030\004 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\nmaxBackoff\0229\n\031non_retrya" +
+      "ble_error_types\030\005 \003(\tR\026nonRetryableError" +
+      "Types*\305\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLIC" +
+      "Y_UNSPECIFIED\020\000\022\027\n\023OVERLAP_POLICY_SKIP\020\001" +
+      "\022\035\n\031OVERLAP_POLICY_BUFFER_ONE\020\002\022\035\n\031OVERL" +
+      "AP_POLICY_BUFFER_ALL\020\003\022\037\n\033OVERLAP_POLICY" +
+      "_CANCEL_OTHER\020\004\022\034\n\030OVERLAP_POLICY_ALLOW_" +
+      "ALL\020\005*^\n\010Priority\022\030\n\024PRIORITY_UNSPECIFIE" +
+      "D\020\000\022\021\n\rPRIORITY_HIGH\020\001\022\023\n\017PRIORITY_NORMA" +
+      "L\020\002\022\020\n\014PRIORITY_LOW\020\003*\201\001\n\010JobState\022\031\n\025JO" +
+      "B_STATE_UNSPECIFIED\020\000\022\024\n\020JOB_STATE_ACTIV" +
+      "E\020\001\022\024\n\020JOB_STATE_PAUSED\020\002\022\027\n\023JOB_STATE_C" +
+      "OMPLETED\020\003\022\025\n\021JOB_STATE_DELETED\020\004Ba\n\016dev" +
+      ".jobmesh.v1B\010JobProtoP\001Z6github.com/jobm" +
+      "esh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252" +
+      "\002\nJobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -187,7 +189,7 @@ public final class JobProto extends com.google.protobuf.GeneratedFile {
     internal_static_jobmesh_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_Job_descriptor,
-        new java.lang.String[] { "Name", "DisplayName", "Labels", "Schedule", "Target", "RetryPolicy", "ExecutionTimeout", "HeartbeatTimeout", "Priority", "Queue", "State", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Namespace", });
+        new java.lang.String[] { "Name", "DisplayName", "Labels", "Schedule", "Target", "RetryPolicy", "ExecutionTimeout", "HeartbeatTimeout", "Priority", "Queue", "State", "NextRunTime", "CreateTime", "UpdateTime", "Etag", "Namespace", "ConcurrencyKey", "ConcurrencyLimit", });
     internal_static_jobmesh_v1_Job_LabelsEntry_descriptor =
       internal_static_jobmesh_v1_Job_descriptor.getNestedType(0);
     internal_static_jobmesh_v1_Job_LabelsEntry_fieldAccessorTable = new

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from jobmesh.v1 import run_pb2 as jobmesh_dot_v1_dot_run__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)jobmesh/control/v1/executor_control.proto\x12\x12jobmesh.control.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14jobmesh/v1/run.proto\"\x88\x03\n\x0e\x43onnectRequest\x12\x39\n\x05hello\x18\x01 \x01(\x0b\x32!.jobmesh.control.v1.ExecutorHelloH\x00R\x05hello\x12\x44\n\nheartbeats\x18\x02 \x01(\x0b\x32\".jobmesh.control.v1.HeartbeatBatchH\x00R\nheartbeats\x12\x38\n\x06\x63laims\x18\x03 \x01(\x0b\x32\x1e.jobmesh.control.v1.ClaimBatchH\x00R\x06\x63laims\x12?\n\x08progress\x18\x04 \x01(\x0b\x32!.jobmesh.control.v1.ProgressBatchH\x00R\x08progress\x12\x32\n\x04logs\x18\x05 \x01(\x0b\x32\x1c.jobmesh.control.v1.LogBatchH\x00R\x04logs\x12;\n\x07results\x18\x06 \x01(\x0b\x32\x1f.jobmesh.control.v1.ResultBatchH\x00R\x07resultsB\t\n\x07message\"\xa6\x03\n\x0f\x43onnectResponse\x12?\n\x07welcome\x18\x01 \x01(\x0b\x32#.jobmesh.control.v1.ExecutorWelcomeH\x00R\x07welcome\x12K\n\rclaim_results\x18\x02 \x01(\x0b\x32$.jobmesh.control.v1.ClaimResultBatchH\x00R\x0c\x63laimResults\x12\x32\n\x04\x61\x63ks\x18\x03 \x01(\x0b\x32\x1c.jobmesh.control.v1.AckBatchH\x00R\x04\x61\x63ks\x12;\n\x07\x63\x61ncels\x18\x04 \x01(\x0b\x32\x1f.jobmesh.control.v1.CancelBatchH\x00R\x07\x63\x61ncels\x12\x37\n\x05\x64rain\x18\x05 \x01(\x0b\x32\x1f.jobmesh.control.v1.DrainNoticeH\x00R\x05\x64rain\x12P\n\x10heartbeat_answer\x18\x06 \x01(\x0b\x32#.jobmesh.control.v1.HeartbeatAnswerH\x00R\x0fheartbeatAnswerB\t\n\x07message\"8\n\nAttemptRef\x12\x10\n\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\"\x86\x02\n\rExecutorHello\x12\x1f\n\x0b\x65xecutor_id\x18\x01 \x01(\tR\nexecutorId\x12\x1a\n\x08hostname\x18\x02 \x01(\tR\x08hostname\x12\x16\n\x06queues\x18\x03 \x03(\tR\x06queues\x12 \n\x0b\x63oncurrency\x18\x04 \x01(\x05R\x0b\x63oncurrency\x12\x1a\n\x08handlers\x18\x05 \x03(\tR\x08handlers\x12\x38\n\x07running\x18\x06 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07running\x12(\n\x10in_process_queue\x18\x07 \x01(\tR\x0einProcessQueue\"\xb6\x01\n\x0f\x45xecutorWelcome\x12H\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n\tserver_id\x18\x02 \x01(\tR\x08serverId\x12<\n\nqueue_kind\x18\x03 \x01(\x0e\x32\x1d.jobmesh.control.v1.QueueKindR\tqueueKind\"\x97\x01\n\x0eHeartbeatBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\x12I\n\x10\x63\x61ncels_received\x18\x02 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x0f\x63\x61ncelsReceived\"H\n\nClaimBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\"\xbe\x01\n\x0b\x43laimResult\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12:\n\x07outcome\x18\x02 \x01(\x0e\x32 .jobmesh.control.v1.ClaimOutcomeR\x07outcome\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\"M\n\x10\x43laimResultBatch\x12\x39\n\x07results\x18\x01 \x03(\x0b\x32\x1f.jobmesh.control.v1.ClaimResultR\x07results\"\x80\x01\n\x0eProgressUpdate\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12\x1a\n\x08progress\x18\x02 \x01(\x01R\x08progress\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"M\n\rProgressBatch\x12<\n\x07updates\x18\x01 \x03(\x0b\x32\".jobmesh.control.v1.ProgressUpdateR\x07updates\"o\n\x08LogChunk\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12)\n\x05lines\x18\x02 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"@\n\x08LogBatch\x12\x34\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x1c.jobmesh.control.v1.LogChunkR\x06\x63hunks\"\xdb\x02\n\rAttemptResult\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12 \n\texit_code\x18\x03 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rror\x12\x39\n\nstart_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x16\n\x06result\x18\x07 \x01(\tR\x06resultB\x0c\n\n_exit_code\"J\n\x0bResultBatch\x12;\n\x07results\x18\x01 \x03(\x0b\x32!.jobmesh.control.v1.AttemptResultR\x07results\"~\n\x08\x41\x63kBatch\x12:\n\x08recorded\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08recorded\x12\x36\n\x06\x66\x65nced\x18\x02 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x06\x66\x65nced\"P\n\x0fHeartbeatAnswer\x12=\n\nkept_alive\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\tkeptAlive\"a\n\x0b\x43\x61ncelBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"E\n\x0b\x44rainNotice\x12\x36\n\x08\x64\x65\x61\x64line\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line*X\n\tQueueKind\x12\x1a\n\x16QUEUE_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10QUEUE_KIND_KAFKA\x10\x01\x12\x19\n\x15QUEUE_KIND_IN_PROCESS\x10\x02*\xb8\x01\n\x0c\x43laimOutcome\x12\x1d\n\x19\x43LAIM_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_OUTCOME_GRANTED\x10\x01\x12\x1b\n\x17\x43LAIM_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x43LAIM_OUTCOME_CANCELLED\x10\x03\x12\x17\n\x13\x43LAIM_OUTCOME_STALE\x10\x04\x12\x1b\n\x17\x43LAIM_OUTCOME_NOT_FOUND\x10\x05\x32i\n\x0f\x45xecutorControl\x12V\n\x07\x43onnect\x12\".jobmesh.control.v1.ConnectRequest\x1a#.jobmesh.control.v1.ConnectResponse(\x01\x30\x01\x42\x85\x01\n\x16\x64\x65v.jobmesh.control.v1B\x14\x45xecutorControlProtoP\x01Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\xaa\x02\x12Jobmesh.Control.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)jobmesh/control/v1/executor_control.proto\x12\x12jobmesh.control.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14jobmesh/v1/run.proto\"\x88\x03\n\x0e\x43onnectRequest\x12\x39\n\x05hello\x18\x01 \x01(\x0b\x32!.jobmesh.control.v1.ExecutorHelloH\x00R\x05hello\x12\x44\n\nheartbeats\x18\x02 \x01(\x0b\x32\".jobmesh.control.v1.HeartbeatBatchH\x00R\nheartbeats\x12\x38\n\x06\x63laims\x18\x03 \x01(\x0b\x32\x1e.jobmesh.control.v1.ClaimBatchH\x00R\x06\x63laims\x12?\n\x08progress\x18\x04 \x01(\x0b\x32!.jobmesh.control.v1.ProgressBatchH\x00R\x08progress\x12\x32\n\x04logs\x18\x05 \x01(\x0b\x32\x1c.jobmesh.control.v1.LogBatchH\x00R\x04logs\x12;\n\x07results\x18\x06 \x01(\x0b\x32\x1f.jobmesh.control.v1.ResultBatchH\x00R\x07resultsB\t\n\x07message\"\xa6\x03\n\x0f\x43onnectResponse\x12?\n\x07welcome\x18\x01 \x01(\x0b\x32#.jobmesh.control.v1.ExecutorWelcomeH\x00R\x07welcome\x12K\n\rclaim_results\x18\x02 \x01(\x0b\x32$.jobmesh.control.v1.ClaimResultBatchH\x00R\x0c\x63laimResults\x12\x32\n\x04\x61\x63ks\x18\x03 \x01(\x0b\x32\x1c.jobmesh.control.v1.AckBatchH\x00R\x04\x61\x63ks\x12;\n\x07\x63\x61ncels\x18\x04 \x01(\x0b\x32\x1f.jobmesh.control.v1.CancelBatchH\x00R\x07\x63\x61ncels\x12\x37\n\x05\x64rain\x18\x05 \x01(\x0b\x32\x1f.jobmesh.control.v1.DrainNoticeH\x00R\x05\x64rain\x12P\n\x10heartbeat_answer\x18\x06 \x01(\x0b\x32#.jobmesh.control.v1.HeartbeatAnswerH\x00R\x0fheartbeatAnswerB\t\n\x07message\"8\n\nAttemptRef\x12\x10\n\x03run\x18\x01 \x01(\tR\x03run\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\x05R\x07\x61ttempt\"\x86\x02\n\rExecutorHello\x12\x1f\n\x0b\x65xecutor_id\x18\x01 \x01(\tR\nexecutorId\x12\x1a\n\x08hostname\x18\x02 \x01(\tR\x08hostname\x12\x16\n\x06queues\x18\x03 \x03(\tR\x06queues\x12 \n\x0b\x63oncurrency\x18\x04 \x01(\x05R\x0b\x63oncurrency\x12\x1a\n\x08handlers\x18\x05 \x03(\tR\x08handlers\x12\x38\n\x07running\x18\x06 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07running\x12(\n\x10in_process_queue\x18\x07 \x01(\tR\x0einProcessQueue\"\xb6\x01\n\x0f\x45xecutorWelcome\x12H\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n\tserver_id\x18\x02 \x01(\tR\x08serverId\x12<\n\nqueue_kind\x18\x03 \x01(\x0e\x32\x1d.jobmesh.control.v1.QueueKindR\tqueueKind\"\x97\x01\n\x0eHeartbeatBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\x12I\n\x10\x63\x61ncels_received\x18\x02 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x0f\x63\x61ncelsReceived\"H\n\nClaimBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\"\xf9\x01\n\x0b\x43laimResult\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12:\n\x07outcome\x18\x02 \x01(\x0e\x32 .jobmesh.control.v1.ClaimOutcomeR\x07outcome\x12\x39\n\nstart_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x39\n\nretry_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tretryTime\"M\n\x10\x43laimResultBatch\x12\x39\n\x07results\x18\x01 \x03(\x0b\x32\x1f.jobmesh.control.v1.ClaimResultR\x07results\"\x80\x01\n\x0eProgressUpdate\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12\x1a\n\x08progress\x18\x02 \x01(\x01R\x08progress\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"M\n\rProgressBatch\x12<\n\x07updates\x18\x01 \x03(\x0b\x32\".jobmesh.control.v1.ProgressUpdateR\x07updates\"o\n\x08LogChunk\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12)\n\x05lines\x18\x02 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"@\n\x08LogBatch\x12\x34\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x1c.jobmesh.control.v1.LogChunkR\x06\x63hunks\"\xdb\x02\n\rAttemptResult\x12\x38\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x07\x61ttempt\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12 \n\texit_code\x18\x03 \x01(\x05H\x00R\x08\x65xitCode\x88\x01\x01\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x14.jobmesh.v1.RunErrorR\x05\x65rror\x12\x39\n\nstart_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12\x16\n\x06result\x18\x07 \x01(\tR\x06resultB\x0c\n\n_exit_code\"J\n\x0bResultBatch\x12;\n\x07results\x18\x01 \x03(\x0b\x32!.jobmesh.control.v1.AttemptResultR\x07results\"~\n\x08\x41\x63kBatch\x12:\n\x08recorded\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08recorded\x12\x36\n\x06\x66\x65nced\x18\x02 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x06\x66\x65nced\"P\n\x0fHeartbeatAnswer\x12=\n\nkept_alive\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\tkeptAlive\"a\n\x0b\x43\x61ncelBatch\x12:\n\x08\x61ttempts\x18\x01 \x03(\x0b\x32\x1e.jobmesh.control.v1.AttemptRefR\x08\x61ttempts\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"E\n\x0b\x44rainNotice\x12\x36\n\x08\x64\x65\x61\x64line\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line*X\n\tQueueKind\x12\x1a\n\x16QUEUE_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10QUEUE_KIND_KAFKA\x10\x01\x12\x19\n\x15QUEUE_KIND_IN_PROCESS\x10\x02*\xd4\x01\n\x0c\x43laimOutcome\x12\x1d\n\x19\x43LAIM_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_OUTCOME_GRANTED\x10\x01\x12\x1b\n\x17\x43LAIM_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x43LAIM_OUTCOME_CANCELLED\x10\x03\x12\x17\n\x13\x43LAIM_OUTCOME_STALE\x10\x04\x12\x1b\n\x17\x43LAIM_OUTCOME_NOT_FOUND\x10\x05\x12\x1a\n\x16\x43LAIM_OUTCOME_DEFERRED\x10\x06\x32i\n\x0f\x45xecutorControl\x12V\n\x07\x43onnect\x12\".jobmesh.control.v1.ConnectRequest\x1a#.jobmesh.control.v1.ConnectResponse(\x01\x30\x01\x42\x85\x01\n\x16\x64\x65v.jobmesh.control.v1B\x14\x45xecutorControlProtoP\x01Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\xaa\x02\x12Jobmesh.Control.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,10 +35,10 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jobmesh.control.v1.executor
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\026dev.jobmesh.control.v1B\024ExecutorControlProtoP\001Z>github.com/jobmesh/jobmesh/gen/go/jobmesh/control/v1;controlv1\252\002\022Jobmesh.Control.V1'
-  _globals['_QUEUEKIND']._serialized_start=3175
-  _globals['_QUEUEKIND']._serialized_end=3263
-  _globals['_CLAIMOUTCOME']._serialized_start=3266
-  _globals['_CLAIMOUTCOME']._serialized_end=3450
+  _globals['_QUEUEKIND']._serialized_start=3234
+  _globals['_QUEUEKIND']._serialized_end=3322
+  _globals['_CLAIMOUTCOME']._serialized_start=3325
+  _globals['_CLAIMOUTCOME']._serialized_end=3537
   _globals['_CONNECTREQUEST']._serialized_start=153
   _globals['_CONNECTREQUEST']._serialized_end=545
   _globals['_CONNECTRESPONSE']._serialized_start=548
@@ -54,29 +54,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLAIMBATCH']._serialized_start=1634
   _globals['_CLAIMBATCH']._serialized_end=1706
   _globals['_CLAIMRESULT']._serialized_start=1709
-  _globals['_CLAIMRESULT']._serialized_end=1899
-  _globals['_CLAIMRESULTBATCH']._serialized_start=1901
-  _globals['_CLAIMRESULTBATCH']._serialized_end=1978
-  _globals['_PROGRESSUPDATE']._serialized_start=1981
-  _globals['_PROGRESSUPDATE']._serialized_end=2109
-  _globals['_PROGRESSBATCH']._serialized_start=2111
-  _globals['_PROGRESSBATCH']._serialized_end=2188
-  _globals['_LOGCHUNK']._serialized_start=2190
-  _globals['_LOGCHUNK']._serialized_end=2301
-  _globals['_LOGBATCH']._serialized_start=2303
-  _globals['_LOGBATCH']._serialized_end=2367
-  _globals['_ATTEMPTRESULT']._serialized_start=2370
-  _globals['_ATTEMPTRESULT']._serialized_end=2717
-  _globals['_RESULTBATCH']._serialized_start=2719
-  _globals['_RESULTBATCH']._serialized_end=2793
-  _globals['_ACKBATCH']._serialized_start=2795
-  _globals['_ACKBATCH']._serialized_end=2921
-  _globals['_HEARTBEATANSWER']._serialized_start=2923
-  _globals['_HEARTBEATANSWER']._serialized_end=3003
-  _globals['_CANCELBATCH']._serialized_start=3005
-  _globals['_CANCELBATCH']._serialized_end=3102
-  _globals['_DRAINNOTICE']._serialized_start=3104
-  _globals['_DRAINNOTICE']._serialized_end=3173
-  _globals['_EXECUTORCONTROL']._serialized_start=3452
-  _globals['_EXECUTORCONTROL']._serialized_end=3557
+  _globals['_CLAIMRESULT']._serialized_end=1958
+  _globals['_CLAIMRESULTBATCH']._serialized_start=1960
+  _globals['_CLAIMRESULTBATCH']._serialized_end=2037
+  _globals['_PROGRESSUPDATE']._serialized_start=2040
+  _globals['_PROGRESSUPDATE']._serialized_end=2168
+  _globals['_PROGRESSBATCH']._serialized_start=2170
+  _globals['_PROGRESSBATCH']._serialized_end=2247
+  _globals['_LOGCHUNK']._serialized_start=2249
+  _globals['_LOGCHUNK']._serialized_end=2360
+  _globals['_LOGBATCH']._serialized_start=2362
+  _globals['_LOGBATCH']._serialized_end=2426
+  _globals['_ATTEMPTRESULT']._serialized_start=2429
+  _globals['_ATTEMPTRESULT']._serialized_end=2776
+  _globals['_RESULTBATCH']._serialized_start=2778
+  _globals['_RESULTBATCH']._serialized_end=2852
+  _globals['_ACKBATCH']._serialized_start=2854
+  _globals['_ACKBATCH']._serialized_end=2980
+  _globals['_HEARTBEATANSWER']._serialized_start=2982
+  _globals['_HEARTBEATANSWER']._serialized_end=3062
+  _globals['_CANCELBATCH']._serialized_start=3064
+  _globals['_CANCELBATCH']._serialized_end=3161
+  _globals['_DRAINNOTICE']._serialized_start=3163
+  _globals['_DRAINNOTICE']._serialized_end=3232
+  _globals['_EXECUTORCONTROL']._serialized_start=3539
+  _globals['_EXECUTORCONTROL']._serialized_end=3644
 # @@protoc_insertion_point(module_scope)

@@ -73,6 +73,10 @@ class _ClaimOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClaimOut
     """A newer attempt exists, or the run is no longer pending. Skip it."""
     CLAIM_OUTCOME_NOT_FOUND: _ClaimOutcome.ValueType  # 5
     """No such run, or one the credential may not claim (another queue or namespace). Skip it."""
+    CLAIM_OUTCOME_DEFERRED: _ClaimOutcome.ValueType  # 6
+    """Held back by flow control (a concurrency key at its limit, or a queue at its rate): the run stays
+    pending. Keep the delivery uncommitted and claim it again at `retry_time`.
+    """
 
 class ClaimOutcome(_ClaimOutcome, metaclass=_ClaimOutcomeEnumTypeWrapper):
     """Whether a claimed attempt may start."""
@@ -94,6 +98,10 @@ CLAIM_OUTCOME_STALE: ClaimOutcome.ValueType  # 4
 """A newer attempt exists, or the run is no longer pending. Skip it."""
 CLAIM_OUTCOME_NOT_FOUND: ClaimOutcome.ValueType  # 5
 """No such run, or one the credential may not claim (another queue or namespace). Skip it."""
+CLAIM_OUTCOME_DEFERRED: ClaimOutcome.ValueType  # 6
+"""Held back by flow control (a concurrency key at its limit, or a queue at its rate): the run stays
+pending. Keep the delivery uncommitted and claim it again at `retry_time`.
+"""
 Global___ClaimOutcome: _TypeAlias = ClaimOutcome  # noqa: Y015
 
 @_typing.final
@@ -403,6 +411,7 @@ class ClaimResult(_message.Message):
     ATTEMPT_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     START_TIME_FIELD_NUMBER: _builtins.int
+    RETRY_TIME_FIELD_NUMBER: _builtins.int
     outcome: Global___ClaimOutcome.ValueType
     """Whether it may start."""
     @_builtins.property
@@ -415,16 +424,21 @@ class ClaimResult(_message.Message):
         granted claims.
         """
 
+    @_builtins.property
+    def retry_time(self) -> _timestamp_pb2.Timestamp:
+        """When to claim a deferred attempt again. Set for deferred claims."""
+
     def __init__(
         self,
         *,
         attempt: Global___AttemptRef | None = ...,
         outcome: Global___ClaimOutcome.ValueType = ...,
         start_time: _timestamp_pb2.Timestamp | None = ...,
+        retry_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "start_time", b"start_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "retry_time", b"retry_time", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "outcome", b"outcome", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "outcome", b"outcome", "retry_time", b"retry_time", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

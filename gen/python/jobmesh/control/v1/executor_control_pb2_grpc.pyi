@@ -65,7 +65,8 @@ class ExecutorControlStub:
        for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
-       never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
+       never before, claim each `CLAIM_OUTCOME_DEFERRED` one again at its `retry_time`, and skip the others.
+       Commit the Kafka offsets only once the batch is answered (deferred claims granted or refused): a crash
        before leaves the messages to the group, and a second claim of an attempt is never granted. A few batches
        may be in flight at once (three are handled at a time per stream, the rest wait); each is answered by
        one `claim_results`, in any order.
@@ -155,7 +156,8 @@ class ExecutorControlAsyncStub(ExecutorControlStub):
        for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
-       never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
+       never before, claim each `CLAIM_OUTCOME_DEFERRED` one again at its `retry_time`, and skip the others.
+       Commit the Kafka offsets only once the batch is answered (deferred claims granted or refused): a crash
        before leaves the messages to the group, and a second claim of an attempt is never granted. A few batches
        may be in flight at once (three are handled at a time per stream, the rest wait); each is answered by
        one `claim_results`, in any order.
@@ -241,7 +243,8 @@ class ExecutorControlServicer(metaclass=_abc_1.ABCMeta):
        for ever. Stop, and say why.
     4. Claim. Take `DispatchedRun` messages from Kafka (`dispatch.proto`), send their attempts in a `claims`
        batch, start each `CLAIM_OUTCOME_GRANTED` one at `max(ClaimResult.start_time, DispatchedRun.due_time)`,
-       never before, and skip the others. Commit the Kafka offsets only once the batch is answered: a crash
+       never before, claim each `CLAIM_OUTCOME_DEFERRED` one again at its `retry_time`, and skip the others.
+       Commit the Kafka offsets only once the batch is answered (deferred claims granted or refused): a crash
        before leaves the messages to the group, and a second claim of an attempt is never granted. A few batches
        may be in flight at once (three are handled at a time per stream, the rest wait); each is answered by
        one `claim_results`, in any order.

@@ -25,7 +25,7 @@ from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.store import RunChange, Store
 from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.feed import StoreReads
+from jobmesh.server.api.feed import StoreReads
 
 log = logging.getLogger(__name__)
 # At most this share of the time reading: the read costs the upcoming runs (`sql_run_counts`), which a heavy

@@ -29,7 +29,7 @@ from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.errors import JobmeshError
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.pipeline_store import PipelineStore
-from jobmesh.server.sessions import SessionQueue, Sessions
+from jobmesh.server.executors.sessions import SessionQueue, Sessions
 
 log = logging.getLogger(__name__)
 LINGER = 0.1  # seconds a renewal waits for more heartbeat batches after the first
@@ -55,8 +55,8 @@ class SessionRenewals:
         answers_while_away: bool = False,
     ) -> None:
         """`answers_while_away`: with the database away, heartbeat answers go out without a renewal (the
-        server journals its executors' reports then, `server/outage_mode.py`, and the sweeper judges no
-        attempt until the database has been back for a heartbeat timeout); else they wait for one, and an
+        server journals its executors' reports then, `server/executors/outage_mode.py`, and the sweeper judges
+        no attempt until the database has been back for a heartbeat timeout); else they wait for one, and an
         attempt kept alive by nothing is stopped by its own executor."""
         self._answers_while_away = answers_while_away
         self._store = store

@@ -34,10 +34,10 @@ from jobmesh.core.records import (
     RunRecord,
     RunState,
 )
-from jobmesh.server.authorization import Access
-from jobmesh.server.job_commands import JobCommands
-from jobmesh.server.job_queries import JobQueries
-from jobmesh.server.validation import Violations, check_request_id
+from jobmesh.server.api.job_commands import JobCommands
+from jobmesh.server.api.job_queries import JobQueries
+from jobmesh.server.api.validation import Violations, check_request_id
+from jobmesh.server.auth.authorization import Access
 from jobmesh.v1 import job_service_pb2 as pb
 
 MAX_BULK_ITEMS = 1000

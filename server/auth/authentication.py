@@ -26,12 +26,12 @@ import grpc
 from grpc_status import rpc_status
 
 from jobmesh.core.errors import JobmeshError, ResourceExhausted, Unauthenticated
-from jobmesh.server.api.status import status_of
-from jobmesh.server.bearer import AUTHORIZATION
-from jobmesh.server.caller_rates import CallerRates
+from jobmesh.server.admission.caller_rates import CallerRates
+from jobmesh.server.admission.stream_slots import StreamSlots
+from jobmesh.server.auth.bearer import AUTHORIZATION
 from jobmesh.server.principals import CredentialSource, Principal, acting_as
 from jobmesh.server.refusals import RefusalTrail, noting_refusals
-from jobmesh.server.stream_slots import StreamSlots
+from jobmesh.server.status import status_of
 
 __all__ = ["ANONYMOUS", "HEALTH_SERVICE", "REFLECTION_SERVICE", "Authentication", "authenticate"]
 

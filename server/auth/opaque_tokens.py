@@ -1,5 +1,5 @@
 """Opaque bearer tokens, for small setups: a YAML (or JSON) file of hashed tokens, each entry with a subject
-and a grant (`server/grants.py`):
+and a grant (`server/auth/grants.py`):
 
     tokens:
       - sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
@@ -26,10 +26,10 @@ from pathlib import Path
 import yaml
 
 from jobmesh.core.errors import Unauthenticated
-from jobmesh.server.bearer import bearer_token
-from jobmesh.server.grants import principal_of_grant
+from jobmesh.server.auth.bearer import bearer_token
+from jobmesh.server.auth.grants import principal_of_grant
+from jobmesh.server.auth.watched_file import WatchedFile
 from jobmesh.server.principals import Principal
-from jobmesh.server.watched_file import WatchedFile
 
 __all__ = [
     "OPAQUE_PREFIX",

@@ -11,7 +11,8 @@ One stream per executor name: a second connection under the name of a live strea
 within the quiet limit (three heartbeat intervals: an executor heartbeats every interval, idle or not). After
 that it is taken for a connection that dropped without the server noticing, and a new connection under its
 name ends it and takes its place: a reconnecting executor is locked out for at most that long. Across server
-processes (workers, replicas) the name is held in the database the same way (`server/session_renewals.py`).
+processes (workers, replicas) the name is held in the database the same way
+(`server/executors/session_renewals.py`).
 """
 
 from __future__ import annotations

@@ -15,22 +15,23 @@ from datetime import datetime, timedelta
 
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
-from jobmesh.core.dispatch import Handoff
+from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreUnavailable
+from jobmesh.core.flow_control import NO_PACING, Pacing
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
-from jobmesh.core.ports.pipeline_store import ClaimStatus, PipelineStore, ProgressReport
+from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, PipelineStore, ProgressReport
 from jobmesh.core.records import LogRecord, RunRecord, RunState
 from jobmesh.core.results import with_result
 from jobmesh.core.text import storable
 from jobmesh.core.timestamps import set_timestamp, to_datetime
-from jobmesh.server.executor_grants import may_claim, restricts_claims
-from jobmesh.server.held_attempts import HeldAttempts
-from jobmesh.server.outage_journal import JournalEntry
-from jobmesh.server.outage_mode import OutageMode
+from jobmesh.server.auth.executor_grants import may_claim, restricts_claims
+from jobmesh.server.executors.held_attempts import HeldAttempts
+from jobmesh.server.executors.outage_journal import JournalEntry
+from jobmesh.server.executors.outage_mode import OutageMode
+from jobmesh.server.executors.sessions import cancel_message
 from jobmesh.server.principals import ExecutorGrant
-from jobmesh.server.sessions import cancel_message
 from jobmesh.v1 import run_pb2
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ _CLAIM_OUTCOMES = {
     ClaimStatus.CANCELLED: pb.CLAIM_OUTCOME_CANCELLED,
     ClaimStatus.STALE: pb.CLAIM_OUTCOME_STALE,
     ClaimStatus.NOT_FOUND: pb.CLAIM_OUTCOME_NOT_FOUND,
+    ClaimStatus.DEFERRED: pb.CLAIM_OUTCOME_DEFERRED,
 }
 _FINAL_STATES = {
     run_pb2.RUN_STATE_SUCCEEDED: RunState.SUCCEEDED,
@@ -67,6 +69,13 @@ def _refs(wire: Iterable[pb.AttemptRef]) -> list[AttemptRef]:
     return [ref for ref in map(_parsed, wire) if ref is not None]
 
 
+def _instant_of(claim: Claim, now: datetime) -> datetime:
+    """When a granted claim's run may start, or a deferred one be claimed again (else `now`)."""
+    if claim.run is not None and claim.run.start_time is not None:
+        return claim.run.start_time
+    return claim.retry_time or now
+
+
 def _holds(run: RunRecord, executor: str) -> bool:
     return run.state in (RunState.RUNNING, RunState.CANCELLING) and run.executor == executor
 
@@ -81,16 +90,18 @@ class AttemptReports:
         dispatcher: Handoff | None = None,
         immediate_threshold: timedelta = timedelta(minutes=1),
         outage: OutageMode | None = None,
+        queue_rates: Mapping[str, Pacing] = NO_PACING,
     ) -> None:
         """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does).
         `outage`: what takes the reports while the database is away (none: they fail, and the executor
-        sends them again)."""
+        sends them again). `queue_rates`: the paced queues' rates, which claims keep to."""
         self._store = store
         self._lifecycle = lifecycle
         self._clock = clock
         self._dispatcher = dispatcher
         self._threshold = immediate_threshold
         self._outage = outage
+        self._queue_rates = queue_rates
         # By executor: when each attempt recorded as its own was first left out of its heartbeat batches.
         self._unnamed: dict[str, dict[AttemptRef, datetime]] = {}
         self._unnamed_lock = threading.Lock()
@@ -123,6 +134,8 @@ class AttemptReports:
                 result.outcome = _CLAIM_OUTCOMES[status]
                 if status is ClaimStatus.GRANTED:
                     set_timestamp(result.start_time, max(start, now))
+                elif status is ClaimStatus.DEFERRED:
+                    set_timestamp(result.retry_time, start)
             results.append(result)
         return [pb.ConnectResponse(claim_results=pb.ClaimResultBatch(results=results))]
 
@@ -130,17 +143,22 @@ class AttemptReports:
         self, executor: str, wanted: Sequence[AttemptRef], now: datetime
     ) -> list[tuple[ClaimStatus, datetime]]:
         """Each claim's status through the store, in order, and the instant a granted one may start (its
-        due time). An attempt whose outage fence another executor holds is a duplicate, not asked."""
+        due time, or later for a paced queue), or a deferred one be claimed again. An attempt whose outage
+        fence another executor holds is a duplicate, not asked."""
         others = self._outage.fenced_by_others(wanted, executor) if self._outage else set()
         asking = [ref for ref in wanted if ref not in others]
-        asked = iter(self._store.claim(asking, executor, now) if asking else [])
+        asked = iter(
+            self._store.claim(asking, executor, now, queue_rates=self._queue_rates, clock=self._clock)
+            if asking
+            else []
+        )
         statuses = []
         for ref in wanted:
             if ref in others:
                 statuses.append((ClaimStatus.DUPLICATE, now))
                 continue
             claim = next(asked)
-            statuses.append((claim.status, claim.run.due_time if claim.run is not None else now))
+            statuses.append((claim.status, _instant_of(claim, now)))
         return statuses
 
     def _fenced(
@@ -244,8 +262,7 @@ class AttemptReports:
 
     def _send_retries(self, retried: Sequence[Dispatchable]) -> None:
         """The retries due within the immediate threshold go out at once; the watcher sends the others."""
-        soon = self._clock() + self._threshold
-        again = [item for item in retried if item.run.due_time <= soon]
+        again = due_within(retried, self._clock(), self._threshold)
         if again and self._dispatcher is not None:
             self._dispatcher.dispatch(again)
 

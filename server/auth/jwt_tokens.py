@@ -4,7 +4,7 @@ A token is accepted only when its signature verifies with one of the keys under 
 configured and of that key's type (an RSA key never checks an ES256 or HS256 signature, `none` is never
 accepted), its issuer and audience are the configured ones, and it is within its `nbf`..`exp` (with a small
 leeway for clocks). Its `sub` is the principal's subject and its `jobmesh` claim the grant
-(`server/grants.py`).
+(`server/auth/grants.py`).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from jobmesh.core.errors import Unauthenticated
-from jobmesh.server.bearer import bearer_token
-from jobmesh.server.grants import GRANT_CLAIM, principal_of_grant
+from jobmesh.server.auth.bearer import bearer_token
+from jobmesh.server.auth.grants import GRANT_CLAIM, principal_of_grant
+from jobmesh.server.auth.watched_file import WatchedFile
 from jobmesh.server.principals import Principal
-from jobmesh.server.watched_file import WatchedFile
 
 __all__ = ["ASYMMETRIC_ALGORITHMS", "JwtConfig", "JwtTokens"]
 

@@ -1,8 +1,8 @@
 """Executors known by their client certificates: the `CredentialSource` of the executor address.
 
-A call that came with a verified client certificate (see `server.tls.has_verified_certificate`) stands for
-the executor named by the certificate's subject common name (CN). The queues and namespaces whose runs that
-name may claim come from the server's configuration, `NAME=QUEUE+QUEUE[@NAMESPACE+NAMESPACE],...`, as a
+A call that came with a verified client certificate (see `server.auth.tls.has_verified_certificate`) stands
+for the executor named by the certificate's subject common name (CN). The queues and namespaces whose runs
+that name may claim come from the server's configuration, `NAME=QUEUE+QUEUE[@NAMESPACE+NAMESPACE],...`, as a
 token's executor grant says them: `*` as a name is every certified executor not named, `*` as a queue or a
 namespace is every one, and namespaces left out are every namespace. A certificate whose name the
 configuration does not grant is refused.
@@ -16,8 +16,8 @@ from types import MappingProxyType
 
 from jobmesh.core.errors import Unauthenticated
 from jobmesh.core.names import NAMESPACE, QUEUE_NAME
+from jobmesh.server.auth.tls import has_verified_certificate
 from jobmesh.server.principals import ANY_NAMESPACE, ExecutorGrant, Principal
-from jobmesh.server.tls import has_verified_certificate
 
 __all__ = ["CertificateGrant", "ClientCertificates", "parse_certificate_grants"]
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from jobmesh.core.occurrences import fire_times
 from jobmesh.core.timestamps import to_timestamp
-from jobmesh.server.validation import Violations, check_schedule
+from jobmesh.server.api.validation import Violations, check_schedule
 from jobmesh.v1 import search_service_pb2
 
 DEFAULT_PREVIEW_COUNT = 5

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.core.errors import FieldViolation, InvalidArgument
+from jobmesh.core.flow_control import concurrency_problems
 from jobmesh.core.names import DEFAULT_NAMESPACE, JOB_ID, NAMESPACE, QUEUE_NAME
 from jobmesh.core.run_identity import IDENTITY_VARIABLES, is_idempotency_header
 from jobmesh.core.schedules import CronError, parse_cron, parse_time_zone
@@ -154,6 +155,8 @@ def check_job(
         found.add(
             f"{prefix}.queue", "1-63 characters of a-z, 0-9, `_`, `.`, `-`, starting with a letter or digit"
         )
+    for name, problem in concurrency_problems(job.concurrency_key, job.concurrency_limit).items():
+        found.add(f"{prefix}.{name}", problem)
 
 
 def _secret_refusal(job: job_pb2.Job, secret_queues: SecretQueues) -> SecretRefusal:

@@ -31,7 +31,7 @@ from grpc_status import rpc_status
 
 from jobmesh.control.v1 import executor_control_pb2
 from jobmesh.core.errors import Unauthenticated
-from jobmesh.server.api.status import status_of
+from jobmesh.server.status import status_of
 
 __all__ = [
     "CertificateFiles",

@@ -27,7 +27,7 @@ from jobmesh.core.definitions import (
     schedule_kind_of,
     spec_of,
 )
-from jobmesh.core.dispatch import Handoff
+from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.errors import (
     AlreadyExists,
     EtagMismatch,
@@ -38,6 +38,7 @@ from jobmesh.core.errors import (
     RequestIdReused,
 )
 from jobmesh.core.filters import Comparison, ListQuery
+from jobmesh.core.flow_control import concurrency_of
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.ids import new_job_id
@@ -61,9 +62,8 @@ from jobmesh.core.records import (
     version_of_etag,
 )
 from jobmesh.core.secret_refs import SecretQueues
-from jobmesh.server.authorization import Access
-from jobmesh.server.backfill_requests import Backfill, check_backfill, check_backfillable
-from jobmesh.server.validation import (
+from jobmesh.server.api.backfill_requests import Backfill, check_backfill, check_backfillable
+from jobmesh.server.api.validation import (
     NO_SECRET_QUEUES,
     Violations,
     check_job,
@@ -71,6 +71,7 @@ from jobmesh.server.validation import (
     check_request_id,
     validate_job,
 )
+from jobmesh.server.auth.authorization import Access
 from jobmesh.v1 import job_pb2, job_service_pb2
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,8 @@ class JobCommands:
         only leaves them to the watcher."""
         if self._dispatcher is None:
             return
-        horizon = self._clock() + self._policy.immediate_threshold
-        due = [Dispatchable(run, spec) for run, spec in runs if run.due_time <= horizon]
+        items = [Dispatchable(run, spec) for run, spec in runs]
+        due = due_within(items, self._clock(), self._policy.immediate_threshold)
         if due:
             try:
                 self._dispatcher.dispatch(due)
@@ -258,6 +259,7 @@ class JobCommands:
             priority=priority_of(merged),
             queue=merged.queue or "default",
             update_time=now,
+            concurrency=concurrency_of(merged),
         )
         first_run = None
         if "schedule" in paths:

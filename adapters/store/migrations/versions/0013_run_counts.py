@@ -11,8 +11,8 @@ that the dashboard's board and `CountRuns` read a few rows rather than count the
 - SQLite (one writer at a time): one row per namespace, queue and state, updated in place by row triggers.
 - Run partitions dropped by retention fire no trigger: `sql_partitions` takes their runs off the counts.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-05
 """
 
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012"
-down_revision: str | Sequence[str] | None = "0011"
+revision: str = "0013"
+down_revision: str | Sequence[str] | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -9,7 +9,7 @@ from jobmesh.core.backfill import DEFAULT_PACE, MAX_PACE, MIN_PACE
 from jobmesh.core.errors import FailedPrecondition
 from jobmesh.core.names import parse_job_name
 from jobmesh.core.records import JobState
-from jobmesh.server.validation import Violations, check_request_id
+from jobmesh.server.api.validation import Violations, check_request_id
 from jobmesh.v1 import job_pb2, job_service_pb2
 
 

@@ -3,7 +3,8 @@
 - A claim the store cannot take is fenced on the signal bus instead: one owner per attempt
   (`SignalBus.fence_attempts`, a SET NX that outlives any outage this is meant for). Granted, it is journaled
   and answered, and the run starts on time. An attempt fenced by another executor is a duplicate.
-- Results, log lines and progress are journaled (`server/outage_journal.py`) and answered as recorded.
+- Results, log lines and progress are journaled (`server/executors/outage_journal.py`) and answered as
+recorded.
 - Heartbeats are answered as kept alive: the sweeper judges no attempt until the database has been back for
   a heartbeat timeout (`watcher/sweeper.py`), and by then the journal is applied.
 - Once the database answers, the journal is applied in order, each report as of its time, and emptied.
@@ -27,7 +28,7 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.ports.signals import SignalBus, SignalsUnavailable
-from jobmesh.server.outage_journal import JournalEntry, OutageJournal
+from jobmesh.server.executors.outage_journal import JournalEntry, OutageJournal
 
 log = logging.getLogger(__name__)
 # Longer than any database outage the journal is meant to carry a mesh through.

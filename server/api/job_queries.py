@@ -27,12 +27,12 @@ from jobmesh.core.ports.store import Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import utcnow
-from jobmesh.server.authorization import Access
-from jobmesh.server.validation import (
+from jobmesh.server.api.validation import (
     Violations,
     check_page_size,
     clamp_page_size,
 )
+from jobmesh.server.auth.authorization import Access
 from jobmesh.v1 import search_service_pb2
 
 MAX_PAGE_TOKEN = 4096

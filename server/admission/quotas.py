@@ -1,7 +1,7 @@
 """Quotas per namespace: how many jobs and cron jobs it may hold, how often its cron jobs may fire, and how
 many runs per minute the API may start in it. A request past one is refused `RESOURCE_EXHAUSTED` (reason
 `QUOTA_EXCEEDED`) with a `google.rpc.QuotaFailure` naming the namespace and the quota; nothing of it is
-written. (The log an attempt may leave is capped where the logs arrive: server/log_limits.py.) Every
+written. (The log an attempt may leave is capped where the logs arrive: server/admission/log_limits.py.) Every
 namespace has the server's default limits but those an operator set for it (`QuotaLimits`).
 
 Counting every create at the store would cost a query per call: a namespace's usage is read at most every
@@ -43,7 +43,7 @@ class Quotas:
     cron_jobs: int = 0
     min_cron_interval: timedelta = timedelta(0)
     runs_per_minute: int = 0
-    attempt_log_bytes: int = 0  # applied by server/log_limits.py
+    attempt_log_bytes: int = 0  # applied by server/admission/log_limits.py
 
     def overridden(self, limits: Mapping[str, int | timedelta]) -> Quotas:
         """These limits, but those named in `limits` (QUOTA_NAMES)."""

@@ -1,7 +1,7 @@
 """The server's write-ahead journal of what executors reported while the database was away: claims it granted
 (fenced on the signal bus), results, log lines and progress, in the order they came, each written and synced
 to a file of this server process's own before it is answered, and applied in that order once the database is
-back (`server/outage_mode.py`).
+back (`server/executors/outage_mode.py`).
 
 A file, not a Kafka topic: the database and Kafka may be away together, and a local disk is there whenever
 the process is. A host lost with its journal loses only what it held: the fences still keep every attempt

@@ -8,9 +8,9 @@ before it (each write is fenced by attempt, so their order does not matter). Log
 their order among themselves.
 
 A stream is an executor's identity: its hello must name the executor that the call's credential binds
-(`current_principal().executor`), one live stream holds a name at a time (`server/sessions.py`), its claims
-are granted only for the queues (and namespaces) of its grant, and its reports about attempts it does not
-hold are refused and logged (`server/held_attempts.py`).
+(`current_principal().executor`), one live stream holds a name at a time (`server/executors/sessions.py`), its
+claims are granted only for the queues (and namespaces) of its grant, and its reports about attempts it does
+not hold are refused and logged (`server/executors/held_attempts.py`).
 
 Heartbeats are never starved: the stream is read on while its other messages wait for a slot, and a heartbeat
 batch goes at once to threads that do nothing else. Slow writes of results under load therefore never leave an
@@ -37,20 +37,20 @@ from jobmesh.core.attempts import AttemptRef
 from jobmesh.core.errors import JobmeshError, PermissionDenied, StoreUnavailable
 from jobmesh.core.outage_log import OutageLog
 from jobmesh.core.timestamps import to_duration
-from jobmesh.server.api.status import status_of
-from jobmesh.server.attempt_reports import AttemptReports
-from jobmesh.server.held_attempts import HeldAttempts
-from jobmesh.server.log_limits import AttemptLogCaps
-from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
-from jobmesh.server.queue_reach import queue_kind, refuse_unreachable
-from jobmesh.server.session_renewals import SessionRenewals
-from jobmesh.server.sessions import (
+from jobmesh.server.admission.log_limits import AttemptLogCaps
+from jobmesh.server.executors.attempt_reports import AttemptReports
+from jobmesh.server.executors.held_attempts import HeldAttempts
+from jobmesh.server.executors.queue_reach import queue_kind, refuse_unreachable
+from jobmesh.server.executors.session_renewals import SessionRenewals
+from jobmesh.server.executors.sessions import (
     ExecutorNameInUse,
     SessionQueue,
     Sessions,
     cancel_message,
     quiet_limit_of,
 )
+from jobmesh.server.principals import ExecutorGrant, Principal, current_principal
+from jobmesh.server.status import status_of
 from jobmesh.server.stream_lag import StreamLag
 from jobmesh.server.workers import close_pools
 
@@ -85,7 +85,9 @@ class ExecutorControl(executor_control_pb2_grpc.ExecutorControlServicer):
     ) -> None:
         self._reports = reports
         self._log_caps = log_caps
-        self._in_process_queue = in_process_queue  # the queue's `in_process_id`: see server/queue_reach.py
+        self._in_process_queue = (
+            in_process_queue  # the queue's `in_process_id`: see server/executors/queue_reach.py
+        )
         self._sessions = sessions
         self._renewals = renewals
         self._stream_lag = stream_lag

@@ -1,0 +1,1 @@
+"""What a caller may take: rates, quotas, stream slots and log limits."""

@@ -1,0 +1,1 @@
+"""Who calls: TLS, client certificates and tokens, roles, and the audit of refused calls."""

@@ -1,0 +1,1 @@
+"""Executor sessions: their streams, claims and reports, kept through a database outage."""
