@@ -29,6 +29,7 @@ from jobmesh.server.admission.quotas import NamespaceQuotas, QuotaLimits
 from jobmesh.server.admission.stream_slots import StreamSlots
 from jobmesh.server.api.bulk_commands import BulkCommands
 from jobmesh.server.api.bypass import BackgroundDispatcher
+from jobmesh.server.api.count_feed import CountFeed
 from jobmesh.server.api.feed import RunFeed
 from jobmesh.server.api.job_commands import JobCommands
 from jobmesh.server.api.job_queries import JobQueries
@@ -176,6 +177,7 @@ class Services:
     renewals: SessionRenewals
     bypass: BackgroundDispatcher
     feed: RunFeed
+    counts: CountFeed
     workers: Workers
     stream_lag: StreamLag
     loop_lag: LoopLag
@@ -196,6 +198,7 @@ class Services:
         server listens), or, given the process's `readiness`, SERVING while it is ready and NOT_SERVING
         while a dependency is away."""
         await self.feed.start()
+        self.counts.start()
         self.loop_lag.start()
         if self.gauges is not None:
             self.gauges.start()
@@ -224,6 +227,7 @@ class Services:
 
     def close(self) -> None:
         self.feed.close()
+        self.counts.close()
         self.renewals.close()
         self.sessions.close()
         self.control.close()
@@ -300,6 +304,8 @@ def build_services(
     )
     feed = RunFeed(store, reads=workers.read, watcher_capacity=config.watch_buffer_runs)
     feed.listen(sessions.push_cancelling, CANCEL_NOTICE_STATES)
+    counts = CountFeed(store, reads=workers.read)
+    feed.listen(counts.runs_changed, frozenset())  # what the feed reads anyway: it reads for nobody else
     slots = StreamSlots(
         total=config.max_live_streams,
         per_client=config.max_live_streams_per_client,
@@ -309,13 +315,14 @@ def build_services(
     quotas = NamespaceQuotas(config.quotas, store)
     return Services(
         JobService(commands, workers, quotas, BulkCommands(store, commands, queries, quotas.admit_runs)),
-        SearchService(queries, workers, feed, slots),
+        SearchService(queries, workers, feed, slots, counts),
         control,
         health.aio.HealthServicer(),
         sessions,
         renewals,
         bypass,
         feed,
+        counts,
         workers,
         stream_lag,
         loop_lag,

@@ -333,3 +333,18 @@ CHANGE_PARTITION_PREFIX = "run_changes_p"
 CHANGE_DEFAULT_PARTITION = "run_changes_default"
 # Room left on each page of a run partition for the new versions of its rows (HOT updates).
 RUN_FILLFACTOR = 60
+
+# The count of runs per namespace, queue and state (`sql_run_counts`, migration 0013), kept by triggers on
+# `job_runs`. PostgreSQL appends each write's net change (no lock for writers to queue on) and the reader
+# folds the rows into their sums; SQLite keeps one row per key (`ux_run_counts`), updated in place.
+run_counts = Table(
+    "run_counts",
+    metadata,
+    Column("namespace", Text, nullable=False),
+    Column("queue", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("runs", BigInteger, nullable=False),
+)
+Index("ux_run_counts", run_counts.c.namespace, run_counts.c.queue, run_counts.c.state, unique=True).ddl_if(
+    dialect="sqlite"
+)

@@ -26,6 +26,7 @@ from jobmesh.adapters.store import (
     sql_leases,
     sql_partitions,
     sql_pipeline,
+    sql_run_counts,
     sql_runs,
     sql_usage,
 )
@@ -65,6 +66,7 @@ from jobmesh.core.ports.store import (
 )
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState, Withdrawal
+from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.shards import ALL_SHARDS
 
 R = TypeVar("R")
@@ -192,6 +194,15 @@ class SqlStore:
     def namespace_usage(self, namespace: str) -> NamespaceUsage:
         with read_connection(self._engine) as connection:
             return sql_usage.namespace_usage(connection, namespace)
+
+    @translate_errors
+    def count_runs(self, now: datetime) -> RunCounts:
+        with read_connection(self._engine) as connection:
+            counts, stored = sql_run_counts.read(connection, now)
+        if stored > sql_run_counts.FOLD_ROWS and self.dialect == "postgresql":
+            with write_transaction(self._engine) as connection:
+                sql_run_counts.fold(connection)
+        return counts
 
     # Runs ------------------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from sqlalchemy import Connection, Engine, Table, bindparam, text
 
+from jobmesh.adapters.store import sql_run_counts
 from jobmesh.adapters.store.schema import (
     CHANGE_DEFAULT_PARTITION,
     CHANGE_PARTITION_PREFIX,
@@ -170,6 +171,7 @@ def _drop_if_finished(connection: Connection, day: date, name: str) -> None:
     if unfinished:
         log.warning("keeping run partition %s past retention: it still holds unfinished runs", name)
         return
+    sql_run_counts.uncount_partition(connection, name)
     connection.execute(text(f"DROP TABLE {name}"))
     for family in (CHANGES, LOGS):
         companion = existing_partitions(connection, family).get(day)
@@ -194,7 +196,10 @@ def _expire_default(connection: Connection, cutoff: datetime) -> None:
     `job_runs`)."""
     connection.execute(
         text(
-            f"DELETE FROM {RUN_DEFAULT_PARTITION} WHERE schedule_time < :cutoff AND state IN :terminal"
+            f"WITH gone AS (DELETE FROM {RUN_DEFAULT_PARTITION} WHERE schedule_time < :cutoff "
+            "AND state IN :terminal RETURNING namespace, queue, state) "
+            "INSERT INTO run_counts (namespace, queue, state, runs) "
+            "SELECT namespace, queue, state, -count(*) FROM gone GROUP BY namespace, queue, state"
         ).bindparams(bindparam("terminal", _TERMINAL, expanding=True)),
         {"cutoff": cutoff},
     )

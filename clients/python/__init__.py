@@ -69,6 +69,7 @@ from jobmesh.client._resources import (
     Run,
     RunAttempt,
     RunChanges,
+    RunCount,
     SchedulePreview,
 )
 from jobmesh.client._specs import at, command, cron, handler, http, immediately, retry_policy
@@ -139,6 +140,7 @@ __all__ = [
     "Run",
     "RunAttempt",
     "RunChanges",
+    "RunCount",
     "RunState",
     "RunTrigger",
     "SchedulePreview",

@@ -32,7 +32,7 @@ from jobmesh.client._job_options import (
     schedule_of,
     target_of,
 )
-from jobmesh.client._output import dumps, job_columns, log_text, run_columns, run_line, table
+from jobmesh.client._output import count_columns, dumps, job_columns, log_text, run_columns, run_line, table
 from jobmesh.client._requests import JobFields, UpdateFields
 from jobmesh.client._resources import BulkResult, Run
 from jobmesh.client._specs import immediately
@@ -416,6 +416,17 @@ def list_runs(session: Session, *, job: str, filter_: str, order_by: str, limit:
             job, filter=filter_, order_by=order_by, page_size=min(limit, 1000), show_upcoming=upcoming
         )
         _print(session, _limited(found, limit), run_columns())
+
+
+@runs.command("count", context_settings=_CONTEXT, epilog=EXIT_CODES_HELP)
+@connected
+def count_runs(session: Session) -> None:
+    """Counts the runs per namespace, queue and state, as the mesh keeps them (the dashboard's board counts):
+    each count is what `runs list --filter 'state = ...'` lists; upcoming runs are counted apart."""
+    if session.output == "name":
+        raise click.UsageError("runs count has no names to print: use -o table or -o json")
+    with session.client() as client:
+        _print(session, client.count_runs(), count_columns())
 
 
 def _describe(run: Run) -> str:

@@ -45,6 +45,7 @@ from jobmesh.client._resources import (
     LogLine,
     Run,
     RunChanges,
+    RunCount,
     SchedulePreview,
 )
 from jobmesh.client._retry import retry_wait
@@ -258,6 +259,13 @@ class Client:
             return [Run.of(run) for run in answer.runs], answer.next_page_token
 
         return _pages(page)
+
+    def count_runs(self) -> list[RunCount]:
+        """The mesh's counts of runs per namespace, queue and state, in the namespaces the caller may read:
+        kept by the mesh as runs change, so reading them costs a few rows whatever the number of runs."""
+        request = search.CountRunsRequest(parent="jobs/-")
+        answer = self._call(self._search.CountRuns, request)
+        return [RunCount.of(count) for count in answer.run_counts.counts]
 
     def cancel_run(self, name: str, *, reason: str = "") -> Run:
         request = job_service_pb2.CancelRunRequest(name=name, reason=reason)

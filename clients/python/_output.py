@@ -16,7 +16,17 @@ from google.protobuf.message import Message
 from jobmesh.client._enums import LogStream
 from jobmesh.client._resources import Job, LogLine, Run
 
-__all__ = ["Status", "dumps", "job_columns", "json_of", "log_text", "run_columns", "run_line", "table"]
+__all__ = [
+    "Status",
+    "count_columns",
+    "dumps",
+    "job_columns",
+    "json_of",
+    "log_text",
+    "run_columns",
+    "run_line",
+    "table",
+]
 
 Columns = Sequence[tuple[str, Callable[[Any], str]]]
 
@@ -85,6 +95,17 @@ def run_columns() -> Columns:
         ("ENDED", lambda run: _time(run.end_time)),
         ("EXIT", lambda run: "-" if run.exit_code is None else str(run.exit_code)),
         ("ERROR", lambda run: f"{run.error.type}: {run.error.message}" if run.error.type else "-"),
+    )
+
+
+def count_columns() -> Columns:
+    """`RunCount`s' columns."""
+    return (
+        ("NAMESPACE", lambda count: count.namespace),
+        ("QUEUE", lambda count: count.queue),
+        ("STATE", lambda count: count.state.name),
+        ("RUNS", lambda count: str(count.run_count)),
+        ("UPCOMING", lambda count: str(count.upcoming_run_count) if count.upcoming_run_count else "-"),
     )
 
 

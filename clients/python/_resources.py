@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from jobmesh.client._enums import AuditAction, JobState, LogStream, Priority, RunState, RunTrigger
 from jobmesh.client._errors import JobmeshError
-from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, job_service_pb2, run_pb2, search_service_pb2
 
 __all__ = [
     "AuditEvent",
@@ -273,3 +273,28 @@ class BulkResult:
     changed: int
     failures: tuple[BulkFailure, ...]
     dry_run: bool
+
+
+@dataclass(frozen=True)
+class RunCount:
+    """The runs of one namespace and queue in one state, as the mesh counts them (`Client.count_runs`).
+    `run_count` is what `list_runs` lists with that state; for SCHEDULED, `upcoming_run_count` holds the runs
+    made ahead of their time, apart."""
+
+    namespace: str
+    queue: str
+    state: RunState
+    run_count: int
+    upcoming_run_count: int
+    proto: search_service_pb2.RunCount = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, count: search_service_pb2.RunCount) -> RunCount:
+        return cls(
+            namespace=count.namespace,
+            queue=count.queue,
+            state=RunState(count.state),
+            run_count=count.run_count,
+            upcoming_run_count=count.upcoming_run_count,
+            proto=count,
+        )

@@ -17,6 +17,7 @@ from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
 from jobmesh.core.ports.subscription import Subscription
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord, RunState, Withdrawal
+from jobmesh.core.run_counts import RunCounts
 
 T = TypeVar("T")
 
@@ -237,6 +238,11 @@ class Store(Protocol):
 
     def list_logs(self, job_id: str, run_id: str, *, after_sequence: int, limit: int) -> list[LogRecord]:
         """Lines of a run with sequence > after_sequence, in sequence order, at most `limit`."""
+        ...
+
+    def count_runs(self, now: datetime) -> RunCounts:
+        """The runs per namespace, queue and state, `SCHEDULED` ones not yet due at `now` counted apart
+        (`core.run_counts`). Cheap: it reads kept counts, never counts the runs."""
         ...
 
     # The change feed --------------------------------------------------------------------------------------

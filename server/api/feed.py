@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import ParamSpec, Protocol, TypeVar
@@ -105,7 +105,7 @@ class FeedSubscription:
     def fell_behind(self) -> bool:
         return self._behind
 
-    async def changes(self) -> AsyncIterator[list[RunChange]]:
+    async def changes(self) -> AsyncGenerator[list[RunChange]]:
         """Batches of changes, each after the last: what a resumed watcher missed, then live ones. Raises
         FellBehind when its buffer overflowed."""
         if self.missed is not None:

@@ -22,9 +22,10 @@ from jobmesh.core.filters import (
     parse_filter,
     parse_order_by,
 )
-from jobmesh.core.names import parse_run_name, parse_run_parent
+from jobmesh.core.names import ALL_JOBS, parse_run_name, parse_run_parent
 from jobmesh.core.ports.store import Page, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
+from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.api.validation import (
     Violations,
@@ -78,6 +79,12 @@ def _run_parent(found: Violations, parent: str) -> str | None:
         return None
 
 
+def check_count_parent(found: Violations, parent: str) -> None:
+    """Counts are the mesh's: of every job (`jobs/-`), never of one."""
+    if parent != ALL_JOBS:
+        found.add("parent", f"run counts cover every job: must be {ALL_JOBS!r}")
+
+
 class JobQueries:
     """Every read is authorized by the call's `Access`: lists are scoped to the namespaces it may read, and
     a named resource outside them is NOT_FOUND."""
@@ -125,7 +132,16 @@ class JobQueries:
         checks them."""
         found = Violations()
         check_page_size(found, request.initial_page_size, "initial_page_size")
+        if request.include_run_counts:
+            check_count_parent(found, request.parent)
         return self.runs_matching(request.parent, request.filter, access, found)
+
+    def count_runs(self, request: search_service_pb2.CountRunsRequest, access: Access) -> RunCounts:
+        """The mesh's counts of runs in the namespaces the caller may read."""
+        found = Violations()
+        check_count_parent(found, request.parent)
+        found.raise_if_any()
+        return self._store.count_runs(utcnow()).visible_to(access.readable())
 
     def runs_matching(
         self, parent: str, filter_text: str, access: Access, found: Violations

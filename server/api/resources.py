@@ -16,10 +16,11 @@ from jobmesh.core.records import (
     RunRecord,
     etag_of,
 )
+from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.states import HALTED_JOB_STATES, JOB_STATE_TO_WIRE, RUN_STATE_TO_WIRE
 from jobmesh.core.timestamps import set_timestamp, to_duration, utcnow
 from jobmesh.core.wire_enums import AUDIT_ACTION_TO_WIRE, LOG_STREAM_TO_WIRE, RUN_TRIGGER_TO_WIRE
-from jobmesh.v1 import audit_pb2, job_pb2, run_pb2
+from jobmesh.v1 import audit_pb2, job_pb2, run_pb2, search_service_pb2
 
 
 def job_to_proto(record: JobRecord) -> job_pb2.Job:
@@ -136,3 +137,20 @@ def audit_event_to_proto(record: AuditEvent) -> audit_pb2.AuditEvent:
     )
     set_timestamp(event.time, record.time)
     return event
+
+
+def run_counts_to_proto(counts: RunCounts) -> search_service_pb2.RunCounts:
+    message = search_service_pb2.RunCounts(
+        counts=[
+            search_service_pb2.RunCount(
+                namespace=count.namespace,
+                queue=count.queue,
+                state=RUN_STATE_TO_WIRE[count.state],
+                run_count=count.runs,
+                upcoming_run_count=count.upcoming,
+            )
+            for count in counts.counts
+        ]
+    )
+    set_timestamp(message.read_time, counts.read_time)
+    return message

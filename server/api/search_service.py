@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import grpc
 
 from jobmesh.core.errors import ResourceExhausted
 from jobmesh.core.ports.store import FeedCursor, RunChange
+from jobmesh.core.run_counts import RunCounts
 from jobmesh.core.timestamps import utcnow
 from jobmesh.server.admission.stream_slots import StreamSlots, caller_of
-from jobmesh.server.api.feed import FellBehind, RunFeed
+from jobmesh.server.api.count_feed import CountFeed, CountFollower
+from jobmesh.server.api.feed import FeedSubscription, FellBehind, RunFeed
 from jobmesh.server.api.job_queries import JobQueries
-from jobmesh.server.api.resources import audit_event_to_proto, job_to_proto, log_to_proto, run_to_proto
+from jobmesh.server.api.resources import (
+    audit_event_to_proto,
+    job_to_proto,
+    log_to_proto,
+    run_counts_to_proto,
+    run_to_proto,
+)
 from jobmesh.server.api.resume_tokens import decode_resume_token, encode_resume_token
 from jobmesh.server.api.schedule_preview import preview_schedule
 from jobmesh.server.api.validation import clamp_page_size
@@ -33,11 +44,14 @@ STREAM_FELL_BEHIND = "STREAM_FELL_BEHIND"
 
 
 class SearchService(search_service_pb2_grpc.SearchServiceServicer):
-    def __init__(self, queries: JobQueries, workers: Workers, feed: RunFeed, slots: StreamSlots) -> None:
+    def __init__(
+        self, queries: JobQueries, workers: Workers, feed: RunFeed, slots: StreamSlots, counts: CountFeed
+    ) -> None:
         self._queries = queries
         self._workers = workers
         self._feed = feed
         self._slots = slots
+        self._counts = counts
 
     @unary
     async def ListJobs(self, request: pb.ListJobsRequest, context: Context) -> pb.ListJobsResponse:
@@ -69,21 +83,46 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             watching = self._feed.watching(
                 job_id, comparisons, after, access.readable(), show_upcoming=request.show_upcoming
             )
-            async with watching as watcher:
-                if after is None:
-                    yield await self._initial_page(request, watcher.cursor, access)
-                else:
-                    yield pb.WatchRunsResponse(resume_token=encode_resume_token(watcher.cursor))
+            async with watching as watcher, self._counts_for(request) as counts:
+                first = (
+                    await self._initial_page(request, watcher.cursor, access)
+                    if after is None
+                    else pb.WatchRunsResponse(resume_token=encode_resume_token(watcher.cursor))
+                )
+                visible = None
+                if counts is not None:
+                    visible = counts.counts.visible_to(access.readable())
+                    first.run_counts.CopyFrom(run_counts_to_proto(visible))
+                yield first
                 try:
-                    async for changes in watcher.changes():
-                        for message in _messages(changes):
-                            yield message
+                    async with contextlib.aclosing(_changes_and_counts(watcher, counts)) as stream:
+                        async for changes in stream:
+                            if isinstance(changes, list):
+                                for message in _messages(changes):
+                                    yield message
+                                continue
+                            seen = changes.visible_to(access.readable())
+                            if not seen.same_counts(visible):
+                                visible = seen
+                                yield pb.WatchRunsResponse(
+                                    resume_token=encode_resume_token(watcher.cursor),
+                                    run_counts=run_counts_to_proto(seen),
+                                )
                 except FellBehind as behind:
                     raise ResourceExhausted(
                         "the stream fell behind the changes it asked for: resume from resume_token",
                         reason=STREAM_FELL_BEHIND,
                         metadata={"resume_token": encode_resume_token(behind.cursor)},
                     ) from None
+
+    def _counts_for(self, request: pb.WatchRunsRequest) -> AbstractAsyncContextManager[CountFollower | None]:
+        return self._counts.following() if request.include_run_counts else contextlib.nullcontext(None)
+
+    @unary
+    async def CountRuns(self, request: pb.CountRunsRequest, context: Context) -> pb.CountRunsResponse:
+        access = access_to(_RPC + "CountRuns")
+        counts = await self._workers.read(self._queries.count_runs, request, access)
+        return pb.CountRunsResponse(run_counts=run_counts_to_proto(counts))
 
     async def _initial_page(
         self, request: pb.WatchRunsRequest, cursor: FeedCursor, access: Access
@@ -139,6 +178,34 @@ class SearchService(search_service_pb2_grpc.SearchServiceServicer):
             audit_events=[audit_event_to_proto(event) for event in page.items],
             next_page_token=page.next_page_token,
         )
+
+
+async def _changes_and_counts(
+    watcher: FeedSubscription, counts: CountFollower | None
+) -> AsyncGenerator[list[RunChange] | RunCounts]:
+    """The watcher's batches of changes and, given a follower, the counts whenever they changed, as they
+    come."""
+    changes = watcher.changes()
+    if counts is None:
+        async for batch in changes:
+            yield batch
+        return
+    next_batch = asyncio.ensure_future(anext(changes))
+    next_counts = asyncio.ensure_future(counts.next_counts())
+    try:
+        while True:
+            await asyncio.wait((next_batch, next_counts), return_when=asyncio.FIRST_COMPLETED)
+            if next_batch.done():
+                yield next_batch.result()  # FellBehind raises here
+                next_batch = asyncio.ensure_future(anext(changes))
+            if next_counts.done():
+                yield next_counts.result()
+                next_counts = asyncio.ensure_future(counts.next_counts())
+    finally:
+        for pending in (next_batch, next_counts):
+            pending.cancel()
+        await asyncio.gather(next_batch, next_counts, return_exceptions=True)
+        await changes.aclose()
 
 
 def _messages(changes: list[RunChange]) -> Iterator[pb.WatchRunsResponse]:

@@ -47,6 +47,7 @@ RPC_ROLES: Mapping[str, Role] = MappingProxyType(
         f"/{_SEARCH}/ListRuns": Role.VIEWER,
         f"/{_SEARCH}/GetRun": Role.VIEWER,
         f"/{_SEARCH}/WatchRuns": Role.VIEWER,
+        f"/{_SEARCH}/CountRuns": Role.VIEWER,
         f"/{_SEARCH}/TailRunLogs": Role.VIEWER,
         f"/{_SEARCH}/PreviewSchedule": Role.VIEWER,
         f"/{_SEARCH}/ListAuditEvents": Role.VIEWER,

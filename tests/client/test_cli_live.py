@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from jobmesh.processes.command import jobmesh
 from tests.acceptance.processes import BIN, REPO
+from tests.support import eventually
 
 pytestmark = pytest.mark.processes
 
@@ -337,3 +338,31 @@ def test_a_wait_shows_its_progress_on_a_terminal(server: str) -> None:
     assert done.returncode == EXIT_UNAVAILABLE  # its --timeout passed
     assert f"waiting for {run['name']}: RUNNING (attempt 1)".encode() in shown
     assert b"\r\x1b[Kjobmesh: DEADLINE_EXCEEDED" in shown  # the status line erased before the error
+
+
+def test_runs_count_prints_the_meshs_counts_as_list_runs_lists_them(server: str) -> None:
+    """Compared once the runs of the tests before have settled (the counts and the lists are two reads)."""
+    create(server, "--at", "2030-01-01T00:00:00Z", "--", "true")  # upcoming
+
+    def agree() -> list[dict[str, Any]] | None:
+        counts: list[dict[str, Any]] = ok_json(server, "runs", "count")
+        totals: dict[str, int] = {}
+        for count in counts:
+            state = count["state"].removeprefix("RUN_STATE_")
+            totals[state] = totals.get(state, 0) + int(count.get("run_count", "0"))
+        for state, total in totals.items():
+            if len(ok_json(server, "runs", "list", "--filter", f"state = {state}", "--limit", "0")) != total:
+                return None
+        return counts
+
+    counts = eventually(agree, 30, "the counts to equal the lists")
+    assert sum(int(count.get("upcoming_run_count", "0")) for count in counts) >= 1
+    printed = cli(server, "runs", "count")
+    assert printed.exit_code == 0, printed.output
+    assert printed.stdout.split()[:5] == ["NAMESPACE", "QUEUE", "STATE", "RUNS", "UPCOMING"]
+
+
+def test_runs_count_has_no_names_to_print(server: str) -> None:
+    result = cli(server, "runs", "count", "-o", "name")
+    assert result.exit_code == 2
+    assert "no names" in result.output

@@ -23,6 +23,7 @@ from jobmesh.client import (
     NotFound,
     OverlapPolicy,
     Priority,
+    RunCount,
     RunState,
     RunTrigger,
     at,
@@ -32,6 +33,7 @@ from jobmesh.client import (
     immediately,
 )
 from jobmesh.v1 import job_pb2
+from tests.support import eventually
 
 WAIT = timedelta(seconds=30)
 TOMORROW = datetime.now(UTC) + timedelta(days=1)
@@ -250,6 +252,34 @@ def test_a_watch_with_a_timeout_still_raises_other_errors(client: Client) -> Non
 
 
 # The asyncio client ------------------------------------------------------------------------------------
+
+
+# Run counts --------------------------------------------------------------------------------------------
+
+
+def test_run_counts_are_what_list_runs_lists_per_state_in_both_clients(client: Client, server: str) -> None:
+    """Compared once the runs of the tests before have settled (the counts and the lists are two reads)."""
+    client.create_job(at(TOMORROW), command(["true"]))  # upcoming: counted apart
+
+    async def read_async() -> list[RunCount]:
+        async with AsyncClient(server) as async_client:
+            return await async_client.count_runs()
+
+    def agree() -> bool:
+        counts = client.count_runs()
+        by_state: dict[RunState, int] = {}
+        for count in counts:
+            by_state[count.state] = by_state.get(count.state, 0) + count.run_count
+        listed = {
+            state: len(list(client.list_runs(filter=f"state = {state.name}", page_size=1000)))
+            for state in by_state
+        }
+        return listed == by_state and asyncio.run(read_async()) == counts
+
+    eventually(agree, 30, "the counts to equal the lists, in both clients")
+    counts = client.count_runs()
+    assert sum(count.upcoming_run_count for count in counts) >= 1
+    assert all(count.upcoming_run_count == 0 or count.state is RunState.SCHEDULED for count in counts)
 
 
 def test_the_asyncio_client_has_the_same_calls(server: str) -> None:

@@ -234,6 +234,19 @@ def _watch_all_runs(api: Api, md: Metadata) -> Any:
         stream.cancel()
 
 
+def _count_runs(api: Api, md: Metadata) -> Any:
+    return api.search.CountRuns(search_service_pb2.CountRunsRequest(parent="jobs/-"), metadata=md)
+
+
+def _watch_run_counts(api: Api, md: Metadata) -> Any:
+    request = search_service_pb2.WatchRunsRequest(parent="jobs/-", include_run_counts=True)
+    stream = api.search.WatchRuns(request, metadata=md)
+    try:
+        return next(stream)
+    finally:
+        stream.cancel()
+
+
 def _tail_logs(api: Api, md: Metadata) -> Any:
     name = new_job(api).run.name
     return list(api.search.TailRunLogs(search_service_pb2.TailRunLogsRequest(name=name), metadata=md))
@@ -318,6 +331,8 @@ CASES = [
     Case(_SEARCH + "GetRun", _get_run, (OK, OK, OK, HIDDEN)),
     Case(_SEARCH + "WatchRuns", _watch_runs, (OK, OK, OK, HIDDEN)),
     Case(_SEARCH + "WatchRuns", _watch_all_runs, (OK, OK, OK, OK)),
+    Case(_SEARCH + "WatchRuns", _watch_run_counts, (OK, OK, OK, OK)),
+    Case(_SEARCH + "CountRuns", _count_runs, (OK, OK, OK, OK)),
     Case(_SEARCH + "TailRunLogs", _tail_logs, (OK, OK, OK, HIDDEN)),
     Case(_SEARCH + "PreviewSchedule", _preview, (OK, OK, OK, OK)),
     Case(_SEARCH + "ListAuditEvents", _list_audit, (OK, OK, OK, OK)),
@@ -375,6 +390,20 @@ def test_every_rpc_has_a_case_and_every_api_rpc_a_role() -> None:
     assert set(RPC_ROLES) == api_methods
     executor_methods = _methods(executor_control_pb2.DESCRIPTOR.services_by_name["ExecutorControl"])
     assert {case.rpc for case in CASES} == api_methods | executor_methods
+
+
+def test_run_counts_cover_only_the_namespaces_the_caller_may_read(api: Api) -> None:
+    new_job(api)
+    new_job(api, OTHER_NAMESPACE)
+    viewer = as_caller("viewer")
+    counts = _count_runs(api, viewer).run_counts.counts
+    assert {count.namespace for count in counts} == {NAMESPACE}
+    theirs = _count_runs(api, as_caller("other-namespace")).run_counts.counts
+    assert {count.namespace for count in theirs} == {OTHER_NAMESPACE}
+    everyone = _count_runs(api, as_caller("setup")).run_counts.counts  # an admin of every namespace
+    assert {NAMESPACE, OTHER_NAMESPACE} <= {count.namespace for count in everyone}
+    pushed = _watch_run_counts(api, viewer).run_counts.counts
+    assert {count.namespace for count in pushed} == {NAMESPACE}
 
 
 def test_filters_and_feeds_never_show_another_namespaces_runs(api: Api) -> None:

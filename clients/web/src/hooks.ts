@@ -1,6 +1,7 @@
 // Live data: WatchRuns with batched updates and reconnection, TailRunLogs following, and one-shot loads.
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { LogLine, Run } from "@gen/jobmesh/v1/run_pb.js";
+import type { RunCounts } from "@gen/jobmesh/v1/search_service_pb.js";
 import { searchService } from "./api";
 import { problemOf, type Problem } from "./errors";
 
@@ -70,14 +71,19 @@ function useBatchedStream<T>(
 
 /** Runs of `parent` (that match `filter`, as in ListRuns) as they change. A reopened stream resumes after the
  * last message it had (its resume token), so a reconnect misses nothing; if that resume is refused, the next
- * try starts afresh. */
+ * try starts afresh. Given `onCounts` (and `parent` "jobs/-"), the stream also brings the mesh's counts of
+ * runs, first at once and then whenever they change. */
 export function useWatchRuns(
   parent: string,
   onBatch: (runs: Run[]) => void,
   initialPageSize = 200,
   filter = "",
+  onCounts?: (counts: RunCounts) => void,
 ): Liveness {
   const resume = useRef("");
+  const countsHandler = useRef(onCounts);
+  countsHandler.current = onCounts;
+  const includeRunCounts = onCounts !== undefined;
   useEffect(() => {
     resume.current = ""; // another parent starts with its first page (declared before the stream's effect)
   }, [parent, filter]);
@@ -86,10 +92,11 @@ export function useWatchRuns(
       const resumeToken = resume.current;
       let answered = false;
       try {
-        const request = { parent, filter, initialPageSize, resumeToken };
+        const request = { parent, filter, initialPageSize, resumeToken, includeRunCounts };
         for await (const response of searchService.watchRuns(request, { signal })) {
           answered = true;
           resume.current = response.resumeToken;
+          if (response.runCounts) countsHandler.current?.(response.runCounts);
           yield response.runs;
         }
       } catch (error) {
@@ -97,9 +104,9 @@ export function useWatchRuns(
         throw error;
       }
     },
-    [parent, initialPageSize, filter],
+    [parent, initialPageSize, filter, includeRunCounts],
   );
-  return useBatchedStream(open, onBatch, `${parent}|${initialPageSize}|${filter}`);
+  return useBatchedStream(open, onBatch, `${parent}|${initialPageSize}|${filter}|${includeRunCounts}`);
 }
 
 /** A run's log from the start, then following new lines; a reopened tail resumes after the last line. */

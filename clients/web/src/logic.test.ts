@@ -3,7 +3,9 @@ import { DurationSchema, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "@gen/google/rpc/error_details_pb.js";
 import { RunSchema, RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
+import { RunCountSchema, RunCountsSchema } from "@gen/jobmesh/v1/search_service_pb.js";
 import { describe, expect, it } from "vitest";
+import { formatCount, stateTotals } from "./counts";
 import { conflictMessage, jobIdTaken, problemOf, unclaimed, violationFor } from "./errors";
 import { jobFilter, NO_FILTERS } from "./filters";
 import { EMPTY_FORM, FormProblems, jobOf, runAtHasPassed, valuesOf } from "./jobform";
@@ -42,24 +44,22 @@ describe("quantiles and the lateness window", () => {
 });
 
 describe("the board's run book", () => {
-  it("counts each run once, in its latest state, and ignores an older version arriving late", () => {
+  it("keeps each run once, in its latest state, and ignores an older version arriving late", () => {
     const book = new RunBook();
     book.apply([run("jobs/a/runs/1", RunState.SCHEDULED, 1), run("jobs/a/runs/2", RunState.SCHEDULED, 1)], 0);
     const moved = book.apply([run("jobs/a/runs/1", RunState.RUNNING, 2), run("jobs/a/runs/2", RunState.SCHEDULED, 1)], 0);
     expect([...moved]).toEqual(["jobs/a/runs/1"]);
     book.apply([run("jobs/a/runs/1", RunState.QUEUED, 1)], 0); // stale
-    expect(book.countOf(RunState.RUNNING)).toBe(1);
-    expect(book.countOf(RunState.SCHEDULED)).toBe(1);
+    expect(book.recent(10).map((r) => r.state)).toEqual([RunState.RUNNING, RunState.SCHEDULED]);
     expect(book.recent(10).map((r) => r.name)).toEqual(["jobs/a/runs/1", "jobs/a/runs/2"]);
   });
 
-  it("drops finished runs first past its capacity, and its counts follow", () => {
+  it("drops finished runs first past its capacity", () => {
     const book = new RunBook(2);
     book.apply([run("jobs/a/runs/1", RunState.SUCCEEDED, 1), run("jobs/a/runs/2", RunState.RUNNING, 1)], 0);
     book.apply([run("jobs/a/runs/3", RunState.RUNNING, 1)], 0);
     expect(book.size).toBe(2);
-    expect(book.countOf(RunState.SUCCEEDED)).toBe(0);
-    expect(book.countOf(RunState.RUNNING)).toBe(2);
+    expect(book.recent(10).map((r) => r.name)).toEqual(["jobs/a/runs/3", "jobs/a/runs/2"]);
   });
 
   it("keeps one lateness per started run, its latest", () => {
@@ -202,5 +202,30 @@ describe("a run at a time already passed", () => {
     expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "cron", runAt: "2026-12-05T09:59" }, now)).toBe(false);
     expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "" }, now)).toBe(false);
     expect(runAtHasPassed({ ...EMPTY_FORM, schedule: "runAt", runAt: "not a time" }, now)).toBe(false);
+  });
+});
+
+describe("the mesh's counts on the board", () => {
+  it("adds each state up over namespaces and queues, and keeps upcoming runs apart", () => {
+    const counts = create(RunCountsSchema, {
+      counts: [
+        create(RunCountSchema, { namespace: "a", queue: "q", state: RunState.SCHEDULED, runCount: 2n, upcomingRunCount: 40n }),
+        create(RunCountSchema, { namespace: "a", queue: "r", state: RunState.DEAD_LETTERED, runCount: 3n }),
+        create(RunCountSchema, { namespace: "b", queue: "q", state: RunState.DEAD_LETTERED, runCount: 1500n }),
+        create(RunCountSchema, { namespace: "b", queue: "q", state: RunState.SCHEDULED, runCount: 0n, upcomingRunCount: 2n }),
+      ],
+    });
+    const totals = stateTotals(counts);
+    expect(totals.byState.get(RunState.DEAD_LETTERED)).toBe(1503n);
+    expect(totals.byState.get(RunState.SCHEDULED)).toBe(2n);
+    expect(totals.byState.get(RunState.RUNNING)).toBeUndefined();
+    expect(totals.upcoming).toBe(42n);
+    expect(formatCount(1503n)).toBe("1,503");
+  });
+
+  it("counts nothing from empty counts", () => {
+    const totals = stateTotals(create(RunCountsSchema, {}));
+    expect(totals.byState.size).toBe(0);
+    expect(totals.upcoming).toBe(0n);
   });
 });

@@ -1,6 +1,6 @@
 // The board's picture of the runs: the latest version of each run seen (the WatchRuns stream's first page,
-// then every change), counts per state kept as changes arrive, and the lateness of the runs that started
-// (a run evicted here stays in the lateness window until it ages out of it).
+// then every change), and the lateness of the runs that started (a run evicted here stays in the lateness
+// window until it ages out of it). The counts per state are the mesh's, not this picture's (counts.ts).
 // Bounded: past `capacity` runs, the ones changed longest ago are dropped (finished ones first).
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { LatenessWindow } from "./stats";
@@ -34,7 +34,6 @@ type Entry = { run: Run; changedAt: number; seq: number };
 
 export class RunBook {
   private readonly entries = new Map<string, Entry>();
-  private readonly counts = new Map<RunState, number>();
   private seq = 0;
   readonly lateness = new LatenessWindow();
 
@@ -50,18 +49,12 @@ export class RunBook {
     for (const run of runs) {
       const before = this.entries.get(run.name);
       if (before && isStale(before.run, run)) continue; // an older version arriving late, or the same again
-      if (before) this.count(before.run.state, -1);
-      this.count(run.state, +1);
       if (!before || before.run.state !== run.state) moved.add(run.name);
       this.entries.set(run.name, { run, changedAt: nowMs, seq: this.seq++ });
       this.noteStart(run);
     }
     this.evict();
     return moved;
-  }
-
-  countOf(state: RunState): number {
-    return this.counts.get(state) ?? 0;
   }
 
   /** The runs changed most recently first, at most `limit`, of those `keep` keeps. */
@@ -71,10 +64,6 @@ export class RunBook {
       .sort((a, b) => b.seq - a.seq)
       .slice(0, limit)
       .map((entry) => entry.run);
-  }
-
-  private count(state: RunState, delta: number): void {
-    this.counts.set(state, (this.counts.get(state) ?? 0) + delta);
   }
 
   private noteStart(run: Run): void {
@@ -88,10 +77,7 @@ export class RunBook {
     const ordered = [...this.entries.entries()].sort(
       ([, a], [, b]) => Number(isTerminal(b.run.state)) - Number(isTerminal(a.run.state)) || a.seq - b.seq,
     );
-    for (const [name, entry] of ordered.slice(0, this.entries.size - this.capacity)) {
-      this.entries.delete(name);
-      this.count(entry.run.state, -1);
-    }
+    for (const [name] of ordered.slice(0, this.entries.size - this.capacity)) this.entries.delete(name);
   }
 }
 

@@ -32,6 +32,7 @@ TABLES = (
     "executor_sessions",
     "audit_events",
     "flow_gates",
+    "run_counts",
 )
 
 

@@ -53,7 +53,9 @@ def _schema_drift(url: str) -> list[Any]:
         sqlite_clock = table_name == "change_clock"  # SQLite's change feed counter (migration 0004)
         # SQLite keeps one change entry a run; PostgreSQL appends them (migration 0008).
         postgres_log = kind == "index" and name == "ix_run_changes_run" and url.startswith("postgresql")
-        return not partition and not sqlite_gin and not sqlite_clock and not postgres_log
+        # SQLite keeps one count a key; PostgreSQL appends them (migration 0013).
+        postgres_counts = kind == "index" and name == "ux_run_counts" and url.startswith("postgresql")
+        return not (partition or sqlite_gin or sqlite_clock or postgres_log or postgres_counts)
 
     engine = create_engine(url)
     try:
@@ -73,7 +75,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0012",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0013",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 
@@ -192,6 +194,7 @@ def test_maintain_partitions_is_a_no_op_on_sqlite(tmp_path: Path) -> None:
                 "open_runs",
                 "run_attempts",
                 "run_changes",
+                "run_counts",
                 "run_logs",
             ]
     finally:
@@ -313,6 +316,39 @@ def test_runs_keep_their_rows_down_to_0010_and_get_an_empty_result_up_again(empt
     try:
         kept = store.get_run("alpha", record.run_id)
         assert (kept.state, kept.result) == (RunState.SUCCEEDED, None)
+    finally:
+        store.close()
+    assert _schema_drift(empty_url) == []
+
+
+def test_runs_made_before_0013_are_counted_up_and_the_counts_go_down_again(empty_url: str) -> None:
+    """Migration 0013 counts the runs already there; its downgrade drops the counts and keeps the runs."""
+    _downgrade(empty_url, "0012")
+    store = SqlStore(empty_url)
+    try:
+        add_job(store)
+        for seconds in (60, 61, 62):
+            add_run(store, seconds)
+    finally:
+        store.close()
+    upgrade(empty_url)
+    store = SqlStore(empty_url)
+    try:
+        assert store.count_runs(at(3600)).by_state() == {RunState.SCHEDULED: 3}
+        add_run(store, 63)  # and the triggers count what comes next
+        assert store.count_runs(at(3600)).by_state() == {RunState.SCHEDULED: 4}
+    finally:
+        store.close()
+    _downgrade(empty_url, "0012")
+    engine = create_engine(empty_url)
+    try:
+        assert "run_counts" not in inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+    upgrade(empty_url)
+    store = SqlStore(empty_url)
+    try:
+        assert store.count_runs(at(3600)).by_state() == {RunState.SCHEDULED: 4}
     finally:
         store.close()
     assert _schema_drift(empty_url) == []

@@ -96,6 +96,9 @@ def test_old_partitions_are_dropped_unless_a_run_is_unfinished(pg: Backend) -> N
         pg.store.get_run("alpha", "finished")
     assert pg.store.get_run("alpha", "running").state is RunState.RUNNING
     assert pg.store.get_run("alpha", "recent").run_id == "recent"
+    # A dropped partition fires no trigger: its runs were taken off the counts beforehand.
+    counts = pg.store.count_runs(DAY0 + timedelta(days=5))
+    assert counts.by_state() == {RunState.RUNNING: 1, RunState.SUCCEEDED: 1}
 
 
 def test_runs_outside_every_partition_go_to_default_and_move_out_later(pg: Backend) -> None:
@@ -117,6 +120,9 @@ def test_runs_outside_every_partition_go_to_default_and_move_out_later(pg: Backe
     assert _home(pg, "ancient-running") == "job_runs_default"
     with pytest.raises(NotFound):
         pg.store.get_run("alpha", "ancient-done")
+    # Moved out of DEFAULT, a run is counted once; expired from it, no more.
+    counts = pg.store.count_runs(future + timedelta(days=1))
+    assert counts.by_state() == {RunState.SCHEDULED: 1, RunState.RUNNING: 1}
 
 
 def _log_partitions(pg: Backend) -> list[str]:

@@ -1,8 +1,11 @@
-// The live board: every run change of the mesh from WatchRuns (no polling), counts per state, runs moving
-// between states, and the scheduled → start lateness of the last minute.
+// The live board: every run change of the mesh from WatchRuns (no polling), the mesh's counts per state
+// (kept by the server and pushed on the same stream as they change), runs moving between states, and the
+// scheduled → start lateness of the last minute.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
+import type { RunCounts } from "@gen/jobmesh/v1/search_service_pb.js";
 import { LiveDot, RunTable, runStateName } from "../components";
+import { formatCount, stateTotals, type StateTotals } from "../counts";
 import { useWatchRuns } from "../hooks";
 import { RunBook, STATES } from "../runbook";
 import { BUCKETS, WINDOW_MS, type LatenessSummary } from "../stats";
@@ -25,7 +28,9 @@ export function Board() {
     setSummary(book.current.lateness.summary(Date.now()));
     setVersion((n) => n + 1);
   }, []);
-  const liveness = useWatchRuns("jobs/-", onBatch, 1000);
+  const [totals, setTotals] = useState<StateTotals>();
+  const onCounts = useCallback((counts: RunCounts) => setTotals(stateTotals(counts)), []);
+  const liveness = useWatchRuns("jobs/-", onBatch, 1000, "", onCounts);
   useEffect(() => {
     // The window slides even when nothing arrives.
     const timer = window.setInterval(() => setSummary(book.current.lateness.summary(Date.now())), 1000);
@@ -49,16 +54,22 @@ export function Board() {
       <ul className="tiles" aria-label="Runs per state">
         {STATES.map((state) => (
           <li key={state} className={`tile state-${runStateName(state).replace(" ", "_").toLowerCase()}`}>
-            <span className="tile-count" data-count={runStateName(state)}>
-              {book.current.countOf(state)}
+            <span
+              className="tile-count"
+              data-count={runStateName(state)}
+              data-value={totals === undefined ? undefined : String(totals.byState.get(state) ?? 0n)}
+            >
+              {totals === undefined ? "…" : formatCount(totals.byState.get(state) ?? 0n)}
             </span>
             <span className="tile-label">{runStateName(state).toLowerCase()}</span>
           </li>
         ))}
       </ul>
-      <p className="hint">
-        Of the {book.current.size} runs on this board: the 1,000 changed most recently when it opened, and every
-        change since.
+      <p className="hint" data-figure="upcoming">
+        Every run of the mesh you may see, counted by the server.{" "}
+        {totals === undefined || totals.upcoming === 0n
+          ? null
+          : `Besides these, ${formatCount(totals.upcoming)} upcoming (made ahead of their time, not yet due).`}
       </p>
       <LatenessPanel summary={summary} />
       <h2>

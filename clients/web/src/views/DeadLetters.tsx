@@ -3,7 +3,9 @@
 import { useCallback, useState, type FormEvent } from "react";
 import { RunState, type Run } from "@gen/jobmesh/v1/run_pb.js";
 import { jobService } from "../api";
+import type { RunCounts } from "@gen/jobmesh/v1/search_service_pb.js";
 import { LiveDot, ProblemBanner, runTitle } from "../components";
+import { formatCount, stateTotals } from "../counts";
 import { problemOf, type Problem } from "../errors";
 import { useWatchRuns } from "../hooks";
 import { linkTo } from "../router";
@@ -28,7 +30,12 @@ export function DeadLetters() {
       return next;
     });
   }, []);
-  const liveness = useWatchRuns("jobs/-", onBatch, SHOWN, DEAD);
+  const [total, setTotal] = useState<bigint>();
+  const onCounts = useCallback(
+    (counts: RunCounts) => setTotal(stateTotals(counts).byState.get(RunState.DEAD_LETTERED) ?? 0n),
+    [],
+  );
+  const liveness = useWatchRuns("jobs/-", onBatch, SHOWN, DEAD, onCounts);
   const shown = [...runs.values()].sort(newest).slice(0, SHOWN);
   const [replayed, setReplayed] = useState<Record<string, string>>({});
   const [problem, setProblem] = useState<Problem>();
@@ -48,6 +55,12 @@ export function DeadLetters() {
         <LiveDot liveness={liveness} />
       </header>
       <p className="hint">Runs that failed every attempt their retry policy allowed. A replay runs one again, as a new run of its job.</p>
+      {total === undefined ? null : (
+        <p className="hint" data-figure="dead-letters" data-value={String(total)}>
+          {formatCount(total)} dead-lettered {total === 1n ? "run" : "runs"} in all
+          {total > BigInt(SHOWN) ? `; the newest ${SHOWN} are listed` : ""}.
+        </p>
+      )}
       <BulkReplay />
       <ProblemBanner problem={problem} />
       <table className="list" aria-label="Dead letters">

@@ -418,9 +418,13 @@ type WatchRunsRequest struct {
 	ResumeToken string `protobuf:"bytes,4,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
 	// As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
 	// first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
-	ShowUpcoming  bool `protobuf:"varint,5,opt,name=show_upcoming,json=showUpcoming,proto3" json:"show_upcoming,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShowUpcoming bool `protobuf:"varint,5,opt,name=show_upcoming,json=showUpcoming,proto3" json:"show_upcoming,omitempty"`
+	// Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+	// the first message, then whenever they changed, at most about once a second. Only with `parent` =
+	// `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+	IncludeRunCounts bool `protobuf:"varint,6,opt,name=include_run_counts,json=includeRunCounts,proto3" json:"include_run_counts,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *WatchRunsRequest) Reset() {
@@ -488,13 +492,23 @@ func (x *WatchRunsRequest) GetShowUpcoming() bool {
 	return false
 }
 
+func (x *WatchRunsRequest) GetIncludeRunCounts() bool {
+	if x != nil {
+		return x.IncludeRunCounts
+	}
+	return false
+}
+
 // Response for `WatchRuns`.
 type WatchRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Runs in their new state, oldest change first.
 	Runs []*Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
 	// Resumes a stream just after this message (`WatchRunsRequest.resume_token`).
-	ResumeToken   string `protobuf:"bytes,2,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	ResumeToken string `protobuf:"bytes,2,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	// With `include_run_counts`: the counts, when they changed since the last message that held them (a
+	// message may hold counts and no runs). Unset otherwise.
+	RunCounts     *RunCounts `protobuf:"bytes,3,opt,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +557,244 @@ func (x *WatchRunsResponse) GetResumeToken() string {
 	return ""
 }
 
+func (x *WatchRunsResponse) GetRunCounts() *RunCounts {
+	if x != nil {
+		return x.RunCounts
+	}
+	return nil
+}
+
+// Request for `CountRuns`.
+type CountRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `jobs/-`: the runs of every job the caller may read.
+	Parent        string `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountRunsRequest) Reset() {
+	*x = CountRunsRequest{}
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountRunsRequest) ProtoMessage() {}
+
+func (x *CountRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountRunsRequest.ProtoReflect.Descriptor instead.
+func (*CountRunsRequest) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CountRunsRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+// Response for `CountRuns`.
+type CountRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The counts.
+	RunCounts     *RunCounts `protobuf:"bytes,1,opt,name=run_counts,json=runCounts,proto3" json:"run_counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountRunsResponse) Reset() {
+	*x = CountRunsResponse{}
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountRunsResponse) ProtoMessage() {}
+
+func (x *CountRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountRunsResponse.ProtoReflect.Descriptor instead.
+func (*CountRunsResponse) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CountRunsResponse) GetRunCounts() *RunCounts {
+	if x != nil {
+		return x.RunCounts
+	}
+	return nil
+}
+
+// The mesh's counts of runs, in the namespaces the caller may read.
+type RunCounts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One entry per namespace, queue and state that holds runs, ordered by namespace, queue and state.
+	Counts []*RunCount `protobuf:"bytes,1,rep,name=counts,proto3" json:"counts,omitempty"`
+	// When the counts were read.
+	ReadTime      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=read_time,json=readTime,proto3" json:"read_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCounts) Reset() {
+	*x = RunCounts{}
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCounts) ProtoMessage() {}
+
+func (x *RunCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCounts.ProtoReflect.Descriptor instead.
+func (*RunCounts) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RunCounts) GetCounts() []*RunCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *RunCounts) GetReadTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReadTime
+	}
+	return nil
+}
+
+// The runs of one namespace and queue in one state.
+type RunCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runs' namespace.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The runs' queue.
+	Queue string `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	// The runs' state.
+	State RunState `protobuf:"varint,3,opt,name=state,proto3,enum=jobmesh.v1.RunState" json:"state,omitempty"`
+	// How many runs are in that state: what `ListRuns` lists with the same filter. For
+	// `RUN_STATE_SCHEDULED`, upcoming runs are left out (see `upcoming_run_count`).
+	RunCount int64 `protobuf:"varint,4,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	// For `RUN_STATE_SCHEDULED`: the upcoming runs, made ahead of their time and not yet due, which `ListRuns`
+	// lists only with `show_upcoming`. 0 for the other states.
+	UpcomingRunCount int64 `protobuf:"varint,5,opt,name=upcoming_run_count,json=upcomingRunCount,proto3" json:"upcoming_run_count,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RunCount) Reset() {
+	*x = RunCount{}
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCount) ProtoMessage() {}
+
+func (x *RunCount) ProtoReflect() protoreflect.Message {
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCount.ProtoReflect.Descriptor instead.
+func (*RunCount) Descriptor() ([]byte, []int) {
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RunCount) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RunCount) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *RunCount) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *RunCount) GetRunCount() int64 {
+	if x != nil {
+		return x.RunCount
+	}
+	return 0
+}
+
+func (x *RunCount) GetUpcomingRunCount() int64 {
+	if x != nil {
+		return x.UpcomingRunCount
+	}
+	return 0
+}
+
 // Request for `TailRunLogs`.
 type TailRunLogsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -558,7 +810,7 @@ type TailRunLogsRequest struct {
 
 func (x *TailRunLogsRequest) Reset() {
 	*x = TailRunLogsRequest{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[8]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +822,7 @@ func (x *TailRunLogsRequest) String() string {
 func (*TailRunLogsRequest) ProtoMessage() {}
 
 func (x *TailRunLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[8]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +835,7 @@ func (x *TailRunLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TailRunLogsRequest.ProtoReflect.Descriptor instead.
 func (*TailRunLogsRequest) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{8}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TailRunLogsRequest) GetName() string {
@@ -618,7 +870,7 @@ type TailRunLogsResponse struct {
 
 func (x *TailRunLogsResponse) Reset() {
 	*x = TailRunLogsResponse{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[9]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +882,7 @@ func (x *TailRunLogsResponse) String() string {
 func (*TailRunLogsResponse) ProtoMessage() {}
 
 func (x *TailRunLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[9]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +895,7 @@ func (x *TailRunLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TailRunLogsResponse.ProtoReflect.Descriptor instead.
 func (*TailRunLogsResponse) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{9}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TailRunLogsResponse) GetLines() []*LogLine {
@@ -668,7 +920,7 @@ type PreviewScheduleRequest struct {
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[10]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +932,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[10]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +945,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{10}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PreviewScheduleRequest) GetSchedule() *Schedule {
@@ -731,7 +983,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[11]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +995,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[11]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +1008,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{11}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PreviewScheduleResponse) GetFireTimes() []*timestamppb.Timestamp {
@@ -790,7 +1042,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[12]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +1054,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[12]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +1067,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{12}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListAuditEventsRequest) GetPageSize() int32 {
@@ -859,7 +1111,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[13]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1123,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobmesh_v1_search_service_proto_msgTypes[13]
+	mi := &file_jobmesh_v1_search_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1136,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{13}
+	return file_jobmesh_v1_search_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListAuditEventsResponse) GetAuditEvents() []*AuditEvent {
@@ -932,16 +1184,33 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
 	"\x0fjobmesh.dev/RunR\x04name\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\xd0\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.jobmesh.v1.RunR\x03run\"\xfe\x01\n" +
 	"\x10WatchRunsRequest\x120\n" +
 	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12*\n" +
 	"\x11initial_page_size\x18\x03 \x01(\x05R\x0finitialPageSize\x12!\n" +
 	"\fresume_token\x18\x04 \x01(\tR\vresumeToken\x12#\n" +
-	"\rshow_upcoming\x18\x05 \x01(\bR\fshowUpcoming\"[\n" +
+	"\rshow_upcoming\x18\x05 \x01(\bR\fshowUpcoming\x12,\n" +
+	"\x12include_run_counts\x18\x06 \x01(\bR\x10includeRunCounts\"\x91\x01\n" +
 	"\x11WatchRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.jobmesh.v1.RunR\x04runs\x12!\n" +
-	"\fresume_token\x18\x02 \x01(\tR\vresumeToken\"\x81\x01\n" +
+	"\fresume_token\x18\x02 \x01(\tR\vresumeToken\x124\n" +
+	"\n" +
+	"run_counts\x18\x03 \x01(\v2\x15.jobmesh.v1.RunCountsR\trunCounts\"D\n" +
+	"\x10CountRunsRequest\x120\n" +
+	"\x06parent\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\x12\x0fjobmesh.dev/RunR\x06parent\"I\n" +
+	"\x11CountRunsResponse\x124\n" +
+	"\n" +
+	"run_counts\x18\x01 \x01(\v2\x15.jobmesh.v1.RunCountsR\trunCounts\"r\n" +
+	"\tRunCounts\x12,\n" +
+	"\x06counts\x18\x01 \x03(\v2\x14.jobmesh.v1.RunCountR\x06counts\x127\n" +
+	"\tread_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\breadTime\"\xb5\x01\n" +
+	"\bRunCount\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x14\n" +
+	"\x05queue\x18\x02 \x01(\tR\x05queue\x12*\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x14.jobmesh.v1.RunStateR\x05state\x12\x1b\n" +
+	"\trun_count\x18\x04 \x01(\x03R\brunCount\x12,\n" +
+	"\x12upcoming_run_count\x18\x05 \x01(\x03R\x10upcomingRunCount\"\x81\x01\n" +
 	"\x12TailRunLogsRequest\x12,\n" +
 	"\x04name\x18\x01 \x01(\tB\x18\xe2A\x01\x02\xfaA\x11\n" +
 	"\x0fjobmesh.dev/RunR\x04name\x12%\n" +
@@ -966,12 +1235,13 @@ const file_jobmesh_v1_search_service_proto_rawDesc = "" +
 	"\border_by\x18\x04 \x01(\tR\aorderBy\"|\n" +
 	"\x17ListAuditEventsResponse\x129\n" +
 	"\faudit_events\x18\x01 \x03(\v2\x16.jobmesh.v1.AuditEventR\vauditEvents\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe9\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xbe\x05\n" +
 	"\rSearchService\x12E\n" +
 	"\bListJobs\x12\x1b.jobmesh.v1.ListJobsRequest\x1a\x1c.jobmesh.v1.ListJobsResponse\x12P\n" +
 	"\bListRuns\x12\x1b.jobmesh.v1.ListRunsRequest\x1a\x1c.jobmesh.v1.ListRunsResponse\"\t\xdaA\x06parent\x12H\n" +
 	"\x06GetRun\x12\x19.jobmesh.v1.GetRunRequest\x1a\x1a.jobmesh.v1.GetRunResponse\"\a\xdaA\x04name\x12U\n" +
-	"\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse\"\t\xdaA\x06parent0\x01\x12Y\n" +
+	"\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse\"\t\xdaA\x06parent0\x01\x12S\n" +
+	"\tCountRuns\x12\x1c.jobmesh.v1.CountRunsRequest\x1a\x1d.jobmesh.v1.CountRunsResponse\"\t\xdaA\x06parent\x12Y\n" +
 	"\vTailRunLogs\x12\x1e.jobmesh.v1.TailRunLogsRequest\x1a\x1f.jobmesh.v1.TailRunLogsResponse\"\a\xdaA\x04name0\x01\x12g\n" +
 	"\x0fPreviewSchedule\x12\".jobmesh.v1.PreviewScheduleRequest\x1a#.jobmesh.v1.PreviewScheduleResponse\"\v\xdaA\bschedule\x12Z\n" +
 	"\x0fListAuditEvents\x12\".jobmesh.v1.ListAuditEventsRequest\x1a#.jobmesh.v1.ListAuditEventsResponseBk\n" +
@@ -990,7 +1260,7 @@ func file_jobmesh_v1_search_service_proto_rawDescGZIP() []byte {
 	return file_jobmesh_v1_search_service_proto_rawDescData
 }
 
-var file_jobmesh_v1_search_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_jobmesh_v1_search_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_jobmesh_v1_search_service_proto_goTypes = []any{
 	(*ListJobsRequest)(nil),         // 0: jobmesh.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),        // 1: jobmesh.v1.ListJobsResponse
@@ -1000,48 +1270,60 @@ var file_jobmesh_v1_search_service_proto_goTypes = []any{
 	(*GetRunResponse)(nil),          // 5: jobmesh.v1.GetRunResponse
 	(*WatchRunsRequest)(nil),        // 6: jobmesh.v1.WatchRunsRequest
 	(*WatchRunsResponse)(nil),       // 7: jobmesh.v1.WatchRunsResponse
-	(*TailRunLogsRequest)(nil),      // 8: jobmesh.v1.TailRunLogsRequest
-	(*TailRunLogsResponse)(nil),     // 9: jobmesh.v1.TailRunLogsResponse
-	(*PreviewScheduleRequest)(nil),  // 10: jobmesh.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil), // 11: jobmesh.v1.PreviewScheduleResponse
-	(*ListAuditEventsRequest)(nil),  // 12: jobmesh.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil), // 13: jobmesh.v1.ListAuditEventsResponse
-	(*Job)(nil),                     // 14: jobmesh.v1.Job
-	(*Run)(nil),                     // 15: jobmesh.v1.Run
-	(*LogLine)(nil),                 // 16: jobmesh.v1.LogLine
-	(*Schedule)(nil),                // 17: jobmesh.v1.Schedule
-	(*timestamppb.Timestamp)(nil),   // 18: google.protobuf.Timestamp
-	(*AuditEvent)(nil),              // 19: jobmesh.v1.AuditEvent
+	(*CountRunsRequest)(nil),        // 8: jobmesh.v1.CountRunsRequest
+	(*CountRunsResponse)(nil),       // 9: jobmesh.v1.CountRunsResponse
+	(*RunCounts)(nil),               // 10: jobmesh.v1.RunCounts
+	(*RunCount)(nil),                // 11: jobmesh.v1.RunCount
+	(*TailRunLogsRequest)(nil),      // 12: jobmesh.v1.TailRunLogsRequest
+	(*TailRunLogsResponse)(nil),     // 13: jobmesh.v1.TailRunLogsResponse
+	(*PreviewScheduleRequest)(nil),  // 14: jobmesh.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil), // 15: jobmesh.v1.PreviewScheduleResponse
+	(*ListAuditEventsRequest)(nil),  // 16: jobmesh.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil), // 17: jobmesh.v1.ListAuditEventsResponse
+	(*Job)(nil),                     // 18: jobmesh.v1.Job
+	(*Run)(nil),                     // 19: jobmesh.v1.Run
+	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
+	(RunState)(0),                   // 21: jobmesh.v1.RunState
+	(*LogLine)(nil),                 // 22: jobmesh.v1.LogLine
+	(*Schedule)(nil),                // 23: jobmesh.v1.Schedule
+	(*AuditEvent)(nil),              // 24: jobmesh.v1.AuditEvent
 }
 var file_jobmesh_v1_search_service_proto_depIdxs = []int32{
-	14, // 0: jobmesh.v1.ListJobsResponse.jobs:type_name -> jobmesh.v1.Job
-	15, // 1: jobmesh.v1.ListRunsResponse.runs:type_name -> jobmesh.v1.Run
-	15, // 2: jobmesh.v1.GetRunResponse.run:type_name -> jobmesh.v1.Run
-	15, // 3: jobmesh.v1.WatchRunsResponse.runs:type_name -> jobmesh.v1.Run
-	16, // 4: jobmesh.v1.TailRunLogsResponse.lines:type_name -> jobmesh.v1.LogLine
-	17, // 5: jobmesh.v1.PreviewScheduleRequest.schedule:type_name -> jobmesh.v1.Schedule
-	18, // 6: jobmesh.v1.PreviewScheduleRequest.after_time:type_name -> google.protobuf.Timestamp
-	18, // 7: jobmesh.v1.PreviewScheduleResponse.fire_times:type_name -> google.protobuf.Timestamp
-	19, // 8: jobmesh.v1.ListAuditEventsResponse.audit_events:type_name -> jobmesh.v1.AuditEvent
-	0,  // 9: jobmesh.v1.SearchService.ListJobs:input_type -> jobmesh.v1.ListJobsRequest
-	2,  // 10: jobmesh.v1.SearchService.ListRuns:input_type -> jobmesh.v1.ListRunsRequest
-	4,  // 11: jobmesh.v1.SearchService.GetRun:input_type -> jobmesh.v1.GetRunRequest
-	6,  // 12: jobmesh.v1.SearchService.WatchRuns:input_type -> jobmesh.v1.WatchRunsRequest
-	8,  // 13: jobmesh.v1.SearchService.TailRunLogs:input_type -> jobmesh.v1.TailRunLogsRequest
-	10, // 14: jobmesh.v1.SearchService.PreviewSchedule:input_type -> jobmesh.v1.PreviewScheduleRequest
-	12, // 15: jobmesh.v1.SearchService.ListAuditEvents:input_type -> jobmesh.v1.ListAuditEventsRequest
-	1,  // 16: jobmesh.v1.SearchService.ListJobs:output_type -> jobmesh.v1.ListJobsResponse
-	3,  // 17: jobmesh.v1.SearchService.ListRuns:output_type -> jobmesh.v1.ListRunsResponse
-	5,  // 18: jobmesh.v1.SearchService.GetRun:output_type -> jobmesh.v1.GetRunResponse
-	7,  // 19: jobmesh.v1.SearchService.WatchRuns:output_type -> jobmesh.v1.WatchRunsResponse
-	9,  // 20: jobmesh.v1.SearchService.TailRunLogs:output_type -> jobmesh.v1.TailRunLogsResponse
-	11, // 21: jobmesh.v1.SearchService.PreviewSchedule:output_type -> jobmesh.v1.PreviewScheduleResponse
-	13, // 22: jobmesh.v1.SearchService.ListAuditEvents:output_type -> jobmesh.v1.ListAuditEventsResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	18, // 0: jobmesh.v1.ListJobsResponse.jobs:type_name -> jobmesh.v1.Job
+	19, // 1: jobmesh.v1.ListRunsResponse.runs:type_name -> jobmesh.v1.Run
+	19, // 2: jobmesh.v1.GetRunResponse.run:type_name -> jobmesh.v1.Run
+	19, // 3: jobmesh.v1.WatchRunsResponse.runs:type_name -> jobmesh.v1.Run
+	10, // 4: jobmesh.v1.WatchRunsResponse.run_counts:type_name -> jobmesh.v1.RunCounts
+	10, // 5: jobmesh.v1.CountRunsResponse.run_counts:type_name -> jobmesh.v1.RunCounts
+	11, // 6: jobmesh.v1.RunCounts.counts:type_name -> jobmesh.v1.RunCount
+	20, // 7: jobmesh.v1.RunCounts.read_time:type_name -> google.protobuf.Timestamp
+	21, // 8: jobmesh.v1.RunCount.state:type_name -> jobmesh.v1.RunState
+	22, // 9: jobmesh.v1.TailRunLogsResponse.lines:type_name -> jobmesh.v1.LogLine
+	23, // 10: jobmesh.v1.PreviewScheduleRequest.schedule:type_name -> jobmesh.v1.Schedule
+	20, // 11: jobmesh.v1.PreviewScheduleRequest.after_time:type_name -> google.protobuf.Timestamp
+	20, // 12: jobmesh.v1.PreviewScheduleResponse.fire_times:type_name -> google.protobuf.Timestamp
+	24, // 13: jobmesh.v1.ListAuditEventsResponse.audit_events:type_name -> jobmesh.v1.AuditEvent
+	0,  // 14: jobmesh.v1.SearchService.ListJobs:input_type -> jobmesh.v1.ListJobsRequest
+	2,  // 15: jobmesh.v1.SearchService.ListRuns:input_type -> jobmesh.v1.ListRunsRequest
+	4,  // 16: jobmesh.v1.SearchService.GetRun:input_type -> jobmesh.v1.GetRunRequest
+	6,  // 17: jobmesh.v1.SearchService.WatchRuns:input_type -> jobmesh.v1.WatchRunsRequest
+	8,  // 18: jobmesh.v1.SearchService.CountRuns:input_type -> jobmesh.v1.CountRunsRequest
+	12, // 19: jobmesh.v1.SearchService.TailRunLogs:input_type -> jobmesh.v1.TailRunLogsRequest
+	14, // 20: jobmesh.v1.SearchService.PreviewSchedule:input_type -> jobmesh.v1.PreviewScheduleRequest
+	16, // 21: jobmesh.v1.SearchService.ListAuditEvents:input_type -> jobmesh.v1.ListAuditEventsRequest
+	1,  // 22: jobmesh.v1.SearchService.ListJobs:output_type -> jobmesh.v1.ListJobsResponse
+	3,  // 23: jobmesh.v1.SearchService.ListRuns:output_type -> jobmesh.v1.ListRunsResponse
+	5,  // 24: jobmesh.v1.SearchService.GetRun:output_type -> jobmesh.v1.GetRunResponse
+	7,  // 25: jobmesh.v1.SearchService.WatchRuns:output_type -> jobmesh.v1.WatchRunsResponse
+	9,  // 26: jobmesh.v1.SearchService.CountRuns:output_type -> jobmesh.v1.CountRunsResponse
+	13, // 27: jobmesh.v1.SearchService.TailRunLogs:output_type -> jobmesh.v1.TailRunLogsResponse
+	15, // 28: jobmesh.v1.SearchService.PreviewSchedule:output_type -> jobmesh.v1.PreviewScheduleResponse
+	17, // 29: jobmesh.v1.SearchService.ListAuditEvents:output_type -> jobmesh.v1.ListAuditEventsResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_jobmesh_v1_search_service_proto_init() }
@@ -1058,7 +1340,7 @@ func file_jobmesh_v1_search_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobmesh_v1_search_service_proto_rawDesc), len(file_jobmesh_v1_search_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	SearchService_ListRuns_FullMethodName        = "/jobmesh.v1.SearchService/ListRuns"
 	SearchService_GetRun_FullMethodName          = "/jobmesh.v1.SearchService/GetRun"
 	SearchService_WatchRuns_FullMethodName       = "/jobmesh.v1.SearchService/WatchRuns"
+	SearchService_CountRuns_FullMethodName       = "/jobmesh.v1.SearchService/CountRuns"
 	SearchService_TailRunLogs_FullMethodName     = "/jobmesh.v1.SearchService/TailRunLogs"
 	SearchService_PreviewSchedule_FullMethodName = "/jobmesh.v1.SearchService/PreviewSchedule"
 	SearchService_ListAuditEvents_FullMethodName = "/jobmesh.v1.SearchService/ListAuditEvents"
@@ -69,6 +70,11 @@ type SearchServiceClient interface {
 	// its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
 	// streams for one client or in all (reason `TOO_MANY_STREAMS`).
 	WatchRuns(ctx context.Context, in *WatchRunsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchRunsResponse], error)
+	// Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+	// `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+	// number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+	// filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+	CountRuns(ctx context.Context, in *CountRunsRequest, opts ...grpc.CallOption) (*CountRunsResponse, error)
 	// Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
 	TailRunLogs(ctx context.Context, in *TailRunLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TailRunLogsResponse], error)
 	// The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
@@ -135,6 +141,16 @@ func (c *searchServiceClient) WatchRuns(ctx context.Context, in *WatchRunsReques
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SearchService_WatchRunsClient = grpc.ServerStreamingClient[WatchRunsResponse]
+
+func (c *searchServiceClient) CountRuns(ctx context.Context, in *CountRunsRequest, opts ...grpc.CallOption) (*CountRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountRunsResponse)
+	err := c.cc.Invoke(ctx, SearchService_CountRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 func (c *searchServiceClient) TailRunLogs(ctx context.Context, in *TailRunLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TailRunLogsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -216,6 +232,11 @@ type SearchServiceServer interface {
 	// its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
 	// streams for one client or in all (reason `TOO_MANY_STREAMS`).
 	WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[WatchRunsResponse]) error
+	// Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+	// `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+	// number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+	// filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+	CountRuns(context.Context, *CountRunsRequest) (*CountRunsResponse, error)
 	// Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
 	TailRunLogs(*TailRunLogsRequest, grpc.ServerStreamingServer[TailRunLogsResponse]) error
 	// The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
@@ -245,6 +266,9 @@ func (UnimplementedSearchServiceServer) GetRun(context.Context, *GetRunRequest) 
 }
 func (UnimplementedSearchServiceServer) WatchRuns(*WatchRunsRequest, grpc.ServerStreamingServer[WatchRunsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchRuns not implemented")
+}
+func (UnimplementedSearchServiceServer) CountRuns(context.Context, *CountRunsRequest) (*CountRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountRuns not implemented")
 }
 func (UnimplementedSearchServiceServer) TailRunLogs(*TailRunLogsRequest, grpc.ServerStreamingServer[TailRunLogsResponse]) error {
 	return status.Error(codes.Unimplemented, "method TailRunLogs not implemented")
@@ -341,6 +365,24 @@ func _SearchService_WatchRuns_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SearchService_WatchRunsServer = grpc.ServerStreamingServer[WatchRunsResponse]
 
+func _SearchService_CountRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SearchServiceServer).CountRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SearchService_CountRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SearchServiceServer).CountRuns(ctx, req.(*CountRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SearchService_TailRunLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(TailRunLogsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -406,6 +448,10 @@ var SearchService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRun",
 			Handler:    _SearchService_GetRun_Handler,
+		},
+		{
+			MethodName: "CountRuns",
+			Handler:    _SearchService_CountRuns_Handler,
 		},
 		{
 			MethodName: "PreviewSchedule",

@@ -31,7 +31,7 @@ from jobmesh.v1 import job_pb2 as jobmesh_dot_v1_dot_job__pb2
 from jobmesh.v1 import run_pb2 as jobmesh_dot_v1_dot_run__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fjobmesh/v1/search_service.proto\x12\njobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16jobmesh/v1/audit.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"\xa3\x01\n\x0fListJobsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x04 \x01(\tR\x07orderBy\x12!\n\x0cshow_deleted\x18\x05 \x01(\x08R\x0bshowDeleted\"_\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.JobR\x04jobs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd7\x01\n\x0fListRunsRequest\x12\x30\n\x06parent\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x04 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x05 \x01(\tR\x07orderBy\x12#\n\rshow_upcoming\x18\x06 \x01(\x08R\x0cshowUpcoming\"_\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"=\n\rGetRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"\xd0\x01\n\x10WatchRunsRequest\x12\x30\n\x06parent\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x16\n\x06\x66ilter\x18\x02 \x01(\tR\x06\x66ilter\x12*\n\x11initial_page_size\x18\x03 \x01(\x05R\x0finitialPageSize\x12!\n\x0cresume_token\x18\x04 \x01(\tR\x0bresumeToken\x12#\n\rshow_upcoming\x18\x05 \x01(\x08R\x0cshowUpcoming\"[\n\x11WatchRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.RunR\x04runs\x12!\n\x0cresume_token\x18\x02 \x01(\tR\x0bresumeToken\"\x81\x01\n\x12TailRunLogsRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03R\rafterSequence\x12\x16\n\x06\x66ollow\x18\x03 \x01(\x08R\x06\x66ollow\"@\n\x13TailRunLogsResponse\x12)\n\x05lines\x18\x01 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"\xa1\x01\n\x16PreviewScheduleRequest\x12\x36\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.jobmesh.v1.ScheduleB\x04\xe2\x41\x01\x02R\x08schedule\x12\x14\n\x05\x63ount\x18\x02 \x01(\x05R\x05\x63ount\x12\x39\n\nafter_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"q\n\x17PreviewScheduleResponse\x12\x39\n\nfire_times\x18\x01 \x03(\x0b\x32\x1a.google.protobuf.TimestampR\tfireTimes\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\"\x87\x01\n\x16ListAuditEventsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x04 \x01(\tR\x07orderBy\"|\n\x17ListAuditEventsResponse\x12\x39\n\x0c\x61udit_events\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AuditEventR\x0b\x61uditEvents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe9\x04\n\rSearchService\x12\x45\n\x08ListJobs\x12\x1b.jobmesh.v1.ListJobsRequest\x1a\x1c.jobmesh.v1.ListJobsResponse\x12P\n\x08ListRuns\x12\x1b.jobmesh.v1.ListRunsRequest\x1a\x1c.jobmesh.v1.ListRunsResponse\"\t\xda\x41\x06parent\x12H\n\x06GetRun\x12\x19.jobmesh.v1.GetRunRequest\x1a\x1a.jobmesh.v1.GetRunResponse\"\x07\xda\x41\x04name\x12U\n\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse\"\t\xda\x41\x06parent0\x01\x12Y\n\x0bTailRunLogs\x12\x1e.jobmesh.v1.TailRunLogsRequest\x1a\x1f.jobmesh.v1.TailRunLogsResponse\"\x07\xda\x41\x04name0\x01\x12g\n\x0fPreviewSchedule\x12\".jobmesh.v1.PreviewScheduleRequest\x1a#.jobmesh.v1.PreviewScheduleResponse\"\x0b\xda\x41\x08schedule\x12Z\n\x0fListAuditEvents\x12\".jobmesh.v1.ListAuditEventsRequest\x1a#.jobmesh.v1.ListAuditEventsResponseBk\n\x0e\x64\x65v.jobmesh.v1B\x12SearchServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fjobmesh/v1/search_service.proto\x12\njobmesh.v1\x1a\x17google/api/client.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16jobmesh/v1/audit.proto\x1a\x14jobmesh/v1/job.proto\x1a\x14jobmesh/v1/run.proto\"\xa3\x01\n\x0fListJobsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x04 \x01(\tR\x07orderBy\x12!\n\x0cshow_deleted\x18\x05 \x01(\x08R\x0bshowDeleted\"_\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.JobR\x04jobs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd7\x01\n\x0fListRunsRequest\x12\x30\n\x06parent\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x04 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x05 \x01(\tR\x07orderBy\x12#\n\rshow_upcoming\x18\x06 \x01(\x08R\x0cshowUpcoming\"_\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"=\n\rGetRunRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\"3\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.jobmesh.v1.RunR\x03run\"\xfe\x01\n\x10WatchRunsRequest\x12\x30\n\x06parent\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\x12\x0fjobmesh.dev/RunR\x06parent\x12\x16\n\x06\x66ilter\x18\x02 \x01(\tR\x06\x66ilter\x12*\n\x11initial_page_size\x18\x03 \x01(\x05R\x0finitialPageSize\x12!\n\x0cresume_token\x18\x04 \x01(\tR\x0bresumeToken\x12#\n\rshow_upcoming\x18\x05 \x01(\x08R\x0cshowUpcoming\x12,\n\x12include_run_counts\x18\x06 \x01(\x08R\x10includeRunCounts\"\x91\x01\n\x11WatchRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.jobmesh.v1.RunR\x04runs\x12!\n\x0cresume_token\x18\x02 \x01(\tR\x0bresumeToken\x12\x34\n\nrun_counts\x18\x03 \x01(\x0b\x32\x15.jobmesh.v1.RunCountsR\trunCounts\"D\n\x10\x43ountRunsRequest\x12\x30\n\x06parent\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\x12\x0fjobmesh.dev/RunR\x06parent\"I\n\x11\x43ountRunsResponse\x12\x34\n\nrun_counts\x18\x01 \x01(\x0b\x32\x15.jobmesh.v1.RunCountsR\trunCounts\"r\n\tRunCounts\x12,\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x14.jobmesh.v1.RunCountR\x06\x63ounts\x12\x37\n\tread_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08readTime\"\xb5\x01\n\x08RunCount\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x14\n\x05queue\x18\x02 \x01(\tR\x05queue\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x14.jobmesh.v1.RunStateR\x05state\x12\x1b\n\trun_count\x18\x04 \x01(\x03R\x08runCount\x12,\n\x12upcoming_run_count\x18\x05 \x01(\x03R\x10upcomingRunCount\"\x81\x01\n\x12TailRunLogsRequest\x12,\n\x04name\x18\x01 \x01(\tB\x18\xe2\x41\x01\x02\xfa\x41\x11\n\x0fjobmesh.dev/RunR\x04name\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03R\rafterSequence\x12\x16\n\x06\x66ollow\x18\x03 \x01(\x08R\x06\x66ollow\"@\n\x13TailRunLogsResponse\x12)\n\x05lines\x18\x01 \x03(\x0b\x32\x13.jobmesh.v1.LogLineR\x05lines\"\xa1\x01\n\x16PreviewScheduleRequest\x12\x36\n\x08schedule\x18\x01 \x01(\x0b\x32\x14.jobmesh.v1.ScheduleB\x04\xe2\x41\x01\x02R\x08schedule\x12\x14\n\x05\x63ount\x18\x02 \x01(\x05R\x05\x63ount\x12\x39\n\nafter_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"q\n\x17PreviewScheduleResponse\x12\x39\n\nfire_times\x18\x01 \x03(\x0b\x32\x1a.google.protobuf.TimestampR\tfireTimes\x12\x1b\n\ttime_zone\x18\x02 \x01(\tR\x08timeZone\"\x87\x01\n\x16ListAuditEventsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n\x06\x66ilter\x18\x03 \x01(\tR\x06\x66ilter\x12\x19\n\x08order_by\x18\x04 \x01(\tR\x07orderBy\"|\n\x17ListAuditEventsResponse\x12\x39\n\x0c\x61udit_events\x18\x01 \x03(\x0b\x32\x16.jobmesh.v1.AuditEventR\x0b\x61uditEvents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xbe\x05\n\rSearchService\x12\x45\n\x08ListJobs\x12\x1b.jobmesh.v1.ListJobsRequest\x1a\x1c.jobmesh.v1.ListJobsResponse\x12P\n\x08ListRuns\x12\x1b.jobmesh.v1.ListRunsRequest\x1a\x1c.jobmesh.v1.ListRunsResponse\"\t\xda\x41\x06parent\x12H\n\x06GetRun\x12\x19.jobmesh.v1.GetRunRequest\x1a\x1a.jobmesh.v1.GetRunResponse\"\x07\xda\x41\x04name\x12U\n\tWatchRuns\x12\x1c.jobmesh.v1.WatchRunsRequest\x1a\x1d.jobmesh.v1.WatchRunsResponse\"\t\xda\x41\x06parent0\x01\x12S\n\tCountRuns\x12\x1c.jobmesh.v1.CountRunsRequest\x1a\x1d.jobmesh.v1.CountRunsResponse\"\t\xda\x41\x06parent\x12Y\n\x0bTailRunLogs\x12\x1e.jobmesh.v1.TailRunLogsRequest\x1a\x1f.jobmesh.v1.TailRunLogsResponse\"\x07\xda\x41\x04name0\x01\x12g\n\x0fPreviewSchedule\x12\".jobmesh.v1.PreviewScheduleRequest\x1a#.jobmesh.v1.PreviewScheduleResponse\"\x0b\xda\x41\x08schedule\x12Z\n\x0fListAuditEvents\x12\".jobmesh.v1.ListAuditEventsRequest\x1a#.jobmesh.v1.ListAuditEventsResponseBk\n\x0e\x64\x65v.jobmesh.v1B\x12SearchServiceProtoP\x01Z6github.com/jobmesh/jobmesh/gen/go/jobmesh/v1;jobmeshv1\xaa\x02\nJobmesh.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,6 +45,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETRUNREQUEST'].fields_by_name['name']._serialized_options = b'\342A\001\002\372A\021\n\017jobmesh.dev/Run'
   _globals['_WATCHRUNSREQUEST'].fields_by_name['parent']._loaded_options = None
   _globals['_WATCHRUNSREQUEST'].fields_by_name['parent']._serialized_options = b'\342A\001\002\372A\021\022\017jobmesh.dev/Run'
+  _globals['_COUNTRUNSREQUEST'].fields_by_name['parent']._loaded_options = None
+  _globals['_COUNTRUNSREQUEST'].fields_by_name['parent']._serialized_options = b'\342A\001\002\372A\021\022\017jobmesh.dev/Run'
   _globals['_TAILRUNLOGSREQUEST'].fields_by_name['name']._loaded_options = None
   _globals['_TAILRUNLOGSREQUEST'].fields_by_name['name']._serialized_options = b'\342A\001\002\372A\021\n\017jobmesh.dev/Run'
   _globals['_PREVIEWSCHEDULEREQUEST'].fields_by_name['schedule']._loaded_options = None
@@ -55,6 +57,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEARCHSERVICE'].methods_by_name['GetRun']._serialized_options = b'\332A\004name'
   _globals['_SEARCHSERVICE'].methods_by_name['WatchRuns']._loaded_options = None
   _globals['_SEARCHSERVICE'].methods_by_name['WatchRuns']._serialized_options = b'\332A\006parent'
+  _globals['_SEARCHSERVICE'].methods_by_name['CountRuns']._loaded_options = None
+  _globals['_SEARCHSERVICE'].methods_by_name['CountRuns']._serialized_options = b'\332A\006parent'
   _globals['_SEARCHSERVICE'].methods_by_name['TailRunLogs']._loaded_options = None
   _globals['_SEARCHSERVICE'].methods_by_name['TailRunLogs']._serialized_options = b'\332A\004name'
   _globals['_SEARCHSERVICE'].methods_by_name['PreviewSchedule']._loaded_options = None
@@ -72,21 +76,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETRUNRESPONSE']._serialized_start=874
   _globals['_GETRUNRESPONSE']._serialized_end=925
   _globals['_WATCHRUNSREQUEST']._serialized_start=928
-  _globals['_WATCHRUNSREQUEST']._serialized_end=1136
-  _globals['_WATCHRUNSRESPONSE']._serialized_start=1138
-  _globals['_WATCHRUNSRESPONSE']._serialized_end=1229
-  _globals['_TAILRUNLOGSREQUEST']._serialized_start=1232
-  _globals['_TAILRUNLOGSREQUEST']._serialized_end=1361
-  _globals['_TAILRUNLOGSRESPONSE']._serialized_start=1363
-  _globals['_TAILRUNLOGSRESPONSE']._serialized_end=1427
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1430
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=1591
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=1593
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=1706
-  _globals['_LISTAUDITEVENTSREQUEST']._serialized_start=1709
-  _globals['_LISTAUDITEVENTSREQUEST']._serialized_end=1844
-  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_start=1846
-  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_end=1970
-  _globals['_SEARCHSERVICE']._serialized_start=1973
-  _globals['_SEARCHSERVICE']._serialized_end=2590
+  _globals['_WATCHRUNSREQUEST']._serialized_end=1182
+  _globals['_WATCHRUNSRESPONSE']._serialized_start=1185
+  _globals['_WATCHRUNSRESPONSE']._serialized_end=1330
+  _globals['_COUNTRUNSREQUEST']._serialized_start=1332
+  _globals['_COUNTRUNSREQUEST']._serialized_end=1400
+  _globals['_COUNTRUNSRESPONSE']._serialized_start=1402
+  _globals['_COUNTRUNSRESPONSE']._serialized_end=1475
+  _globals['_RUNCOUNTS']._serialized_start=1477
+  _globals['_RUNCOUNTS']._serialized_end=1591
+  _globals['_RUNCOUNT']._serialized_start=1594
+  _globals['_RUNCOUNT']._serialized_end=1775
+  _globals['_TAILRUNLOGSREQUEST']._serialized_start=1778
+  _globals['_TAILRUNLOGSREQUEST']._serialized_end=1907
+  _globals['_TAILRUNLOGSRESPONSE']._serialized_start=1909
+  _globals['_TAILRUNLOGSRESPONSE']._serialized_end=1973
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=1976
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=2137
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=2139
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=2252
+  _globals['_LISTAUDITEVENTSREQUEST']._serialized_start=2255
+  _globals['_LISTAUDITEVENTSREQUEST']._serialized_end=2390
+  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_start=2392
+  _globals['_LISTAUDITEVENTSRESPONSE']._serialized_end=2516
+  _globals['_SEARCHSERVICE']._serialized_start=2519
+  _globals['_SEARCHSERVICE']._serialized_end=3221
 # @@protoc_insertion_point(module_scope)

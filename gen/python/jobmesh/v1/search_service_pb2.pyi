@@ -223,6 +223,7 @@ class WatchRunsRequest(_message.Message):
     INITIAL_PAGE_SIZE_FIELD_NUMBER: _builtins.int
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
     SHOW_UPCOMING_FIELD_NUMBER: _builtins.int
+    INCLUDE_RUN_COUNTS_FIELD_NUMBER: _builtins.int
     parent: _builtins.str
     """`jobs/{job}`, or `jobs/-` for every job."""
     filter: _builtins.str
@@ -238,6 +239,11 @@ class WatchRunsRequest(_message.Message):
     """As in `ListRuns`: without it, runs still `SCHEDULED` for a `schedule_time` after now are left out of the
     first message and of the changes (such a run comes when it changes again once due, `QUEUED`).
     """
+    include_run_counts: _builtins.bool
+    """Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+    the first message, then whenever they changed, at most about once a second. Only with `parent` =
+    `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+    """
     def __init__(
         self,
         *,
@@ -246,10 +252,11 @@ class WatchRunsRequest(_message.Message):
         initial_page_size: _builtins.int = ...,
         resume_token: _builtins.str = ...,
         show_upcoming: _builtins.bool = ...,
+        include_run_counts: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "initial_page_size", b"initial_page_size", "parent", b"parent", "resume_token", b"resume_token", "show_upcoming", b"show_upcoming"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "include_run_counts", b"include_run_counts", "initial_page_size", b"initial_page_size", "parent", b"parent", "resume_token", b"resume_token", "show_upcoming", b"show_upcoming"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -263,25 +270,151 @@ class WatchRunsResponse(_message.Message):
 
     RUNS_FIELD_NUMBER: _builtins.int
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    RUN_COUNTS_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """Resumes a stream just after this message (`WatchRunsRequest.resume_token`)."""
     @_builtins.property
     def runs(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.Run]:
         """Runs in their new state, oldest change first."""
 
+    @_builtins.property
+    def run_counts(self) -> Global___RunCounts:
+        """With `include_run_counts`: the counts, when they changed since the last message that held them (a
+        message may hold counts and no runs). Unset otherwise.
+        """
+
     def __init__(
         self,
         *,
         runs: _abc.Iterable[_run_pb2.Run] | None = ...,
         resume_token: _builtins.str = ...,
+        run_counts: Global___RunCounts | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["run_counts", b"run_counts"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_token", b"resume_token", "runs", b"runs"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_token", b"resume_token", "run_counts", b"run_counts", "runs", b"runs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchRunsResponse: _TypeAlias = WatchRunsResponse  # noqa: Y015
+
+@_typing.final
+class CountRunsRequest(_message.Message):
+    """Request for `CountRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARENT_FIELD_NUMBER: _builtins.int
+    parent: _builtins.str
+    """`jobs/-`: the runs of every job the caller may read."""
+    def __init__(
+        self,
+        *,
+        parent: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parent", b"parent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountRunsRequest: _TypeAlias = CountRunsRequest  # noqa: Y015
+
+@_typing.final
+class CountRunsResponse(_message.Message):
+    """Response for `CountRuns`."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_COUNTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def run_counts(self) -> Global___RunCounts:
+        """The counts."""
+
+    def __init__(
+        self,
+        *,
+        run_counts: Global___RunCounts | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["run_counts", b"run_counts"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run_counts", b"run_counts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountRunsResponse: _TypeAlias = CountRunsResponse  # noqa: Y015
+
+@_typing.final
+class RunCounts(_message.Message):
+    """The mesh's counts of runs, in the namespaces the caller may read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNTS_FIELD_NUMBER: _builtins.int
+    READ_TIME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def counts(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunCount]:
+        """One entry per namespace, queue and state that holds runs, ordered by namespace, queue and state."""
+
+    @_builtins.property
+    def read_time(self) -> _timestamp_pb2.Timestamp:
+        """When the counts were read."""
+
+    def __init__(
+        self,
+        *,
+        counts: _abc.Iterable[Global___RunCount] | None = ...,
+        read_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["read_time", b"read_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counts", b"counts", "read_time", b"read_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunCounts: _TypeAlias = RunCounts  # noqa: Y015
+
+@_typing.final
+class RunCount(_message.Message):
+    """The runs of one namespace and queue in one state."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    QUEUE_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    RUN_COUNT_FIELD_NUMBER: _builtins.int
+    UPCOMING_RUN_COUNT_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The runs' namespace."""
+    queue: _builtins.str
+    """The runs' queue."""
+    state: _run_pb2.RunState.ValueType
+    """The runs' state."""
+    run_count: _builtins.int
+    """How many runs are in that state: what `ListRuns` lists with the same filter. For
+    `RUN_STATE_SCHEDULED`, upcoming runs are left out (see `upcoming_run_count`).
+    """
+    upcoming_run_count: _builtins.int
+    """For `RUN_STATE_SCHEDULED`: the upcoming runs, made ahead of their time and not yet due, which `ListRuns`
+    lists only with `show_upcoming`. 0 for the other states.
+    """
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        queue: _builtins.str = ...,
+        state: _run_pb2.RunState.ValueType = ...,
+        run_count: _builtins.int = ...,
+        upcoming_run_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace", "queue", b"queue", "run_count", b"run_count", "state", b"state", "upcoming_run_count", b"upcoming_run_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunCount: _TypeAlias = RunCount  # noqa: Y015
 
 @_typing.final
 class TailRunLogsRequest(_message.Message):

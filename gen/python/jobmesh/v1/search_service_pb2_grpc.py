@@ -72,6 +72,11 @@ class SearchServiceStub:
                 request_serializer=jobmesh_dot_v1_dot_search__service__pb2.WatchRunsRequest.SerializeToString,
                 response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.WatchRunsResponse.FromString,
                 _registered_method=True)
+        self.CountRuns = channel.unary_unary(
+                '/jobmesh.v1.SearchService/CountRuns',
+                request_serializer=jobmesh_dot_v1_dot_search__service__pb2.CountRunsRequest.SerializeToString,
+                response_deserializer=jobmesh_dot_v1_dot_search__service__pb2.CountRunsResponse.FromString,
+                _registered_method=True)
         self.TailRunLogs = channel.unary_stream(
                 '/jobmesh.v1.SearchService/TailRunLogs',
                 request_serializer=jobmesh_dot_v1_dot_search__service__pb2.TailRunLogsRequest.SerializeToString,
@@ -148,6 +153,16 @@ class SearchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CountRuns(self, request, context):
+        """Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+        `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+        number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+        filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TailRunLogs(self, request, context):
         """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
         """
@@ -193,6 +208,11 @@ def add_SearchServiceServicer_to_server(servicer, server):
                     servicer.WatchRuns,
                     request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.WatchRunsRequest.FromString,
                     response_serializer=jobmesh_dot_v1_dot_search__service__pb2.WatchRunsResponse.SerializeToString,
+            ),
+            'CountRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountRuns,
+                    request_deserializer=jobmesh_dot_v1_dot_search__service__pb2.CountRunsRequest.FromString,
+                    response_serializer=jobmesh_dot_v1_dot_search__service__pb2.CountRunsResponse.SerializeToString,
             ),
             'TailRunLogs': grpc.unary_stream_rpc_method_handler(
                     servicer.TailRunLogs,
@@ -336,6 +356,33 @@ class SearchService:
             '/jobmesh.v1.SearchService/WatchRuns',
             jobmesh_dot_v1_dot_search__service__pb2.WatchRunsRequest.SerializeToString,
             jobmesh_dot_v1_dot_search__service__pb2.WatchRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jobmesh.v1.SearchService/CountRuns',
+            jobmesh_dot_v1_dot_search__service__pb2.CountRunsRequest.SerializeToString,
+            jobmesh_dot_v1_dot_search__service__pb2.CountRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -71,6 +71,12 @@ class SearchServiceStub:
     its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
     streams for one client or in all (reason `TOO_MANY_STREAMS`).
     """
+    CountRuns: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.CountRunsRequest, _search_service_pb2.CountRunsResponse]
+    """Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+    `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+    number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+    filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+    """
     TailRunLogs: _grpc.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
     PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_search_service_pb2.PreviewScheduleRequest, _search_service_pb2.PreviewScheduleResponse]
@@ -123,6 +129,12 @@ class SearchServiceAsyncStub(SearchServiceStub):
     A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
     its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
     streams for one client or in all (reason `TOO_MANY_STREAMS`).
+    """
+    CountRuns: _aio.UnaryUnaryMultiCallable[_search_service_pb2.CountRunsRequest, _search_service_pb2.CountRunsResponse]  # type: ignore[assignment]
+    """Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+    `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+    number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+    filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
     """
     TailRunLogs: _aio.UnaryStreamMultiCallable[_search_service_pb2.TailRunLogsRequest, _search_service_pb2.TailRunLogsResponse]  # type: ignore[assignment]
     """Streams a run's log lines, then follows new ones until the run ends (when `follow` is set)."""
@@ -197,6 +209,18 @@ class SearchServiceServicer(metaclass=_abc_1.ABCMeta):
         A stream whose reader falls too far behind ends with `RESOURCE_EXHAUSTED` (reason `STREAM_FELL_BEHIND`,
         its `ErrorInfo` holding the `resume_token` to resume from), as does one past the server's limit of
         streams for one client or in all (reason `TOO_MANY_STREAMS`).
+        """
+
+    @_abc_1.abstractmethod
+    def CountRuns(
+        self,
+        request: _search_service_pb2.CountRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_search_service_pb2.CountRunsResponse, _abc.Awaitable[_search_service_pb2.CountRunsResponse]]:
+        """Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+        `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+        number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+        filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
         """
 
     @_abc_1.abstractmethod

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Job, Schedule } from "./job_pb.js";
-import type { LogLine, Run } from "./run_pb.js";
+import type { LogLine, Run, RunState } from "./run_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AuditEvent } from "./audit_pb.js";
 
@@ -259,6 +259,15 @@ export declare type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & 
    * @generated from field: bool show_upcoming = 5;
    */
   showUpcoming: boolean;
+
+  /**
+   * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+   * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+   * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+   *
+   * @generated from field: bool include_run_counts = 6;
+   */
+  includeRunCounts: boolean;
 };
 
 /**
@@ -286,6 +295,14 @@ export declare type WatchRunsResponse = Message<"jobmesh.v1.WatchRunsResponse"> 
    * @generated from field: string resume_token = 2;
    */
   resumeToken: string;
+
+  /**
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   *
+   * @generated from field: jobmesh.v1.RunCounts run_counts = 3;
+   */
+  runCounts?: RunCounts | undefined;
 };
 
 /**
@@ -293,6 +310,123 @@ export declare type WatchRunsResponse = Message<"jobmesh.v1.WatchRunsResponse"> 
  * Use `create(WatchRunsResponseSchema)` to create a new message.
  */
 export declare const WatchRunsResponseSchema: GenMessage<WatchRunsResponse>;
+
+/**
+ * Request for `CountRuns`.
+ *
+ * @generated from message jobmesh.v1.CountRunsRequest
+ */
+export declare type CountRunsRequest = Message<"jobmesh.v1.CountRunsRequest"> & {
+  /**
+   * `jobs/-`: the runs of every job the caller may read.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.CountRunsRequest.
+ * Use `create(CountRunsRequestSchema)` to create a new message.
+ */
+export declare const CountRunsRequestSchema: GenMessage<CountRunsRequest>;
+
+/**
+ * Response for `CountRuns`.
+ *
+ * @generated from message jobmesh.v1.CountRunsResponse
+ */
+export declare type CountRunsResponse = Message<"jobmesh.v1.CountRunsResponse"> & {
+  /**
+   * The counts.
+   *
+   * @generated from field: jobmesh.v1.RunCounts run_counts = 1;
+   */
+  runCounts?: RunCounts | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.CountRunsResponse.
+ * Use `create(CountRunsResponseSchema)` to create a new message.
+ */
+export declare const CountRunsResponseSchema: GenMessage<CountRunsResponse>;
+
+/**
+ * The mesh's counts of runs, in the namespaces the caller may read.
+ *
+ * @generated from message jobmesh.v1.RunCounts
+ */
+export declare type RunCounts = Message<"jobmesh.v1.RunCounts"> & {
+  /**
+   * One entry per namespace, queue and state that holds runs, ordered by namespace, queue and state.
+   *
+   * @generated from field: repeated jobmesh.v1.RunCount counts = 1;
+   */
+  counts: RunCount[];
+
+  /**
+   * When the counts were read.
+   *
+   * @generated from field: google.protobuf.Timestamp read_time = 2;
+   */
+  readTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.RunCounts.
+ * Use `create(RunCountsSchema)` to create a new message.
+ */
+export declare const RunCountsSchema: GenMessage<RunCounts>;
+
+/**
+ * The runs of one namespace and queue in one state.
+ *
+ * @generated from message jobmesh.v1.RunCount
+ */
+export declare type RunCount = Message<"jobmesh.v1.RunCount"> & {
+  /**
+   * The runs' namespace.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The runs' queue.
+   *
+   * @generated from field: string queue = 2;
+   */
+  queue: string;
+
+  /**
+   * The runs' state.
+   *
+   * @generated from field: jobmesh.v1.RunState state = 3;
+   */
+  state: RunState;
+
+  /**
+   * How many runs are in that state: what `ListRuns` lists with the same filter. For
+   * `RUN_STATE_SCHEDULED`, upcoming runs are left out (see `upcoming_run_count`).
+   *
+   * @generated from field: int64 run_count = 4;
+   */
+  runCount: bigint;
+
+  /**
+   * For `RUN_STATE_SCHEDULED`: the upcoming runs, made ahead of their time and not yet due, which `ListRuns`
+   * lists only with `show_upcoming`. 0 for the other states.
+   *
+   * @generated from field: int64 upcoming_run_count = 5;
+   */
+  upcomingRunCount: bigint;
+};
+
+/**
+ * Describes the message jobmesh.v1.RunCount.
+ * Use `create(RunCountSchema)` to create a new message.
+ */
+export declare const RunCountSchema: GenMessage<RunCount>;
 
 /**
  * Request for `TailRunLogs`.
@@ -550,6 +684,19 @@ export declare const SearchService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof WatchRunsResponseSchema;
+  },
+  /**
+   * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+   * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+   * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+   * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+   *
+   * @generated from rpc jobmesh.v1.SearchService.CountRuns
+   */
+  countRuns: {
+    methodKind: "unary";
+    input: typeof CountRunsRequestSchema;
+    output: typeof CountRunsResponseSchema;
   },
   /**
    * Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).

@@ -13,7 +13,7 @@ import type { AuditEvent } from "./audit_pb.js";
 import { file_jobmesh_v1_audit } from "./audit_pb.js";
 import type { Job, Schedule } from "./job_pb.js";
 import { file_jobmesh_v1_job } from "./job_pb.js";
-import type { LogLine, Run } from "./run_pb.js";
+import type { LogLine, Run, RunState } from "./run_pb.js";
 import { file_jobmesh_v1_run } from "./run_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jobmesh/v1/search_service.proto.
  */
 export const file_jobmesh_v1_search_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKbAQoPTGlzdFJ1bnNSZXF1ZXN0EigKBnBhcmVudBgBIAEoCUIY4kEBAvpBERIPam9ibWVzaC5kZXYvUnVuEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCRIVCg1zaG93X3VwY29taW5nGAYgASgIIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI3Cg1HZXRSdW5SZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1biIuCg5HZXRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biKUAQoQV2F0Y2hSdW5zUmVxdWVzdBIoCgZwYXJlbnQYASABKAlCGOJBAQL6QRESD2pvYm1lc2guZGV2L1J1bhIOCgZmaWx0ZXIYAiABKAkSGQoRaW5pdGlhbF9wYWdlX3NpemUYAyABKAUSFAoMcmVzdW1lX3Rva2VuGAQgASgJEhUKDXNob3dfdXBjb21pbmcYBSABKAgiSAoRV2F0Y2hSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJkChJUYWlsUnVuTG9nc1JlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvUnVuEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDEg4KBmZvbGxvdxgDIAEoCCI5ChNUYWlsUnVuTG9nc1Jlc3BvbnNlEiIKBWxpbmVzGAEgAygLMhMuam9ibWVzaC52MS5Mb2dMaW5lIoUBChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EiwKCHNjaGVkdWxlGAEgASgLMhQuam9ibWVzaC52MS5TY2hlZHVsZUIE4kEBAhINCgVjb3VudBgCIAEoBRIuCgphZnRlcl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJcChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIuCgpmaXJlX3RpbWVzGAEgAygLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0aW1lX3pvbmUYAiABKAkiYQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkiYAoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLAoMYXVkaXRfZXZlbnRzGAEgAygLMhYuam9ibWVzaC52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTLpBAoNU2VhcmNoU2VydmljZRJFCghMaXN0Sm9icxIbLmpvYm1lc2gudjEuTGlzdEpvYnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0Sm9ic1Jlc3BvbnNlElAKCExpc3RSdW5zEhsuam9ibWVzaC52MS5MaXN0UnVuc1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RSdW5zUmVzcG9uc2UiCdpBBnBhcmVudBJICgZHZXRSdW4SGS5qb2JtZXNoLnYxLkdldFJ1blJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldFJ1blJlc3BvbnNlIgfaQQRuYW1lElUKCVdhdGNoUnVucxIcLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVzcG9uc2UiCdpBBnBhcmVudDABElkKC1RhaWxSdW5Mb2dzEh4uam9ibWVzaC52MS5UYWlsUnVuTG9nc1JlcXVlc3QaHy5qb2JtZXNoLnYxLlRhaWxSdW5Mb2dzUmVzcG9uc2UiB9pBBG5hbWUwARJnCg9QcmV2aWV3U2NoZWR1bGUSIi5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlcXVlc3QaIy5qb2JtZXNoLnYxLlByZXZpZXdTY2hlZHVsZVJlc3BvbnNlIgvaQQhzY2hlZHVsZRJaCg9MaXN0QXVkaXRFdmVudHMSIi5qb2JtZXNoLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIy5qb2JtZXNoLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlQmsKDmRldi5qb2JtZXNoLnYxQhJTZWFyY2hTZXJ2aWNlUHJvdG9QAVo2Z2l0aHViLmNvbS9qb2JtZXNoL2pvYm1lc2gvZ2VuL2dvL2pvYm1lc2gvdjE7am9ibWVzaHYxqgIKSm9ibWVzaC5WMWIGcHJvdG8z", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_timestamp, file_jobmesh_v1_audit, file_jobmesh_v1_job, file_jobmesh_v1_run]);
+  fileDesc("Ch9qb2JtZXNoL3YxL3NlYXJjaF9zZXJ2aWNlLnByb3RvEgpqb2JtZXNoLnYxInAKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkSFAoMc2hvd19kZWxldGVkGAUgASgIIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmpvYm1lc2gudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKbAQoPTGlzdFJ1bnNSZXF1ZXN0EigKBnBhcmVudBgBIAEoCUIY4kEBAvpBERIPam9ibWVzaC5kZXYvUnVuEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmZpbHRlchgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCRIVCg1zaG93X3VwY29taW5nGAYgASgIIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmpvYm1lc2gudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI3Cg1HZXRSdW5SZXF1ZXN0EiYKBG5hbWUYASABKAlCGOJBAQL6QREKD2pvYm1lc2guZGV2L1J1biIuCg5HZXRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5qb2JtZXNoLnYxLlJ1biKwAQoQV2F0Y2hSdW5zUmVxdWVzdBIoCgZwYXJlbnQYASABKAlCGOJBAQL6QRESD2pvYm1lc2guZGV2L1J1bhIOCgZmaWx0ZXIYAiABKAkSGQoRaW5pdGlhbF9wYWdlX3NpemUYAyABKAUSFAoMcmVzdW1lX3Rva2VuGAQgASgJEhUKDXNob3dfdXBjb21pbmcYBSABKAgSGgoSaW5jbHVkZV9ydW5fY291bnRzGAYgASgIInMKEVdhdGNoUnVuc1Jlc3BvbnNlEh0KBHJ1bnMYASADKAsyDy5qb2JtZXNoLnYxLlJ1bhIUCgxyZXN1bWVfdG9rZW4YAiABKAkSKQoKcnVuX2NvdW50cxgDIAEoCzIVLmpvYm1lc2gudjEuUnVuQ291bnRzIjwKEENvdW50UnVuc1JlcXVlc3QSKAoGcGFyZW50GAEgASgJQhjiQQEC+kEREg9qb2JtZXNoLmRldi9SdW4iPgoRQ291bnRSdW5zUmVzcG9uc2USKQoKcnVuX2NvdW50cxgBIAEoCzIVLmpvYm1lc2gudjEuUnVuQ291bnRzImAKCVJ1bkNvdW50cxIkCgZjb3VudHMYASADKAsyFC5qb2JtZXNoLnYxLlJ1bkNvdW50Ei0KCXJlYWRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAigAEKCFJ1bkNvdW50EhEKCW5hbWVzcGFjZRgBIAEoCRINCgVxdWV1ZRgCIAEoCRIjCgVzdGF0ZRgDIAEoDjIULmpvYm1lc2gudjEuUnVuU3RhdGUSEQoJcnVuX2NvdW50GAQgASgDEhoKEnVwY29taW5nX3J1bl9jb3VudBgFIAEoAyJkChJUYWlsUnVuTG9nc1JlcXVlc3QSJgoEbmFtZRgBIAEoCUIY4kEBAvpBEQoPam9ibWVzaC5kZXYvUnVuEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgDEg4KBmZvbGxvdxgDIAEoCCI5ChNUYWlsUnVuTG9nc1Jlc3BvbnNlEiIKBWxpbmVzGAEgAygLMhMuam9ibWVzaC52MS5Mb2dMaW5lIoUBChZQcmV2aWV3U2NoZWR1bGVSZXF1ZXN0EiwKCHNjaGVkdWxlGAEgASgLMhQuam9ibWVzaC52MS5TY2hlZHVsZUIE4kEBAhINCgVjb3VudBgCIAEoBRIuCgphZnRlcl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJcChdQcmV2aWV3U2NoZWR1bGVSZXNwb25zZRIuCgpmaXJlX3RpbWVzGAEgAygLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0aW1lX3pvbmUYAiABKAkiYQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIOCgZmaWx0ZXIYAyABKAkSEAoIb3JkZXJfYnkYBCABKAkiYAoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLAoMYXVkaXRfZXZlbnRzGAEgAygLMhYuam9ibWVzaC52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTK+BQoNU2VhcmNoU2VydmljZRJFCghMaXN0Sm9icxIbLmpvYm1lc2gudjEuTGlzdEpvYnNSZXF1ZXN0Ghwuam9ibWVzaC52MS5MaXN0Sm9ic1Jlc3BvbnNlElAKCExpc3RSdW5zEhsuam9ibWVzaC52MS5MaXN0UnVuc1JlcXVlc3QaHC5qb2JtZXNoLnYxLkxpc3RSdW5zUmVzcG9uc2UiCdpBBnBhcmVudBJICgZHZXRSdW4SGS5qb2JtZXNoLnYxLkdldFJ1blJlcXVlc3QaGi5qb2JtZXNoLnYxLkdldFJ1blJlc3BvbnNlIgfaQQRuYW1lElUKCVdhdGNoUnVucxIcLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuV2F0Y2hSdW5zUmVzcG9uc2UiCdpBBnBhcmVudDABElMKCUNvdW50UnVucxIcLmpvYm1lc2gudjEuQ291bnRSdW5zUmVxdWVzdBodLmpvYm1lc2gudjEuQ291bnRSdW5zUmVzcG9uc2UiCdpBBnBhcmVudBJZCgtUYWlsUnVuTG9ncxIeLmpvYm1lc2gudjEuVGFpbFJ1bkxvZ3NSZXF1ZXN0Gh8uam9ibWVzaC52MS5UYWlsUnVuTG9nc1Jlc3BvbnNlIgfaQQRuYW1lMAESZwoPUHJldmlld1NjaGVkdWxlEiIuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXF1ZXN0GiMuam9ibWVzaC52MS5QcmV2aWV3U2NoZWR1bGVSZXNwb25zZSIL2kEIc2NoZWR1bGUSWgoPTGlzdEF1ZGl0RXZlbnRzEiIuam9ibWVzaC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiMuam9ibWVzaC52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZUJrCg5kZXYuam9ibWVzaC52MUISU2VhcmNoU2VydmljZVByb3RvUAFaNmdpdGh1Yi5jb20vam9ibWVzaC9qb2JtZXNoL2dlbi9nby9qb2JtZXNoL3YxO2pvYm1lc2h2MaoCCkpvYm1lc2guVjFiBnByb3RvMw", [file_google_api_client, file_google_api_field_behavior, file_google_api_resource, file_google_protobuf_timestamp, file_jobmesh_v1_audit, file_jobmesh_v1_job, file_jobmesh_v1_run]);
 
 /**
  * Request for `ListJobs`.
@@ -274,6 +274,15 @@ export type WatchRunsRequest = Message<"jobmesh.v1.WatchRunsRequest"> & {
    * @generated from field: bool show_upcoming = 5;
    */
   showUpcoming: boolean;
+
+  /**
+   * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+   * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+   * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+   *
+   * @generated from field: bool include_run_counts = 6;
+   */
+  includeRunCounts: boolean;
 };
 
 /**
@@ -302,6 +311,14 @@ export type WatchRunsResponse = Message<"jobmesh.v1.WatchRunsResponse"> & {
    * @generated from field: string resume_token = 2;
    */
   resumeToken: string;
+
+  /**
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   *
+   * @generated from field: jobmesh.v1.RunCounts run_counts = 3;
+   */
+  runCounts?: RunCounts | undefined;
 };
 
 /**
@@ -310,6 +327,127 @@ export type WatchRunsResponse = Message<"jobmesh.v1.WatchRunsResponse"> & {
  */
 export const WatchRunsResponseSchema: GenMessage<WatchRunsResponse> = /*@__PURE__*/
   messageDesc(file_jobmesh_v1_search_service, 7);
+
+/**
+ * Request for `CountRuns`.
+ *
+ * @generated from message jobmesh.v1.CountRunsRequest
+ */
+export type CountRunsRequest = Message<"jobmesh.v1.CountRunsRequest"> & {
+  /**
+   * `jobs/-`: the runs of every job the caller may read.
+   *
+   * @generated from field: string parent = 1;
+   */
+  parent: string;
+};
+
+/**
+ * Describes the message jobmesh.v1.CountRunsRequest.
+ * Use `create(CountRunsRequestSchema)` to create a new message.
+ */
+export const CountRunsRequestSchema: GenMessage<CountRunsRequest> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 8);
+
+/**
+ * Response for `CountRuns`.
+ *
+ * @generated from message jobmesh.v1.CountRunsResponse
+ */
+export type CountRunsResponse = Message<"jobmesh.v1.CountRunsResponse"> & {
+  /**
+   * The counts.
+   *
+   * @generated from field: jobmesh.v1.RunCounts run_counts = 1;
+   */
+  runCounts?: RunCounts | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.CountRunsResponse.
+ * Use `create(CountRunsResponseSchema)` to create a new message.
+ */
+export const CountRunsResponseSchema: GenMessage<CountRunsResponse> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 9);
+
+/**
+ * The mesh's counts of runs, in the namespaces the caller may read.
+ *
+ * @generated from message jobmesh.v1.RunCounts
+ */
+export type RunCounts = Message<"jobmesh.v1.RunCounts"> & {
+  /**
+   * One entry per namespace, queue and state that holds runs, ordered by namespace, queue and state.
+   *
+   * @generated from field: repeated jobmesh.v1.RunCount counts = 1;
+   */
+  counts: RunCount[];
+
+  /**
+   * When the counts were read.
+   *
+   * @generated from field: google.protobuf.Timestamp read_time = 2;
+   */
+  readTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message jobmesh.v1.RunCounts.
+ * Use `create(RunCountsSchema)` to create a new message.
+ */
+export const RunCountsSchema: GenMessage<RunCounts> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 10);
+
+/**
+ * The runs of one namespace and queue in one state.
+ *
+ * @generated from message jobmesh.v1.RunCount
+ */
+export type RunCount = Message<"jobmesh.v1.RunCount"> & {
+  /**
+   * The runs' namespace.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The runs' queue.
+   *
+   * @generated from field: string queue = 2;
+   */
+  queue: string;
+
+  /**
+   * The runs' state.
+   *
+   * @generated from field: jobmesh.v1.RunState state = 3;
+   */
+  state: RunState;
+
+  /**
+   * How many runs are in that state: what `ListRuns` lists with the same filter. For
+   * `RUN_STATE_SCHEDULED`, upcoming runs are left out (see `upcoming_run_count`).
+   *
+   * @generated from field: int64 run_count = 4;
+   */
+  runCount: bigint;
+
+  /**
+   * For `RUN_STATE_SCHEDULED`: the upcoming runs, made ahead of their time and not yet due, which `ListRuns`
+   * lists only with `show_upcoming`. 0 for the other states.
+   *
+   * @generated from field: int64 upcoming_run_count = 5;
+   */
+  upcomingRunCount: bigint;
+};
+
+/**
+ * Describes the message jobmesh.v1.RunCount.
+ * Use `create(RunCountSchema)` to create a new message.
+ */
+export const RunCountSchema: GenMessage<RunCount> = /*@__PURE__*/
+  messageDesc(file_jobmesh_v1_search_service, 11);
 
 /**
  * Request for `TailRunLogs`.
@@ -344,7 +482,7 @@ export type TailRunLogsRequest = Message<"jobmesh.v1.TailRunLogsRequest"> & {
  * Use `create(TailRunLogsRequestSchema)` to create a new message.
  */
 export const TailRunLogsRequestSchema: GenMessage<TailRunLogsRequest> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 8);
+  messageDesc(file_jobmesh_v1_search_service, 12);
 
 /**
  * Response for `TailRunLogs`.
@@ -365,7 +503,7 @@ export type TailRunLogsResponse = Message<"jobmesh.v1.TailRunLogsResponse"> & {
  * Use `create(TailRunLogsResponseSchema)` to create a new message.
  */
 export const TailRunLogsResponseSchema: GenMessage<TailRunLogsResponse> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 9);
+  messageDesc(file_jobmesh_v1_search_service, 13);
 
 /**
  * Request for `PreviewSchedule`.
@@ -400,7 +538,7 @@ export type PreviewScheduleRequest = Message<"jobmesh.v1.PreviewScheduleRequest"
  * Use `create(PreviewScheduleRequestSchema)` to create a new message.
  */
 export const PreviewScheduleRequestSchema: GenMessage<PreviewScheduleRequest> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 10);
+  messageDesc(file_jobmesh_v1_search_service, 14);
 
 /**
  * Response for `PreviewSchedule`.
@@ -429,7 +567,7 @@ export type PreviewScheduleResponse = Message<"jobmesh.v1.PreviewScheduleRespons
  * Use `create(PreviewScheduleResponseSchema)` to create a new message.
  */
 export const PreviewScheduleResponseSchema: GenMessage<PreviewScheduleResponse> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 11);
+  messageDesc(file_jobmesh_v1_search_service, 15);
 
 /**
  * Request for `ListAuditEvents`.
@@ -471,7 +609,7 @@ export type ListAuditEventsRequest = Message<"jobmesh.v1.ListAuditEventsRequest"
  * Use `create(ListAuditEventsRequestSchema)` to create a new message.
  */
 export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 12);
+  messageDesc(file_jobmesh_v1_search_service, 16);
 
 /**
  * Response for `ListAuditEvents`.
@@ -499,7 +637,7 @@ export type ListAuditEventsResponse = Message<"jobmesh.v1.ListAuditEventsRespons
  * Use `create(ListAuditEventsResponseSchema)` to create a new message.
  */
 export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_jobmesh_v1_search_service, 13);
+  messageDesc(file_jobmesh_v1_search_service, 17);
 
 /**
  * Reads: lists, lookups and live streams of jobs and runs.
@@ -573,6 +711,19 @@ export const SearchService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRunsRequestSchema;
     output: typeof WatchRunsResponseSchema;
+  },
+  /**
+   * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+   * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+   * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+   * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+   *
+   * @generated from rpc jobmesh.v1.SearchService.CountRuns
+   */
+  countRuns: {
+    methodKind: "unary";
+    input: typeof CountRunsRequestSchema;
+    output: typeof CountRunsResponseSchema;
   },
   /**
    * Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).

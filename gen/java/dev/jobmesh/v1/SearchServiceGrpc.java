@@ -153,6 +153,37 @@ public final class SearchServiceGrpc {
     return getWatchRunsMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.CountRunsRequest,
+      dev.jobmesh.v1.CountRunsResponse> getCountRunsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "CountRuns",
+      requestType = dev.jobmesh.v1.CountRunsRequest.class,
+      responseType = dev.jobmesh.v1.CountRunsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.jobmesh.v1.CountRunsRequest,
+      dev.jobmesh.v1.CountRunsResponse> getCountRunsMethod() {
+    io.grpc.MethodDescriptor<dev.jobmesh.v1.CountRunsRequest, dev.jobmesh.v1.CountRunsResponse> getCountRunsMethod;
+    if ((getCountRunsMethod = SearchServiceGrpc.getCountRunsMethod) == null) {
+      synchronized (SearchServiceGrpc.class) {
+        if ((getCountRunsMethod = SearchServiceGrpc.getCountRunsMethod) == null) {
+          SearchServiceGrpc.getCountRunsMethod = getCountRunsMethod =
+              io.grpc.MethodDescriptor.<dev.jobmesh.v1.CountRunsRequest, dev.jobmesh.v1.CountRunsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "CountRuns"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.CountRunsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.jobmesh.v1.CountRunsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new SearchServiceMethodDescriptorSupplier("CountRuns"))
+              .build();
+        }
+      }
+    }
+    return getCountRunsMethod;
+  }
+
   private static volatile io.grpc.MethodDescriptor<dev.jobmesh.v1.TailRunLogsRequest,
       dev.jobmesh.v1.TailRunLogsResponse> getTailRunLogsMethod;
 
@@ -377,6 +408,19 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
+     * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+     * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+     * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+     * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+     * </pre>
+     */
+    default void countRuns(dev.jobmesh.v1.CountRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.CountRunsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCountRunsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
      * Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
      * </pre>
      */
@@ -524,6 +568,20 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
+     * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+     * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+     * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+     * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+     * </pre>
+     */
+    public void countRuns(dev.jobmesh.v1.CountRunsRequest request,
+        io.grpc.stub.StreamObserver<dev.jobmesh.v1.CountRunsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getCountRunsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
      * Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
      * </pre>
      */
@@ -640,6 +698,19 @@ public final class SearchServiceGrpc {
         watchRuns(dev.jobmesh.v1.WatchRunsRequest request) {
       return io.grpc.stub.ClientCalls.blockingV2ServerStreamingCall(
           getChannel(), getWatchRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+     * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+     * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+     * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+     * </pre>
+     */
+    public dev.jobmesh.v1.CountRunsResponse countRuns(dev.jobmesh.v1.CountRunsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getCountRunsMethod(), getCallOptions(), request);
     }
 
     /**
@@ -762,6 +833,19 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
+     * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+     * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+     * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+     * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+     * </pre>
+     */
+    public dev.jobmesh.v1.CountRunsResponse countRuns(dev.jobmesh.v1.CountRunsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getCountRunsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Streams a run's log lines, then follows new ones until the run ends (when `follow` is set).
      * </pre>
      */
@@ -863,6 +947,20 @@ public final class SearchServiceGrpc {
 
     /**
      * <pre>
+     * Counts the runs per namespace, queue and state in the namespaces the caller may read (`parent` =
+     * `jobs/-`). The mesh keeps the counts as runs change: reading them costs a few rows, whatever the
+     * number of runs. Each count equals what `ListRuns` lists with that `state` (and `namespace` and `queue`)
+     * filter; upcoming runs, which `ListRuns` lists only with `show_upcoming`, are counted apart.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.jobmesh.v1.CountRunsResponse> countRuns(
+        dev.jobmesh.v1.CountRunsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getCountRunsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
      * The next fire times of a schedule, computed as the watcher computes them (time zone, daylight saving,
      * `start_time` and `end_time` included; a job's jitter is not applied). Nothing is written: a dashboard
      * shows them for a job, or for a schedule being typed.
@@ -890,9 +988,10 @@ public final class SearchServiceGrpc {
   private static final int METHODID_LIST_RUNS = 1;
   private static final int METHODID_GET_RUN = 2;
   private static final int METHODID_WATCH_RUNS = 3;
-  private static final int METHODID_TAIL_RUN_LOGS = 4;
-  private static final int METHODID_PREVIEW_SCHEDULE = 5;
-  private static final int METHODID_LIST_AUDIT_EVENTS = 6;
+  private static final int METHODID_COUNT_RUNS = 4;
+  private static final int METHODID_TAIL_RUN_LOGS = 5;
+  private static final int METHODID_PREVIEW_SCHEDULE = 6;
+  private static final int METHODID_LIST_AUDIT_EVENTS = 7;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -926,6 +1025,10 @@ public final class SearchServiceGrpc {
         case METHODID_WATCH_RUNS:
           serviceImpl.watchRuns((dev.jobmesh.v1.WatchRunsRequest) request,
               (io.grpc.stub.StreamObserver<dev.jobmesh.v1.WatchRunsResponse>) responseObserver);
+          break;
+        case METHODID_COUNT_RUNS:
+          serviceImpl.countRuns((dev.jobmesh.v1.CountRunsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.jobmesh.v1.CountRunsResponse>) responseObserver);
           break;
         case METHODID_TAIL_RUN_LOGS:
           serviceImpl.tailRunLogs((dev.jobmesh.v1.TailRunLogsRequest) request,
@@ -985,6 +1088,13 @@ public final class SearchServiceGrpc {
               dev.jobmesh.v1.WatchRunsRequest,
               dev.jobmesh.v1.WatchRunsResponse>(
                 service, METHODID_WATCH_RUNS)))
+        .addMethod(
+          getCountRunsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.jobmesh.v1.CountRunsRequest,
+              dev.jobmesh.v1.CountRunsResponse>(
+                service, METHODID_COUNT_RUNS)))
         .addMethod(
           getTailRunLogsMethod(),
           io.grpc.stub.ServerCalls.asyncServerStreamingCall(
@@ -1058,6 +1168,7 @@ public final class SearchServiceGrpc {
               .addMethod(getListRunsMethod())
               .addMethod(getGetRunMethod())
               .addMethod(getWatchRunsMethod())
+              .addMethod(getCountRunsMethod())
               .addMethod(getTailRunLogsMethod())
               .addMethod(getPreviewScheduleMethod())
               .addMethod(getListAuditEventsMethod())

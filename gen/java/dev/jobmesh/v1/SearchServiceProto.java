@@ -67,6 +67,26 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_jobmesh_v1_WatchRunsResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_CountRunsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_CountRunsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_CountRunsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_CountRunsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_RunCounts_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_RunCounts_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_jobmesh_v1_RunCount_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_jobmesh_v1_RunCount_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_jobmesh_v1_TailRunLogsRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -128,51 +148,67 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
       "PageToken\"=\n\rGetRunRequest\022,\n\004name\030\001 \001(\t" +
       "B\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004name\"3\n\016GetR" +
       "unResponse\022!\n\003run\030\001 \001(\0132\017.jobmesh.v1.Run" +
-      "R\003run\"\320\001\n\020WatchRunsRequest\0220\n\006parent\030\001 \001" +
+      "R\003run\"\376\001\n\020WatchRunsRequest\0220\n\006parent\030\001 \001" +
       "(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006parent\022\026\n\006" +
       "filter\030\002 \001(\tR\006filter\022*\n\021initial_page_siz" +
       "e\030\003 \001(\005R\017initialPageSize\022!\n\014resume_token" +
       "\030\004 \001(\tR\013resumeToken\022#\n\rshow_upcoming\030\005 \001" +
-      "(\010R\014showUpcoming\"[\n\021WatchRunsResponse\022#\n" +
-      "\004runs\030\001 \003(\0132\017.jobmesh.v1.RunR\004runs\022!\n\014re" +
-      "sume_token\030\002 \001(\tR\013resumeToken\"\201\001\n\022TailRu" +
-      "nLogsRequest\022,\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017job" +
-      "mesh.dev/RunR\004name\022%\n\016after_sequence\030\002 \001" +
-      "(\003R\rafterSequence\022\026\n\006follow\030\003 \001(\010R\006follo" +
-      "w\"@\n\023TailRunLogsResponse\022)\n\005lines\030\001 \003(\0132" +
-      "\023.jobmesh.v1.LogLineR\005lines\"\241\001\n\026PreviewS" +
-      "cheduleRequest\0226\n\010schedule\030\001 \001(\0132\024.jobme" +
-      "sh.v1.ScheduleB\004\342A\001\002R\010schedule\022\024\n\005count\030" +
-      "\002 \001(\005R\005count\0229\n\nafter_time\030\003 \001(\0132\032.googl" +
-      "e.protobuf.TimestampR\tafterTime\"q\n\027Previ" +
-      "ewScheduleResponse\0229\n\nfire_times\030\001 \003(\0132\032" +
-      ".google.protobuf.TimestampR\tfireTimes\022\033\n" +
-      "\ttime_zone\030\002 \001(\tR\010timeZone\"\207\001\n\026ListAudit" +
-      "EventsRequest\022\033\n\tpage_size\030\001 \001(\005R\010pageSi" +
-      "ze\022\035\n\npage_token\030\002 \001(\tR\tpageToken\022\026\n\006fil" +
-      "ter\030\003 \001(\tR\006filter\022\031\n\010order_by\030\004 \001(\tR\007ord" +
-      "erBy\"|\n\027ListAuditEventsResponse\0229\n\014audit" +
-      "_events\030\001 \003(\0132\026.jobmesh.v1.AuditEventR\013a" +
-      "uditEvents\022&\n\017next_page_token\030\002 \001(\tR\rnex" +
-      "tPageToken2\351\004\n\rSearchService\022E\n\010ListJobs" +
-      "\022\033.jobmesh.v1.ListJobsRequest\032\034.jobmesh." +
-      "v1.ListJobsResponse\022P\n\010ListRuns\022\033.jobmes" +
-      "h.v1.ListRunsRequest\032\034.jobmesh.v1.ListRu" +
-      "nsResponse\"\t\332A\006parent\022H\n\006GetRun\022\031.jobmes" +
-      "h.v1.GetRunRequest\032\032.jobmesh.v1.GetRunRe" +
-      "sponse\"\007\332A\004name\022U\n\tWatchRuns\022\034.jobmesh.v" +
-      "1.WatchRunsRequest\032\035.jobmesh.v1.WatchRun" +
-      "sResponse\"\t\332A\006parent0\001\022Y\n\013TailRunLogs\022\036." +
-      "jobmesh.v1.TailRunLogsRequest\032\037.jobmesh." +
-      "v1.TailRunLogsResponse\"\007\332A\004name0\001\022g\n\017Pre" +
-      "viewSchedule\022\".jobmesh.v1.PreviewSchedul" +
-      "eRequest\032#.jobmesh.v1.PreviewScheduleRes" +
-      "ponse\"\013\332A\010schedule\022Z\n\017ListAuditEvents\022\"." +
-      "jobmesh.v1.ListAuditEventsRequest\032#.jobm" +
-      "esh.v1.ListAuditEventsResponseBk\n\016dev.jo" +
-      "bmesh.v1B\022SearchServiceProtoP\001Z6github.c" +
-      "om/jobmesh/jobmesh/gen/go/jobmesh/v1;job" +
-      "meshv1\252\002\nJobmesh.V1b\006proto3"
+      "(\010R\014showUpcoming\022,\n\022include_run_counts\030\006" +
+      " \001(\010R\020includeRunCounts\"\221\001\n\021WatchRunsResp" +
+      "onse\022#\n\004runs\030\001 \003(\0132\017.jobmesh.v1.RunR\004run" +
+      "s\022!\n\014resume_token\030\002 \001(\tR\013resumeToken\0224\n\n" +
+      "run_counts\030\003 \001(\0132\025.jobmesh.v1.RunCountsR" +
+      "\trunCounts\"D\n\020CountRunsRequest\0220\n\006parent" +
+      "\030\001 \001(\tB\030\342A\001\002\372A\021\022\017jobmesh.dev/RunR\006parent" +
+      "\"I\n\021CountRunsResponse\0224\n\nrun_counts\030\001 \001(" +
+      "\0132\025.jobmesh.v1.RunCountsR\trunCounts\"r\n\tR" +
+      "unCounts\022,\n\006counts\030\001 \003(\0132\024.jobmesh.v1.Ru" +
+      "nCountR\006counts\0227\n\tread_time\030\002 \001(\0132\032.goog" +
+      "le.protobuf.TimestampR\010readTime\"\265\001\n\010RunC" +
+      "ount\022\034\n\tnamespace\030\001 \001(\tR\tnamespace\022\024\n\005qu" +
+      "eue\030\002 \001(\tR\005queue\022*\n\005state\030\003 \001(\0162\024.jobmes" +
+      "h.v1.RunStateR\005state\022\033\n\trun_count\030\004 \001(\003R" +
+      "\010runCount\022,\n\022upcoming_run_count\030\005 \001(\003R\020u" +
+      "pcomingRunCount\"\201\001\n\022TailRunLogsRequest\022," +
+      "\n\004name\030\001 \001(\tB\030\342A\001\002\372A\021\n\017jobmesh.dev/RunR\004" +
+      "name\022%\n\016after_sequence\030\002 \001(\003R\rafterSeque" +
+      "nce\022\026\n\006follow\030\003 \001(\010R\006follow\"@\n\023TailRunLo" +
+      "gsResponse\022)\n\005lines\030\001 \003(\0132\023.jobmesh.v1.L" +
+      "ogLineR\005lines\"\241\001\n\026PreviewScheduleRequest" +
+      "\0226\n\010schedule\030\001 \001(\0132\024.jobmesh.v1.Schedule" +
+      "B\004\342A\001\002R\010schedule\022\024\n\005count\030\002 \001(\005R\005count\0229" +
+      "\n\nafter_time\030\003 \001(\0132\032.google.protobuf.Tim" +
+      "estampR\tafterTime\"q\n\027PreviewScheduleResp" +
+      "onse\0229\n\nfire_times\030\001 \003(\0132\032.google.protob" +
+      "uf.TimestampR\tfireTimes\022\033\n\ttime_zone\030\002 \001" +
+      "(\tR\010timeZone\"\207\001\n\026ListAuditEventsRequest\022" +
+      "\033\n\tpage_size\030\001 \001(\005R\010pageSize\022\035\n\npage_tok" +
+      "en\030\002 \001(\tR\tpageToken\022\026\n\006filter\030\003 \001(\tR\006fil" +
+      "ter\022\031\n\010order_by\030\004 \001(\tR\007orderBy\"|\n\027ListAu" +
+      "ditEventsResponse\0229\n\014audit_events\030\001 \003(\0132" +
+      "\026.jobmesh.v1.AuditEventR\013auditEvents\022&\n\017" +
+      "next_page_token\030\002 \001(\tR\rnextPageToken2\276\005\n" +
+      "\rSearchService\022E\n\010ListJobs\022\033.jobmesh.v1." +
+      "ListJobsRequest\032\034.jobmesh.v1.ListJobsRes" +
+      "ponse\022P\n\010ListRuns\022\033.jobmesh.v1.ListRunsR" +
+      "equest\032\034.jobmesh.v1.ListRunsResponse\"\t\332A" +
+      "\006parent\022H\n\006GetRun\022\031.jobmesh.v1.GetRunReq" +
+      "uest\032\032.jobmesh.v1.GetRunResponse\"\007\332A\004nam" +
+      "e\022U\n\tWatchRuns\022\034.jobmesh.v1.WatchRunsReq" +
+      "uest\032\035.jobmesh.v1.WatchRunsResponse\"\t\332A\006" +
+      "parent0\001\022S\n\tCountRuns\022\034.jobmesh.v1.Count" +
+      "RunsRequest\032\035.jobmesh.v1.CountRunsRespon" +
+      "se\"\t\332A\006parent\022Y\n\013TailRunLogs\022\036.jobmesh.v" +
+      "1.TailRunLogsRequest\032\037.jobmesh.v1.TailRu" +
+      "nLogsResponse\"\007\332A\004name0\001\022g\n\017PreviewSched" +
+      "ule\022\".jobmesh.v1.PreviewScheduleRequest\032" +
+      "#.jobmesh.v1.PreviewScheduleResponse\"\013\332A" +
+      "\010schedule\022Z\n\017ListAuditEvents\022\".jobmesh.v" +
+      "1.ListAuditEventsRequest\032#.jobmesh.v1.Li" +
+      "stAuditEventsResponseBk\n\016dev.jobmesh.v1B" +
+      "\022SearchServiceProtoP\001Z6github.com/jobmes" +
+      "h/jobmesh/gen/go/jobmesh/v1;jobmeshv1\252\002\n" +
+      "Jobmesh.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -226,45 +262,69 @@ public final class SearchServiceProto extends com.google.protobuf.GeneratedFile 
     internal_static_jobmesh_v1_WatchRunsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_WatchRunsRequest_descriptor,
-        new java.lang.String[] { "Parent", "Filter", "InitialPageSize", "ResumeToken", "ShowUpcoming", });
+        new java.lang.String[] { "Parent", "Filter", "InitialPageSize", "ResumeToken", "ShowUpcoming", "IncludeRunCounts", });
     internal_static_jobmesh_v1_WatchRunsResponse_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_jobmesh_v1_WatchRunsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_WatchRunsResponse_descriptor,
-        new java.lang.String[] { "Runs", "ResumeToken", });
-    internal_static_jobmesh_v1_TailRunLogsRequest_descriptor =
+        new java.lang.String[] { "Runs", "ResumeToken", "RunCounts", });
+    internal_static_jobmesh_v1_CountRunsRequest_descriptor =
       getDescriptor().getMessageType(8);
+    internal_static_jobmesh_v1_CountRunsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_CountRunsRequest_descriptor,
+        new java.lang.String[] { "Parent", });
+    internal_static_jobmesh_v1_CountRunsResponse_descriptor =
+      getDescriptor().getMessageType(9);
+    internal_static_jobmesh_v1_CountRunsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_CountRunsResponse_descriptor,
+        new java.lang.String[] { "RunCounts", });
+    internal_static_jobmesh_v1_RunCounts_descriptor =
+      getDescriptor().getMessageType(10);
+    internal_static_jobmesh_v1_RunCounts_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_RunCounts_descriptor,
+        new java.lang.String[] { "Counts", "ReadTime", });
+    internal_static_jobmesh_v1_RunCount_descriptor =
+      getDescriptor().getMessageType(11);
+    internal_static_jobmesh_v1_RunCount_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_jobmesh_v1_RunCount_descriptor,
+        new java.lang.String[] { "Namespace", "Queue", "State", "RunCount", "UpcomingRunCount", });
+    internal_static_jobmesh_v1_TailRunLogsRequest_descriptor =
+      getDescriptor().getMessageType(12);
     internal_static_jobmesh_v1_TailRunLogsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_TailRunLogsRequest_descriptor,
         new java.lang.String[] { "Name", "AfterSequence", "Follow", });
     internal_static_jobmesh_v1_TailRunLogsResponse_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(13);
     internal_static_jobmesh_v1_TailRunLogsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_TailRunLogsResponse_descriptor,
         new java.lang.String[] { "Lines", });
     internal_static_jobmesh_v1_PreviewScheduleRequest_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(14);
     internal_static_jobmesh_v1_PreviewScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_PreviewScheduleRequest_descriptor,
         new java.lang.String[] { "Schedule", "Count", "AfterTime", });
     internal_static_jobmesh_v1_PreviewScheduleResponse_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(15);
     internal_static_jobmesh_v1_PreviewScheduleResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_PreviewScheduleResponse_descriptor,
         new java.lang.String[] { "FireTimes", "TimeZone", });
     internal_static_jobmesh_v1_ListAuditEventsRequest_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(16);
     internal_static_jobmesh_v1_ListAuditEventsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ListAuditEventsRequest_descriptor,
         new java.lang.String[] { "PageSize", "PageToken", "Filter", "OrderBy", });
     internal_static_jobmesh_v1_ListAuditEventsResponse_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(17);
     internal_static_jobmesh_v1_ListAuditEventsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_jobmesh_v1_ListAuditEventsResponse_descriptor,

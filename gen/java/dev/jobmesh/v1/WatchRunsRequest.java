@@ -231,6 +231,23 @@ private static final long serialVersionUID = 0L;
     return showUpcoming_;
   }
 
+  public static final int INCLUDE_RUN_COUNTS_FIELD_NUMBER = 6;
+  private boolean includeRunCounts_ = false;
+  /**
+   * <pre>
+   * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+   * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+   * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+   * </pre>
+   *
+   * <code>bool include_run_counts = 6 [json_name = "includeRunCounts"];</code>
+   * @return The includeRunCounts.
+   */
+  @java.lang.Override
+  public boolean getIncludeRunCounts() {
+    return includeRunCounts_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -260,6 +277,9 @@ private static final long serialVersionUID = 0L;
     if (showUpcoming_ != false) {
       output.writeBool(5, showUpcoming_);
     }
+    if (includeRunCounts_ != false) {
+      output.writeBool(6, includeRunCounts_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -280,6 +300,10 @@ private static final long serialVersionUID = 0L;
     if (showUpcoming_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(5, showUpcoming_);
+    }
+    if (includeRunCounts_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, includeRunCounts_);
     }
     return size;
   }
@@ -315,6 +339,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getResumeToken())) return false;
     if (getShowUpcoming()
         != other.getShowUpcoming()) return false;
+    if (getIncludeRunCounts()
+        != other.getIncludeRunCounts()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -337,6 +363,9 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + SHOW_UPCOMING_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getShowUpcoming());
+    hash = (37 * hash) + INCLUDE_RUN_COUNTS_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getIncludeRunCounts());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -477,6 +506,7 @@ private static final long serialVersionUID = 0L;
       initialPageSize_ = 0;
       resumeToken_ = "";
       showUpcoming_ = false;
+      includeRunCounts_ = false;
       return this;
     }
 
@@ -525,6 +555,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.showUpcoming_ = showUpcoming_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.includeRunCounts_ = includeRunCounts_;
+      }
     }
 
     @java.lang.Override
@@ -559,6 +592,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getShowUpcoming() != false) {
         setShowUpcoming(other.getShowUpcoming());
+      }
+      if (other.getIncludeRunCounts() != false) {
+        setIncludeRunCounts(other.getIncludeRunCounts());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -609,6 +645,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 40
+            case 48: {
+              includeRunCounts_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -999,6 +1040,56 @@ private static final long serialVersionUID = 0L;
     public Builder clearShowUpcoming() {
       bitField0_ = (bitField0_ & ~0x00000010);
       showUpcoming_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean includeRunCounts_ ;
+    /**
+     * <pre>
+     * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+     * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+     * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+     * </pre>
+     *
+     * <code>bool include_run_counts = 6 [json_name = "includeRunCounts"];</code>
+     * @return The includeRunCounts.
+     */
+    @java.lang.Override
+    public boolean getIncludeRunCounts() {
+      return includeRunCounts_;
+    }
+    /**
+     * <pre>
+     * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+     * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+     * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+     * </pre>
+     *
+     * <code>bool include_run_counts = 6 [json_name = "includeRunCounts"];</code>
+     * @param value The includeRunCounts to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIncludeRunCounts(boolean value) {
+
+      includeRunCounts_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+     * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+     * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+     * </pre>
+     *
+     * <code>bool include_run_counts = 6 [json_name = "includeRunCounts"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIncludeRunCounts() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      includeRunCounts_ = false;
       onChanged();
       return this;
     }

@@ -94,4 +94,16 @@ public interface WatchRunsRequestOrBuilder extends
    * @return The showUpcoming.
    */
   boolean getShowUpcoming();
+
+  /**
+   * <pre>
+   * Also stream the mesh's counts of runs (`WatchRunsResponse.run_counts`), as `CountRuns` gives them: in
+   * the first message, then whenever they changed, at most about once a second. Only with `parent` =
+   * `jobs/-`; the counts cover every run the caller may read, whatever the filter.
+   * </pre>
+   *
+   * <code>bool include_run_counts = 6 [json_name = "includeRunCounts"];</code>
+   * @return The includeRunCounts.
+   */
+  boolean getIncludeRunCounts();
 }

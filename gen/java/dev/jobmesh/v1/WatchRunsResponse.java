@@ -54,6 +54,7 @@ private static final long serialVersionUID = 0L;
             dev.jobmesh.v1.WatchRunsResponse.class, dev.jobmesh.v1.WatchRunsResponse.Builder.class);
   }
 
+  private int bitField0_;
   public static final int RUNS_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private java.util.List<dev.jobmesh.v1.Run> runs_;
@@ -162,6 +163,47 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int RUN_COUNTS_FIELD_NUMBER = 3;
+  private dev.jobmesh.v1.RunCounts runCounts_;
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   * @return Whether the runCounts field is set.
+   */
+  @java.lang.Override
+  public boolean hasRunCounts() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   * @return The runCounts.
+   */
+  @java.lang.Override
+  public dev.jobmesh.v1.RunCounts getRunCounts() {
+    return runCounts_ == null ? dev.jobmesh.v1.RunCounts.getDefaultInstance() : runCounts_;
+  }
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   */
+  @java.lang.Override
+  public dev.jobmesh.v1.RunCountsOrBuilder getRunCountsOrBuilder() {
+    return runCounts_ == null ? dev.jobmesh.v1.RunCounts.getDefaultInstance() : runCounts_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -182,6 +224,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resumeToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, resumeToken_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      output.writeMessage(3, getRunCounts());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -197,6 +242,10 @@ private static final long serialVersionUID = 0L;
         }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(resumeToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, resumeToken_);
+    }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(3, getRunCounts());
     }
     return size;
   }
@@ -226,6 +275,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getRunsList())) return false;
     if (!getResumeToken()
         .equals(other.getResumeToken())) return false;
+    if (hasRunCounts() != other.hasRunCounts()) return false;
+    if (hasRunCounts()) {
+      if (!getRunCounts()
+          .equals(other.getRunCounts())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -243,6 +297,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + RESUME_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getResumeToken().hashCode();
+    if (hasRunCounts()) {
+      hash = (37 * hash) + RUN_COUNTS_FIELD_NUMBER;
+      hash = (53 * hash) + getRunCounts().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -366,13 +424,20 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.jobmesh.v1.WatchRunsResponse.newBuilder()
     private Builder() {
-
+      maybeForceBuilderInitialization();
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-
+      maybeForceBuilderInitialization();
+    }
+    private void maybeForceBuilderInitialization() {
+      if (com.google.protobuf.GeneratedMessage
+              .alwaysUseFieldBuilders) {
+        internalGetRunsFieldBuilder();
+        internalGetRunCountsFieldBuilder();
+      }
     }
     @java.lang.Override
     public Builder clear() {
@@ -386,6 +451,11 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000001);
       resumeToken_ = "";
+      runCounts_ = null;
+      if (runCountsBuilder_ != null) {
+        runCountsBuilder_.dispose();
+        runCountsBuilder_ = null;
+      }
       return this;
     }
 
@@ -435,6 +505,14 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.resumeToken_ = resumeToken_;
       }
+      int to_bitField0_ = 0;
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.runCounts_ = runCountsBuilder_ == null
+            ? runCounts_
+            : runCountsBuilder_.build();
+        to_bitField0_ |= 0x00000001;
+      }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -480,6 +558,9 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000002;
         onChanged();
       }
+      if (other.hasRunCounts()) {
+        mergeRunCounts(other.getRunCounts());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -522,6 +603,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              input.readMessage(
+                  internalGetRunCountsFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -935,6 +1023,170 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000002;
       onChanged();
       return this;
+    }
+
+    private dev.jobmesh.v1.RunCounts runCounts_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.jobmesh.v1.RunCounts, dev.jobmesh.v1.RunCounts.Builder, dev.jobmesh.v1.RunCountsOrBuilder> runCountsBuilder_;
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     * @return Whether the runCounts field is set.
+     */
+    public boolean hasRunCounts() {
+      return ((bitField0_ & 0x00000004) != 0);
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     * @return The runCounts.
+     */
+    public dev.jobmesh.v1.RunCounts getRunCounts() {
+      if (runCountsBuilder_ == null) {
+        return runCounts_ == null ? dev.jobmesh.v1.RunCounts.getDefaultInstance() : runCounts_;
+      } else {
+        return runCountsBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public Builder setRunCounts(dev.jobmesh.v1.RunCounts value) {
+      if (runCountsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        runCounts_ = value;
+      } else {
+        runCountsBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public Builder setRunCounts(
+        dev.jobmesh.v1.RunCounts.Builder builderForValue) {
+      if (runCountsBuilder_ == null) {
+        runCounts_ = builderForValue.build();
+      } else {
+        runCountsBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public Builder mergeRunCounts(dev.jobmesh.v1.RunCounts value) {
+      if (runCountsBuilder_ == null) {
+        if (((bitField0_ & 0x00000004) != 0) &&
+          runCounts_ != null &&
+          runCounts_ != dev.jobmesh.v1.RunCounts.getDefaultInstance()) {
+          getRunCountsBuilder().mergeFrom(value);
+        } else {
+          runCounts_ = value;
+        }
+      } else {
+        runCountsBuilder_.mergeFrom(value);
+      }
+      if (runCounts_ != null) {
+        bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public Builder clearRunCounts() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      runCounts_ = null;
+      if (runCountsBuilder_ != null) {
+        runCountsBuilder_.dispose();
+        runCountsBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public dev.jobmesh.v1.RunCounts.Builder getRunCountsBuilder() {
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return internalGetRunCountsFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    public dev.jobmesh.v1.RunCountsOrBuilder getRunCountsOrBuilder() {
+      if (runCountsBuilder_ != null) {
+        return runCountsBuilder_.getMessageOrBuilder();
+      } else {
+        return runCounts_ == null ?
+            dev.jobmesh.v1.RunCounts.getDefaultInstance() : runCounts_;
+      }
+    }
+    /**
+     * <pre>
+     * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+     * message may hold counts and no runs). Unset otherwise.
+     * </pre>
+     *
+     * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.jobmesh.v1.RunCounts, dev.jobmesh.v1.RunCounts.Builder, dev.jobmesh.v1.RunCountsOrBuilder> 
+        internalGetRunCountsFieldBuilder() {
+      if (runCountsBuilder_ == null) {
+        runCountsBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.jobmesh.v1.RunCounts, dev.jobmesh.v1.RunCounts.Builder, dev.jobmesh.v1.RunCountsOrBuilder>(
+                getRunCounts(),
+                getParentForChildren(),
+                isClean());
+        runCounts_ = null;
+      }
+      return runCountsBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:jobmesh.v1.WatchRunsResponse)

@@ -73,4 +73,34 @@ public interface WatchRunsResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getResumeTokenBytes();
+
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   * @return Whether the runCounts field is set.
+   */
+  boolean hasRunCounts();
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   * @return The runCounts.
+   */
+  dev.jobmesh.v1.RunCounts getRunCounts();
+  /**
+   * <pre>
+   * With `include_run_counts`: the counts, when they changed since the last message that held them (a
+   * message may hold counts and no runs). Unset otherwise.
+   * </pre>
+   *
+   * <code>.jobmesh.v1.RunCounts run_counts = 3 [json_name = "runCounts"];</code>
+   */
+  dev.jobmesh.v1.RunCountsOrBuilder getRunCountsOrBuilder();
 }
