@@ -2,7 +2,9 @@
 # Jaeger all-in-one, pinned, built from the Go module proxy into .jobmesh/tools/bin (`make install` runs this
 # when this file changes; `make run` does not need it). Only the checks use it: the trace backend of
 # tests/acceptance/test_traces.py (memory storage, OTLP in and its query API on loopback ports). It builds at
-# the lowest priority, and only when the binary at this version is missing: BUILD_FIGURES below.
+# the lowest priority, and only when the binary at this version is missing: with empty Go build and module
+# caches it took 4 min 21 s (249 CPU-seconds, 2.1 GB of memory at most) on a shared 2-core machine
+# (2026-12-05, load 5 to 12), 8 min 41 s at load 13 to 16; with warm ones 8 s. The binary is 52 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
