@@ -131,17 +131,22 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@contextlib.contextmanager
-def jaeger(folder: Path) -> Iterator[Jaeger]:
-    """Jaeger all-in-one while the block runs, its log in `folder`: a failure under CI when it is not built,
-    a skip elsewhere."""
+def built_jaeger() -> Path:
+    """The binary: a failure under CI when it is not built, a skip elsewhere."""
     if not JAEGER.exists():
         missing(f"{JAEGER} is missing: `make install` builds it ({INSTALLER.relative_to(REPO)})")
+    return JAEGER
+
+
+@contextlib.contextmanager
+def jaeger(folder: Path) -> Iterator[Jaeger]:
+    """Jaeger all-in-one while the block runs, its log in `folder` (see `built_jaeger`)."""
+    binary = built_jaeger()
     ports = {listener: free_port() for listener in _LISTENERS}
     log_path = folder / "jaeger.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [str(JAEGER), *(f"--{listener}=127.0.0.1:{port}" for listener, port in ports.items())],
+            [str(binary), *(f"--{listener}=127.0.0.1:{port}" for listener, port in ports.items())],
             env={
                 "SPAN_STORAGE_TYPE": "memory",
                 # It traces itself over OTLP (to localhost:4317 by default): no span, and only to itself.

@@ -18,9 +18,9 @@ from jobmesh.adapters.queue.codec import topic_of
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.run_traces import root_span_id_of, trace_id_hex
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
-from tests.acceptance.jaeger import INSTALLER, JAEGER, FoundSpan, Jaeger, jaeger
+from tests.acceptance.jaeger import INSTALLER, FoundSpan, Jaeger, built_jaeger, jaeger
 from tests.acceptance.mesh import Mesh, command_job, create, wait_for_run, warm_up
-from tests.support import eventually, missing
+from tests.support import eventually
 
 pytestmark = pytest.mark.processes
 
@@ -260,10 +260,9 @@ def test_every_logged_line_is_json(mesh: Mesh, traced: Jaeger) -> None:
 
 
 def test_jaeger_is_the_pinned_version() -> None:
-    if not JAEGER.exists():
-        missing(f"{JAEGER} is missing: `make install` builds it ({INSTALLER.name})")
+    binary = built_jaeger()
     pinned = next(
         line.split("=", 1)[1] for line in INSTALLER.read_text().splitlines() if line.startswith("JAEGER=")
     )
-    done = subprocess.run([str(JAEGER), "version"], capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run([str(binary), "version"], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout.strip().splitlines()[-1])["gitVersion"] == pinned
