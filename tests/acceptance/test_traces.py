@@ -1,10 +1,11 @@
 """Traces and structured logs of the production mesh (server, watcher and executor processes on PostgreSQL,
-Kafka and Redis), exported over OTLP by the standard variables to a trace backend: an OTLP/gRPC receiver in
-the test (`tests.support_traces`), which receives what a collector or Jaeger would."""
+Kafka and Redis), exported over OTLP by the standard variables to a real trace backend, Jaeger all-in-one
+(`tests.acceptance.jaeger`), and found again through its query API."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +18,9 @@ from jobmesh.adapters.queue.codec import topic_of
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.run_traces import root_span_id_of, trace_id_hex
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
+from tests.acceptance.jaeger import INSTALLER, FoundSpan, Jaeger, built_jaeger, jaeger
 from tests.acceptance.mesh import Mesh, command_job, create, wait_for_run, warm_up
-from tests.acceptance.processes import free_port
 from tests.support import eventually
-from tests.support_traces import ReceivedSpan, TraceBackend, otlp_environment, trace_backend
 
 pytestmark = pytest.mark.processes
 
@@ -29,42 +29,41 @@ BATCH = 100
 
 
 @pytest.fixture
-def traced(mesh: Mesh) -> Iterator[TraceBackend]:
-    """The backend, and the mesh's processes exporting to it and logging JSON lines."""
-    port = free_port()
-    with trace_backend(port) as backend:
-        mesh.env.update(otlp_environment(port))
+def traced(mesh: Mesh, tmp_path: Path) -> Iterator[Jaeger]:
+    """Jaeger, and the mesh's processes exporting to it and logging JSON lines."""
+    with jaeger(tmp_path) as backend:
+        mesh.env.update(backend.environment())
         mesh.env["JOBMESH_LOG_FORMAT"] = "json"
         yield backend
         mesh.close()  # their last spans are exported while the backend still listens
 
 
-def _trace_of(backend: TraceBackend, run: str, ends: int) -> list[ReceivedSpan]:
-    """The run's trace once `ends` attempt ends and as many reports are in it."""
+def _trace_of(backend: Jaeger, trace_id: str, ends: int) -> list[FoundSpan]:
+    """A run's trace once `ends` attempt ends and as many reports are in it."""
 
-    def complete() -> list[ReceivedSpan] | None:
-        spans = backend.trace(trace_id_hex(run))
+    def complete() -> list[FoundSpan] | None:
+        spans = backend.trace(trace_id)
         names = [span.name for span in spans]
         done = names.count("jobmesh.attempt.end") >= ends and names.count("jobmesh.attempt.report") >= ends
         return spans if done else None
 
     try:
-        return eventually(complete, 60, f"the trace of {run}")
+        return eventually(complete, 60, f"trace {trace_id}")
     except AssertionError as error:
-        had = sorted((span.service, span.name) for span in backend.trace(trace_id_hex(run)))
+        had = sorted((span.service, span.name) for span in backend.trace(trace_id))
         raise AssertionError(f"{error}; it has {had}") from None
 
 
-def _attempt_of(span: ReceivedSpan) -> int:
+def _attempt_of(span: FoundSpan) -> int:
     return int(str(span.attributes["jobmesh.attempt"]))
 
 
-def _children(spans: list[ReceivedSpan], parent: ReceivedSpan) -> list[ReceivedSpan]:
+def _children(spans: list[FoundSpan], parent: FoundSpan) -> list[FoundSpan]:
     return [span for span in spans if span.parent_id == parent.span_id]
 
 
 def test_a_run_retried_once_is_one_unbroken_trace_from_the_create_call_to_its_result(
-    mesh: Mesh, traced: TraceBackend, tmp_path: Path
+    mesh: Mesh, traced: Jaeger, tmp_path: Path
 ) -> None:
     server = mesh.server()
     mesh.watcher()
@@ -78,8 +77,12 @@ def test_a_run_retried_once_is_one_unbroken_trace_from_the_create_call_to_its_re
         search, run.name, lambda r: r.state == run_pb2.RUN_STATE_SUCCEEDED, 60, "the retry to succeed"
     )
 
-    spans = _trace_of(traced, run.name, ends=2)
+    spans = _trace_of(traced, trace_id_hex(run.name), ends=2)
 
+    found = traced.search("jobmesh-server", tags={"jobmesh.run": run.name})  # as the README searches
+    assert {span.trace_id for span in found} == {trace_id_hex(run.name)}
+    assert {span.trace_id for span in spans} == {trace_id_hex(run.name)}  # one trace
+    assert {"jobmesh-server", "jobmesh-executor"} <= {span.service for span in spans}
     by_id = {span.span_id: span for span in spans}
     assert all(span.parent_id in by_id for span in spans if span.parent_id), "a span's parent is missing"
     [root] = [span for span in spans if not span.parent_id]
@@ -101,21 +104,38 @@ def test_a_run_retried_once_is_one_unbroken_trace_from_the_create_call_to_its_re
         assert (root.trace_id, root.span_id) in attempt.links  # linked to the creation context
         steps = {span.name: span for span in _children(spans, attempt)}
         assert set(steps) == {"jobmesh.attempt.claim", "jobmesh.attempt.run", "jobmesh.attempt.report"}
-        assert steps["jobmesh.attempt.claim"].end_ns <= steps["jobmesh.attempt.run"].start_ns
+        assert steps["jobmesh.attempt.claim"].end_us <= steps["jobmesh.attempt.run"].start_us
     first, second = sorted(attempts, key=_attempt_of)
     assert first.error
     assert first.attributes["jobmesh.state"] == "RUN_STATE_FAILED"
     assert not second.error
     assert second.attributes["jobmesh.state"] == "RUN_STATE_SUCCEEDED"
-    ends = sorted((s for s in spans if s.name == "jobmesh.attempt.end"), key=lambda s: s.start_ns)
+    ends = sorted((s for s in spans if s.name == "jobmesh.attempt.end"), key=lambda s: s.start_us)
     assert [(e.attributes["jobmesh.attempt"], e.attributes["jobmesh.run_state"]) for e in ends] == [
         (1, "SCHEDULED"),
         (2, "SUCCEEDED"),
     ]
     assert all(end.parent_id == root.span_id for end in ends)
     # Each attempt's command saw the trace context of its own run span.
-    runs = sorted((s for s in spans if s.name == "jobmesh.attempt.run"), key=lambda s: s.start_ns)
+    runs = sorted((s for s in spans if s.name == "jobmesh.attempt.run"), key=lambda s: s.start_us)
     assert seen.read_text().split() == [f"00-{root.trace_id}-{span.span_id}-01" for span in runs]
+    # Unbroken: from the final result back to the create call, parent by parent, across Kafka.
+    [report] = [span for span in _children(spans, second) if span.name == "jobmesh.attempt.report"]
+    assert _ancestry(by_id, report) == [
+        ("jobmesh.attempt.report", "jobmesh-executor"),
+        ("jobmesh.attempt", "jobmesh-executor"),
+        ("jobmesh.run.publish", publishes[1].service),
+        ("jobmesh.v1.JobService/CreateJob", "jobmesh-server"),
+    ]
+
+
+def _ancestry(by_id: dict[str, FoundSpan], span: FoundSpan) -> list[tuple[str, str]]:
+    """(name, service) of `span`, its parent, and so on up to its trace's root."""
+    line = [(span.name, span.service)]
+    while span.parent_id:
+        span = by_id[span.parent_id]
+        line.append((span.name, span.service))
+    return line
 
 
 def _traceparents_on_kafka(bootstrap: str, topic: str, wanted: set[str]) -> dict[str, str]:
@@ -151,9 +171,7 @@ def _decoded(headers: list[tuple[str, str | bytes | None]]) -> Iterator[tuple[st
         yield key, value.decode() if isinstance(value, bytes) else value or ""
 
 
-def test_the_runs_of_one_batch_carry_their_own_traceparents_on_kafka(
-    mesh: Mesh, traced: TraceBackend
-) -> None:
+def test_the_runs_of_one_batch_carry_their_own_traceparents_on_kafka(mesh: Mesh, traced: Jaeger) -> None:
     server = mesh.server()
     jobs, _ = mesh.stubs(server)
     requests = [job_service_pb2.CreateJobRequest(job=command_job(mesh.queue, "true")) for _ in range(BATCH)]
@@ -172,18 +190,25 @@ def test_the_runs_of_one_batch_carry_their_own_traceparents_on_kafka(
     for name, traceparent in parents.items():  # each in its own run's trace
         assert traceparent.startswith(f"00-{trace_id_hex(name)}-")
 
-    # The call's server span, and each run's create span linked to it, as the trace backend has them.
-    def named(name: str) -> list[ReceivedSpan]:
-        return [span for span in traced.spans() if span.name == name]
+    # The call's server span, and each run's create span in its own trace, linked to it, as Jaeger has them.
+    def call() -> list[FoundSpan]:
+        spans = traced.search("jobmesh-server", "jobmesh.v1.JobService/BatchCreateJobs")
+        return [span for span in spans if span.name == "jobmesh.v1.JobService/BatchCreateJobs"]
 
-    eventually(lambda: len(named("jobmesh.run.create")) == BATCH, 30, "the runs' create spans")
-    [call] = named("jobmesh.v1.JobService/BatchCreateJobs")
-    creates = named("jobmesh.run.create")
+    [batch_call] = eventually(call, 30, "the call's span")
+
+    def create_spans() -> list[FoundSpan] | None:
+        spans = traced.search("jobmesh-server", "jobmesh.run.create")
+        found = [span for span in spans if span.name == "jobmesh.run.create"]
+        return found if len(found) >= BATCH else None
+
+    creates = eventually(create_spans, 30, "the runs' create spans", interval=0.5)
+    assert len(creates) == BATCH
     assert {s.trace_id for s in creates} == {trace_id_hex(name) for name in runs}
-    assert all((call.trace_id, call.span_id) in s.links for s in creates)
+    assert all((batch_call.trace_id, batch_call.span_id) in s.links for s in creates)
 
 
-def test_json_lines_parse_and_a_dead_letter_names_its_trace(mesh: Mesh, traced: TraceBackend) -> None:
+def test_json_lines_parse_and_a_dead_letter_names_its_trace(mesh: Mesh, traced: Jaeger) -> None:
     server = mesh.server()
     mesh.watcher()
     mesh.executor(server)
@@ -202,7 +227,7 @@ def test_json_lines_parse_and_a_dead_letter_names_its_trace(mesh: Mesh, traced: 
     line = eventually(dead_letter_line, 30, "the dead letter's log line")
     assert line["level"] == "WARNING"
     assert line["trace_id"] == trace_id_hex(run.name)
-    spans = _trace_of(traced, run.name, ends=2)  # the id in the line is a trace the backend has
+    spans = _trace_of(traced, str(line["trace_id"]), ends=2)  # the id in the line is a trace Jaeger has
     end = max((span for span in spans if span.name == "jobmesh.attempt.end"), key=_attempt_of)
     assert (end.attributes["jobmesh.run_state"], end.error) == ("DEAD_LETTERED", True)
 
@@ -219,7 +244,7 @@ def _log_lines(mesh: Mesh) -> list[str]:
     return lines
 
 
-def test_every_logged_line_is_json(mesh: Mesh, traced: TraceBackend) -> None:
+def test_every_logged_line_is_json(mesh: Mesh, traced: Jaeger) -> None:
     server = mesh.server()
     mesh.watcher()
     mesh.executor(server)
@@ -232,3 +257,12 @@ def test_every_logged_line_is_json(mesh: Mesh, traced: TraceBackend) -> None:
     for text in lines:
         line = json.loads(text)  # raises on a line that is not JSON
         assert {"time", "level", "process", "pid", "logger", "message"} <= line.keys()
+
+
+def test_jaeger_is_the_pinned_version() -> None:
+    binary = built_jaeger()
+    pinned = next(
+        line.split("=", 1)[1] for line in INSTALLER.read_text().splitlines() if line.startswith("JAEGER=")
+    )
+    done = subprocess.run([str(binary), "version"], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1])["gitVersion"] == pinned
