@@ -46,6 +46,10 @@ STEP_ASIDE_WAIT = 2.0
 # How long an assignment waits for the group's committed offsets (each ask up to COMMITTED_ASK) before it
 # leaves them to librdkafka.
 COMMITTED_WAIT = 10.0
+# How long close() waits for its lanes' consumers to close. librdkafka's close can wait without end for a
+# group rebalance that no other member finishes; past this the lane's consumer is left behind (its thread
+# does not keep the process alive) and its partitions go to the others after the group's session timeout.
+CLOSE_WAIT = 10.0
 COMMITTED_ASK = 2.0
 
 # A lane consumer whose group has looked for its coordinator this long, with nothing assigned, is opened
@@ -279,13 +283,18 @@ class KafkaRunConsumer:
         # In parallel: a lane consumer closing in the middle of a group join waits for the join, which waits
         # for the group's other members, the other lanes, to answer; they answer only while being served.
         closers = [
-            threading.Thread(target=_close_lane, args=(lane, consumer), name=f"close-{lane}")
+            threading.Thread(target=_close_lane, args=(lane, consumer), name=f"close-{lane}", daemon=True)
             for lane, consumer in self._consumers.items()
         ]
         for closer in closers:
             closer.start()
-        for closer in closers:
-            closer.join()
+        deadline = time.monotonic() + CLOSE_WAIT
+        for lane, closer in zip(self._consumers, closers, strict=True):
+            closer.join(max(deadline - time.monotonic(), 0.0))
+            if closer.is_alive():
+                log.warning(
+                    "the %s lane's Kafka consumer did not close within %.0f s: left behind", lane, CLOSE_WAIT
+                )
         self._on_close(self)
 
     def _reopen_lost_lanes(self) -> None:
