@@ -1,8 +1,8 @@
 """Flow control: how many runs of a concurrency key, and of a queue, may run at once, and how fast a queue's
 runs may start.
 
-All three are decided at claim, across the whole mesh, in the claim's transaction and under the store's lock of
-each key and queue involved (`adapters/store/sql_flow`). A claim over a limit is deferred: the run stays
+All three are decided at claim, across the whole mesh, in the claim's transaction and under the store's lock
+of each key and queue involved (`adapters/store/sql_flow`). A claim over a limit is deferred: the run stays
 pending and its executor claims it again at the deferral's retry time. A run over a limit waits; it never
 fails, and never starts early (lateness is still measured from its schedule time).
 

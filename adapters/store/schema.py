@@ -320,8 +320,8 @@ Index("ix_audit_events_namespace", audit_events.c.namespace, audit_events.c.time
 Index("ix_audit_events_time", audit_events.c.time, audit_events.c.event_id)
 
 # Flow control's gates (`sql_flow`), one row per concurrency key (`key:{key}`), paced queue (`queue:{queue}`)
-# and queue with a concurrency limit (`queue-held:{queue}`): claims that involve them lock them in name order. A paced queue's row keeps its earliest
-# next start.
+# and queue with a concurrency limit (`queue-held:{queue}`): claims that involve them lock them in name order.
+# A paced queue's row keeps its earliest next start.
 flow_gates = Table(
     "flow_gates",
     metadata,

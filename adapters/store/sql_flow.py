@@ -66,8 +66,9 @@ def hold_back(
 ) -> dict[tuple[str, str], FlowDecision]:
     """The flow-control decision of each run about to be granted (`rows`, locked by the claim with their
     jobs' concurrency columns, in the batch's order) that has a concurrency key, or a paced queue or one
-    with a concurrency limit (`queue_limits`); other runs are absent (granted as before). Decided as of `clock` read once the running runs are counted
-    (else `now`): the caller's `now` may precede the end of a run that this claim's count already saw."""
+    with a concurrency limit (`queue_limits`); other runs are absent (granted as before). Decided as of
+    `clock` read once the running runs are counted (else `now`): the caller's `now` may precede the end of a
+    run that this claim's count already saw."""
     controlled = [
         FlowCandidate((row["job_id"], row["run_id"]), row["due_time"], row["queue"], _scoped(row))
         for row in rows

@@ -98,9 +98,9 @@ def test_concurrent_claims_of_a_queue_never_pass_its_limit(store: SqlStore) -> N
     assert sorted(s.value for s in statuses) == ["deferred"] * 10 + ["granted"] * 2
     assert held(store, runs) == 2
     # Released one by one, the waiting runs are admitted one for each release, in threads again.
-    running = [r for r in runs if store.get_run(r.job_id, r.run_id).state is RunState.RUNNING]  # type: ignore[union-attr]
+    running = [r for r in runs if store.get_run(r.job_id, r.run_id).state is RunState.RUNNING]
     finish(store, [end(ref(running[0]), end_time=at(62))])
-    waiting = [r for r in runs if store.get_run(r.job_id, r.run_id).state is RunState.QUEUED]  # type: ignore[union-attr]
+    waiting = [r for r in runs if store.get_run(r.job_id, r.run_id).state is RunState.QUEUED]
     barrier = threading.Barrier(len(waiting))
 
     def claim_again(run: RunRecord) -> ClaimStatus:
