@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
-from jobmesh.core.flow_control import parse_queue_rates
+from jobmesh.core.flow_control import parse_queue_limits, parse_queue_rates
 from jobmesh.core.names import NAMESPACE
 from jobmesh.core.secret_refs import parse_secret_queues
 from jobmesh.executor.policy import SAFE_PATH, ExecutionPolicy
@@ -582,6 +582,17 @@ SETTINGS: tuple[Setting, ...] = (
         " (`io=10,reports=0.5`); a run over its queue's rate waits (`QUEUED`) and never fails; give every"
         " server the same list",
         metavar="RATES",
+    ),
+    Setting(
+        name="queue_concurrency_limits",
+        variables=("JOBMESH_QUEUE_CONCURRENCY_LIMITS",),
+        parse=parse_queue_limits,
+        commands=(DEV, SERVER),
+        default="none (no queue is limited)",
+        help="runs of each queue that may run at once (`RUNNING` or `CANCELLING`), across the mesh:"
+        " `QUEUE=N`, comma-separated (`io=3,reports=1`); a run over its queue's limit waits (`QUEUED`) and"
+        " never fails; give every server the same list",
+        metavar="LIMITS",
     ),
     Setting(
         name="watch_buffer_runs",

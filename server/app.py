@@ -269,6 +269,7 @@ def build_services(
         immediate_threshold=config.policy.immediate_threshold,
         outage=outage,
         queue_rates=config.queue_rate_limits,
+        queue_limits=config.queue_concurrency_limits,
     )
     if outage is not None:
         outage.start(reports.apply_journaled)

@@ -97,6 +97,8 @@ class ServerConfig:
     caller_burst: int = 2000
     # Runs a second each queue may start, across the mesh (core/flow_control.py); queues absent: no limit.
     queue_rate_limits: Mapping[str, Pacing] = field(default_factory=dict)
+    # Runs of each queue that may be held (RUNNING or CANCELLING) at once, across the mesh; absent: no limit.
+    queue_concurrency_limits: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def quotas(self) -> QuotaLimits:

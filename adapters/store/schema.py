@@ -215,12 +215,16 @@ open_runs = Table(
     Column("state", Text, nullable=False),
     Column("wake_time", UtcDateTime, nullable=True),
     Column("shard", SmallInteger, nullable=False),
+    # The run's queue (migration 0014), copied by the triggers like the shard.
+    Column("queue", Text, nullable=False),
     PrimaryKeyConstraint("job_id", "run_id", name="pk_open_runs"),
 )
 # The sweeper and the re-send of unclaimed runs (one watcher, every shard).
 Index("ix_open_runs_wake", open_runs.c.state, open_runs.c.wake_time)
 # The window scan of the shards a watcher holds: a range per shard.
 Index("ix_open_runs_shard_wake", open_runs.c.shard, open_runs.c.state, open_runs.c.wake_time)
+# A claim's count of a queue's held runs (its concurrency limit, `sql_flow`): a range per queue.
+Index("ix_open_runs_queue_state", open_runs.c.queue, open_runs.c.state)
 
 # The change feed's log (`sql_feed`): an entry for each visible change of a run, at its position (on
 # PostgreSQL the id of the transaction that wrote it, on SQLite a counter) with the run's `update_time` then.
@@ -315,9 +319,9 @@ Index("ix_audit_events_job", audit_events.c.job_id, audit_events.c.time, audit_e
 Index("ix_audit_events_namespace", audit_events.c.namespace, audit_events.c.time, audit_events.c.event_id)
 Index("ix_audit_events_time", audit_events.c.time, audit_events.c.event_id)
 
-# Flow control's gates (`sql_flow`), one row per concurrency key (`key:{key}`) and paced queue
-# (`queue:{queue}`): claims that involve them lock them in name order. A paced queue's row keeps its earliest
-# next start.
+# Flow control's gates (`sql_flow`), one row per concurrency key (`key:{key}`), paced queue (`queue:{queue}`)
+# and queue with a concurrency limit (`queue-held:{queue}`): claims that involve them lock them in name order.
+# A paced queue's row keeps its earliest next start.
 flow_gates = Table(
     "flow_gates",
     metadata,

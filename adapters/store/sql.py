@@ -41,7 +41,7 @@ from jobmesh.adapters.store.sql_engine import (
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
 from jobmesh.core.audit import AuditEvent
 from jobmesh.core.filters import ListQuery
-from jobmesh.core.flow_control import NO_PACING, Pacing
+from jobmesh.core.flow_control import NO_PACING, NO_QUEUE_LIMITS, Pacing
 from jobmesh.core.group_commit import GroupCommit
 from jobmesh.core.ports.pipeline_store import (
     Claim,
@@ -371,6 +371,7 @@ class SqlStore:
         *,
         on_fence: bool = False,
         queue_rates: Mapping[str, Pacing] = NO_PACING,
+        queue_limits: Mapping[str, int] = NO_QUEUE_LIMITS,
         clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         if not refs:
@@ -378,7 +379,14 @@ class SqlStore:
         return self._run_write(
             "claim",
             lambda connection: sql_attempts.claim(
-                connection, refs, executor, now, on_fence=on_fence, queue_rates=queue_rates, clock=clock
+                connection,
+                refs,
+                executor,
+                now,
+                on_fence=on_fence,
+                queue_rates=queue_rates,
+                queue_limits=queue_limits,
+                clock=clock,
             ),
         )
 

@@ -26,7 +26,7 @@ from jobmesh.adapters.store.sql_batch import (
 from jobmesh.adapters.store.sql_flow import hold_back
 from jobmesh.adapters.store.sql_rows import StoredRow, cancelled_values, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
-from jobmesh.core.flow_control import NO_PACING, Deferred, Pacing
+from jobmesh.core.flow_control import NO_PACING, NO_QUEUE_LIMITS, Deferred, Pacing
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import REFUSED_CLAIMS, RunTrigger
 from jobmesh.core.states import HELD_RUN_STATES, JobState, RunEvent, RunState, run_sources, run_transition
@@ -68,6 +68,7 @@ def claim(
     *,
     on_fence: bool = False,
     queue_rates: Mapping[str, Pacing] = NO_PACING,
+    queue_limits: Mapping[str, int] = NO_QUEUE_LIMITS,
     clock: Callable[[], datetime] | None = None,
 ) -> list[Claim]:
     # Each run's job's state comes with its lock: a claim that raced a pause or a delete is refused. One
@@ -85,6 +86,7 @@ def claim(
             [rows[k] for k in _claimable(refs, rows) if k not in refused],
             now,
             queue_rates,
+            queue_limits=queue_limits,
             clock=clock,
         )
     )

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
-from jobmesh.core.flow_control import NO_PACING, Pacing
+from jobmesh.core.flow_control import NO_PACING, NO_QUEUE_LIMITS, Pacing
 from jobmesh.core.ports.store import FeedCursor, Store
 from jobmesh.core.records import JobRecord, LogRecord, RunRecord
 from jobmesh.core.shards import ALL_SHARDS
@@ -150,6 +150,7 @@ class PipelineStore(Protocol):
         *,
         on_fence: bool = False,
         queue_rates: Mapping[str, Pacing] = NO_PACING,
+        queue_limits: Mapping[str, int] = NO_QUEUE_LIMITS,
         clock: Callable[[], datetime] | None = None,
     ) -> list[Claim]:
         """One claim per ref, in order. GRANTED sets RUNNING, executor, start_time = last_heartbeat_time =
@@ -157,7 +158,8 @@ class PipelineStore(Protocol):
         claim succeeds once per attempt. A pending run whose job is paused (a scheduled run) or deleted is
         refused CANCELLED and ends so (`REFUSED_CLAIMS`), unless `on_fence`: claims granted on their fences
         while the database was away, recorded now, whose runs started then whatever the job's state is now.
-        Flow control (`core.flow_control`): a claim over its job's concurrency key's limit, or its queue's
+        Flow control (`core.flow_control`): a claim over its job's concurrency key's limit, its queue's
+        concurrency limit in `queue_limits` (runs RUNNING or CANCELLING, across the mesh) or its queue's
         rate in `queue_rates`, is DEFERRED and its run left pending; a paced one may start after its due time.
         Claims on their fences are not held back (their runs started). A run flow control admits starts no
         earlier than `clock` read once the running runs are counted (else `now`): a run of its key that had

@@ -18,7 +18,7 @@ from jobmesh.core.attempts import AttemptOutcome, AttemptRef, Dispatchable
 from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.error_types import ErrorType
 from jobmesh.core.errors import StoreUnavailable
-from jobmesh.core.flow_control import NO_PACING, Pacing
+from jobmesh.core.flow_control import NO_PACING, NO_QUEUE_LIMITS, Pacing
 from jobmesh.core.lifecycle import AttemptLifecycle, EndReport, Settled
 from jobmesh.core.limits import MAX_ERROR_MESSAGE, MAX_ERROR_TYPE, MAX_LOG_LINE_CHARS, MAX_PROGRESS_MESSAGE
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, PipelineStore, ProgressReport
@@ -80,10 +80,12 @@ class AttemptReports:
         immediate_threshold: timedelta = timedelta(minutes=1),
         outage: OutageMode | None = None,
         queue_rates: Mapping[str, Pacing] = NO_PACING,
+        queue_limits: Mapping[str, int] = NO_QUEUE_LIMITS,
     ) -> None:
         """`dispatcher` sends retries due within `immediate_threshold` at once (else the watcher does).
         `outage`: what takes the reports while the database is away (none: they fail, and the executor
-        sends them again). `queue_rates`: the paced queues' rates, which claims keep to."""
+        sends them again). `queue_rates`: the paced queues' rates, and `queue_limits` the queues' concurrency
+        limits, which claims keep to."""
         self._store = store
         self._lifecycle = lifecycle
         self._clock = clock
@@ -91,6 +93,7 @@ class AttemptReports:
         self._threshold = immediate_threshold
         self._outage = outage
         self._queue_rates = queue_rates
+        self._queue_limits = queue_limits
         # By executor: when each attempt recorded as its own was first left out of its heartbeat batches.
         self._unnamed: dict[str, dict[AttemptRef, datetime]] = {}
         self._unnamed_lock = threading.Lock()
@@ -137,7 +140,14 @@ class AttemptReports:
         others = self._outage.fenced_by_others(wanted, executor) if self._outage else set()
         asking = [ref for ref in wanted if ref not in others]
         asked = iter(
-            self._store.claim(asking, executor, now, queue_rates=self._queue_rates, clock=self._clock)
+            self._store.claim(
+                asking,
+                executor,
+                now,
+                queue_rates=self._queue_rates,
+                queue_limits=self._queue_limits,
+                clock=self._clock,
+            )
             if asking
             else []
         )

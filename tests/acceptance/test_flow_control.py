@@ -1,6 +1,7 @@
 """Flow control on the production mesh (two servers, a watcher and two executors on PostgreSQL, Kafka and
 Redis): 100 runs of jobs sharing a concurrency key limited to 1 never overlap and all run; a queue limited to
-10 runs a second never starts more in any second. Commands stamp the instants they really start and end."""
+10 runs a second never starts more in any second; 30 runs of a queue limited to 3 at once never run more
+than 3 at a time. Commands stamp the instants they really start and end."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ pytestmark = pytest.mark.processes
 KEYED_RUNS = 100
 PACED_RUNS = 40
 RATE = 10
+QUEUE_RUNS = 30
+QUEUE_LIMIT = 3
 SECOND = timedelta(seconds=1)
 
 
@@ -75,6 +78,16 @@ def _all_succeeded(
         return runs if sorted(run.name for run in runs) == sorted(names) else []
 
     return eventually(succeeded, timeout, f"the {len(names)} runs labelled {tag} to succeed", interval=0.5)
+
+
+def _most_at_once(spans: Sequence[tuple[datetime, datetime]]) -> int:
+    """The most spans open at one instant (one that ends as another starts is not open with it)."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    open_now = most = 0
+    for _, step in events:  # at one instant, ends (-1) sort before starts (+1)
+        open_now += step
+        most = max(most, open_now)
+    return most
 
 
 def _most_in_a_second(instants: Sequence[datetime]) -> int:
@@ -142,6 +155,33 @@ def test_a_queue_limited_to_ten_runs_a_second_never_exceeds_it(mesh: Mesh, tmp_p
     assert sorted(stamped) == sorted(names)
     for run in runs:
         assert stamped[run.name]["start"] >= run.start_time.ToDatetime(UTC), run.name
+
+
+@pytest.mark.postgres
+@pytest.mark.kafka
+@pytest.mark.redis
+def test_a_queue_limited_to_three_at_once_never_runs_more_and_runs_all(mesh: Mesh, tmp_path: Path) -> None:
+    """Two executors of 8 slots each, 30 runs of half a second of one queue limited to 3: at most 3 run at
+    once (from the runs' records and from the commands' own stamps), and all run, each once."""
+    search = _two_servers_two_executors(mesh, ["--queue-concurrency-limits", f"{mesh.queue}={QUEUE_LIMIT}"])
+    stamps = tmp_path / "stamps"
+    jobs = [
+        command_job(mesh.queue, _stamping(stamps, "sleep 0.5"), labels={"flow": mesh.queue})
+        for _ in range(QUEUE_RUNS)
+    ]
+    names = _create_all(mesh, 0, jobs[::2]) + _create_all(mesh, 1, jobs[1::2])
+    runs = _all_succeeded(search, mesh.queue, names, 75)
+
+    assert len(runs) == QUEUE_RUNS
+    assert all(run.attempt == 1 for run in runs)
+    recorded = [(run.start_time.ToDatetime(UTC), run.end_time.ToDatetime(UTC)) for run in runs]
+    assert _most_at_once(recorded) <= QUEUE_LIMIT
+    stamped = _stamps(stamps)
+    assert sorted(stamped) == sorted(names)
+    spans = [(times["start"], times["end"]) for times in stamped.values()]
+    # The limit was reached (30 runs, 16 slots: the queue was full), never passed.
+    assert _most_at_once(spans) == QUEUE_LIMIT
+    assert {run.executor for run in runs} == {"executor-1", "executor-2"}
 
 
 @pytest.mark.postgres

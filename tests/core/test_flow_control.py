@@ -1,4 +1,5 @@
-"""Flow control's decisions: concurrency keys, queue pacing, their settings and their validation."""
+"""Flow control's decisions: concurrency keys, queue concurrency limits, queue pacing, their settings and
+their validation."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from jobmesh.core.flow_control import (
     concurrency_of,
     concurrency_problems,
     decide_flow,
+    parse_queue_limits,
     parse_queue_rates,
 )
 from jobmesh.v1 import job_pb2
@@ -134,3 +136,126 @@ def test_a_job_s_concurrency_and_its_problems() -> None:
     assert set(concurrency_problems("", 2)) == {"concurrency_limit"}
     assert set(concurrency_problems("x" * (MAX_CONCURRENCY_KEY + 1), 1)) == {"concurrency_key"}
     assert set(concurrency_problems("tab\there", 1)) == {"concurrency_key"}
+
+
+def test_a_queue_limit_admits_up_to_it_counting_the_held_and_the_batch() -> None:
+    batch = [candidate(n, queue="io") for n in "abcd"] + [candidate("e", queue="other")]
+    decisions, changed = decide_flow(
+        batch, NOW, running={}, next_starts={}, rates={}, queue_limits={"io": 3}, queues_running={"io": 1}
+    )
+    assert [decisions[("job", n)] for n in "abcd"] == [
+        Admitted(NOW),
+        Admitted(NOW),
+        Deferred(NOW + KEY_RETRY),
+        Deferred(NOW + KEY_RETRY),
+    ]
+    assert decisions[("job", "e")] == Admitted(NOW)
+    assert changed == {}
+
+
+def test_a_full_queue_defers_and_admits_once_a_run_of_it_ended() -> None:
+    limits = {"io": 2}
+    full, _ = decide_flow(
+        [candidate("a", queue="io")],
+        NOW,
+        running={},
+        next_starts={},
+        rates={},
+        queue_limits=limits,
+        queues_running={"io": 2},
+    )
+    assert full == {("job", "a"): Deferred(NOW + KEY_RETRY)}
+    later = NOW + KEY_RETRY
+    freed, _ = decide_flow(
+        [candidate("a", queue="io")],
+        later,
+        running={},
+        next_starts={},
+        rates={},
+        queue_limits=limits,
+        queues_running={"io": 1},
+    )
+    assert freed == {("job", "a"): Admitted(later)}
+
+
+def test_a_run_takes_neither_its_queue_nor_its_key_when_the_other_is_full() -> None:
+    limits = {"io": 1}
+    # Its key is full: the queue's room is left to the run after it.
+    batch = [candidate("a", key="k", queue="io"), candidate("b", queue="io")]
+    decisions, _ = decide_flow(
+        batch, NOW, running={"k": 1}, next_starts={}, rates={}, queue_limits=limits, queues_running={}
+    )
+    assert decisions == {("job", "a"): Deferred(NOW + KEY_RETRY), ("job", "b"): Admitted(NOW)}
+    # Its queue is full: the key's room is left to the run of another queue after it.
+    batch = [candidate("a", key="k", queue="io"), candidate("b", key="k", queue="other")]
+    decisions, _ = decide_flow(
+        batch, NOW, running={}, next_starts={}, rates={}, queue_limits=limits, queues_running={"io": 1}
+    )
+    assert decisions == {("job", "a"): Deferred(NOW + KEY_RETRY), ("job", "b"): Admitted(NOW)}
+
+
+def test_a_limited_queue_s_later_run_is_deferred_to_its_lead_and_a_full_paced_one_keeps_its_pace() -> None:
+    due = NOW + timedelta(seconds=5)
+    decisions, _ = decide_flow(
+        [candidate("a", queue="io", due=due)],
+        NOW,
+        running={},
+        next_starts={},
+        rates={},
+        queue_limits={"io": 1},
+    )
+    assert decisions == {("job", "a"): Deferred(due - FLOW_LEAD)}
+    # Limited and paced: a run its limit holds back takes no turn of the pace.
+    decisions, changed = decide_flow(
+        [candidate("a", queue="io"), candidate("b", queue="io")],
+        NOW,
+        running={},
+        next_starts={"io": None},
+        rates={"io": Pacing(1000)},
+        queue_limits={"io": 1},
+        queues_running={},
+    )
+    assert decisions == {("job", "a"): Admitted(NOW), ("job", "b"): Deferred(NOW + KEY_RETRY)}
+    assert changed == {"io": NOW + Pacing(1000).interval}
+
+
+def test_claims_again_and_again_never_hold_more_than_the_queue_s_limit() -> None:
+    """Runs end at random; each round's claims see the held runs: never more than the limit at once."""
+    limit, held, done, moment = 3, 0, 0, NOW
+    waiting = [candidate(str(n), queue="io") for n in range(30)]
+    ends: list[datetime] = []
+    while waiting:
+        ends = [end for end in ends if end > moment]
+        decisions, _ = decide_flow(
+            waiting,
+            moment,
+            running={},
+            next_starts={},
+            rates={},
+            queue_limits={"io": limit},
+            queues_running={"io": len(ends)},
+        )
+        admitted = [c for c in waiting if isinstance(decisions[c.key], Admitted)]
+        ends += [moment + (1 + len(ends) % 4) * 10 * MS for _ in admitted]
+        held = max(held, len(ends))
+        done += len(admitted)
+        waiting = [c for c in waiting if c not in admitted]
+        moment += 7 * MS
+    assert (held, done) == (limit, 30)
+
+
+def test_queue_limits_are_parsed_and_bad_ones_refused() -> None:
+    assert parse_queue_limits("") == {}
+    assert parse_queue_limits(" io=3, reports = 1 ") == {"io": 3, "reports": 1}
+    for text, message in (
+        ("io", "'io' is not queue=runs-at-once"),
+        ("io=many", "is not queue=runs-at-once"),
+        ("io=1.5", "is not queue=runs-at-once"),
+        ("io=-1", "is not queue=runs-at-once"),
+        ("io=0", "the limit of 'io' must be at least 1, not 0"),
+        ("io=1,io=2", "queue 'io' is named twice"),
+        ("=3", "is not queue=runs-at-once"),
+    ):
+        with pytest.raises(InvalidConfig, match=message) as caught:
+            parse_queue_limits(text)
+        assert caught.value.field == "queue_concurrency_limits"

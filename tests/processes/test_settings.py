@@ -80,6 +80,7 @@ BAD_VALUES = {
     "JOBMESH_QUOTA_RUNS_PER_MINUTE": "0.5",
     "JOBMESH_QUOTA_ATTEMPT_LOG_BYTES": "10 megabytes",
     "JOBMESH_QUEUE_RATE_LIMITS": "io=fast",
+    "JOBMESH_QUEUE_CONCURRENCY_LIMITS": "io=0",
     "JOBMESH_NAMESPACE_QUOTAS": "team-a:jobs=lots",
     "JOBMESH_DASHBOARD_LISTEN": "127.0.0.1:0",  # a browser needs a real port
     "JOBMESH_ATTEMPT_LOG_BYTES": "10 megabytes",
@@ -277,6 +278,7 @@ _UNSET = (
     "secret_queues",
     "namespace_quotas",
     "queue_rate_limits",
+    "queue_concurrency_limits",
     "token_hashes_file",
     "jwt_public_keys",
     "jwt_jwks_file",
@@ -423,3 +425,9 @@ def test_queue_rate_limits_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("JOBMESH_QUEUE_RATE_LIMITS", "io=10, reports=0.5")
     config = config_builders.server_config(cli.resolved("server"))
     assert config.queue_rate_limits == {"io": Pacing(10), "reports": Pacing(0.5)}
+
+
+def test_queue_concurrency_limits_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBMESH_QUEUE_CONCURRENCY_LIMITS", "io=3, reports = 1")
+    config = config_builders.server_config(cli.resolved("server"))
+    assert config.queue_concurrency_limits == {"io": 3, "reports": 1}

@@ -75,7 +75,7 @@ def test_migrated_schema_is_the_metadata(backend: Backend) -> None:
 def test_upgrade_again_is_a_no_op(backend: Backend) -> None:
     backend.store.create_jobs([new_job("alpha")])
     upgrade(backend.url)
-    assert backend.execute("SELECT version_num FROM alembic_version") == [("0013",)]
+    assert backend.execute("SELECT version_num FROM alembic_version") == [("0014",)]
     assert backend.store.get_job("alpha").job_id == "alpha"
 
 

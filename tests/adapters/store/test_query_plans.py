@@ -516,3 +516,23 @@ def test_scoped_lists_page_by_their_namespace_indexes(loaded: SqlStore, namespac
             [(statement, parameters)] = _captured(loaded, partial(call, query))
             with loaded.engine.connect() as connection:
                 _check(connection, _plan(connection, statement, parameters), index)
+
+
+@pytest.mark.parametrize(
+    ("queue", "index"),
+    [("io", "ix_open_runs_queue_state"), ("default", ("ix_open_runs_queue_state", "ix_open_runs_wake"))],
+    ids=["quiet_queue", "busy_queue"],
+)
+def test_a_claim_counts_a_limited_queue_s_held_runs_by_an_index(
+    loaded: SqlStore, queue: str, index: str | tuple[str, ...]
+) -> None:
+    """A queue's held runs are a range of `ix_open_runs_queue_state`; for the one queue of every run here,
+    the planner may as well take the held runs of `ix_open_runs_wake` (the same rows)."""
+    moment = datetime.now(UTC)
+    record = run("job000005", new_run_id(moment), schedule_time=moment, due_time=moment, queue=queue)
+    loaded.create_run(replace(record, state=RunState.QUEUED))
+    refs = [AttemptRef(record.job_id, record.run_id, 1)]
+    statements = _captured(loaded, lambda: loaded.claim(refs, "bench", moment, queue_limits={queue: 1000}))
+    [(statement, parameters)] = [(s, p) for s, p in statements if "FROM open_runs" in s and "count(" in s]
+    with loaded.engine.connect() as connection:
+        _check(connection, _plan(connection, statement, parameters), index)
