@@ -33,7 +33,7 @@ from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.records import RunRecord
 from jobmesh.core.retries import decide
-from jobmesh.core.states import TERMINAL_RUN_STATES, RunEvent, RunState, run_target
+from jobmesh.core.states import TERMINAL_RUN_STATES, RunEvent, RunState, run_state_after
 from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ def settle_cancelling(run: RunRecord, outcome: AttemptOutcome) -> AttemptOutcome
         return outcome
     return dataclasses.replace(
         outcome,
-        state=run_target(run.state, RunEvent.STOP),
+        state=run_state_after(run.state, RunEvent.STOP),
         error_type=ErrorType.CANCELLED,
         error_message=run.error_message or "cancelled",
     )

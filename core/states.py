@@ -169,21 +169,28 @@ HALTED_JOB_STATES = frozenset({_P, JobState.DELETED})
 UNFINISHED_JOB_STATES = frozenset({_A, _P})
 
 
-def run_target(source: RunState, event: RunEvent) -> RunState:
+# The table by source and event, and by source and target: looked up at every attempt's end and cancel.
+_RUN_BY_EVENT = {(t.source, t.event): t for t in RUN_TRANSITIONS}
+_RUN_BY_STATES: dict[tuple[RunState, RunState], tuple[RunTransition, ...]] = {}
+for _transition in RUN_TRANSITIONS:
+    _pair = (_transition.source, _transition.target)
+    _RUN_BY_STATES[_pair] = (*_RUN_BY_STATES.get(_pair, ()), _transition)
+del _transition, _pair
+
+
+def run_state_after(source: RunState, event: RunEvent) -> RunState:
     """Where `event` takes a run in `source`; TransitionRefused when it takes it nowhere."""
-    for transition in RUN_TRANSITIONS:
-        if transition.source is source and transition.event is event:
-            return transition.target
-    raise TransitionRefused("run", source, event.value)
+    transition = _RUN_BY_EVENT.get((source, event))
+    if transition is None:
+        raise TransitionRefused("run", source, event.value)
+    return transition.target
 
 
 def run_transition(source: RunState, target: RunState, *events: RunEvent) -> RunTransition:
     """The transition from `source` to `target` (by one of `events`, when given); TransitionRefused when no
     transition is allowed."""
-    for transition in RUN_TRANSITIONS:
-        if (transition.source, transition.target) == (source, target) and (
-            not events or transition.event in events
-        ):
+    for transition in _RUN_BY_STATES.get((source, target), ()):
+        if not events or transition.event in events:
             return transition
     raise TransitionRefused("run", source, target.value)
 

@@ -31,8 +31,6 @@ from jobmesh.core.flow_control import (
 
 __all__ = ["hold_back"]
 
-_HELD_STATES = list(HELD)  # their stored values
-
 
 def _scoped(row: StoredRow) -> Concurrency | None:
     """The run's job's concurrency, its key scoped to the run's namespace (`namespace/key`: a namespace has
@@ -128,7 +126,7 @@ def _running(connection: Connection, keys: Sequence[str]) -> dict[str, int]:
         .where(
             jobs.c.concurrency_key.in_(sorted({key for _, key in pairs})),
             tuple_(jobs.c.namespace, jobs.c.concurrency_key).in_(pairs),
-            open_runs.c.state.in_(_HELD_STATES),
+            open_runs.c.state.in_(HELD),
         )
         .group_by(jobs.c.namespace, jobs.c.concurrency_key)
     )
@@ -141,7 +139,7 @@ def _queues_running(connection: Connection, queues: Sequence[str]) -> dict[str, 
         return {}
     statement = (
         select(open_runs.c.queue, func.count())
-        .where(open_runs.c.queue.in_(queues), open_runs.c.state.in_(_HELD_STATES))
+        .where(open_runs.c.queue.in_(queues), open_runs.c.state.in_(HELD))
         .group_by(open_runs.c.queue)
     )
     return {queue: count for queue, count in connection.execute(statement)}

@@ -50,7 +50,7 @@ from jobmesh.core.states import (
     JobState,
     RunEvent,
     RunState,
-    run_target,
+    run_state_after,
 )
 
 
@@ -249,7 +249,7 @@ def _cancel_values(state: RunState, reason: str, now: datetime) -> dict[str, Any
     it stopped, not why); None for a run no cancel moves (already stopping, or ended)."""
     if state not in CANCELLABLE_RUN_STATES:
         return None
-    if run_target(state, RunEvent.CANCEL) is RunState.CANCELLING:
+    if run_state_after(state, RunEvent.CANCEL) is RunState.CANCELLING:
         return cancelling_values(reason, now)
     return cancelled_values(reason, now)
 

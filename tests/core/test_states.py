@@ -29,7 +29,7 @@ from jobmesh.core.states import (
     job_sources,
     job_transition,
     run_sources,
-    run_target,
+    run_state_after,
     run_transition,
 )
 from jobmesh.v1 import job_pb2, run_pb2
@@ -59,7 +59,7 @@ def test_every_state_is_reached_and_every_event_used() -> None:
 
 
 def test_an_event_takes_a_state_to_one_place_at_most() -> None:
-    """`run_target` is a function of (state, event): the store writes one thing per event."""
+    """`run_state_after` is a function of (state, event): the store writes one thing per event."""
     pairs = [(t.source, t.event) for t in RUN_TRANSITIONS]
     assert len(pairs) == len(set(pairs))
 
@@ -70,7 +70,7 @@ def test_a_run_transition_is_found_or_refused(source: RunState, target: RunState
     if allowed:
         assert run_transition(source, target) in allowed
         for transition in allowed:
-            assert run_target(source, transition.event) is target
+            assert run_state_after(source, transition.event) is target
             assert source in run_sources(transition.event)
             assert source in run_sources(transition.event, target=target)
         return
@@ -96,13 +96,13 @@ def test_a_job_transition_is_found_or_refused(source: JobState, target: JobState
 def test_a_terminal_run_goes_nowhere() -> None:
     for state, event in itertools.product(TERMINAL_RUN_STATES, RunEvent):
         with pytest.raises(TransitionRefused):
-            run_target(state, event)
+            run_state_after(state, event)
 
 
 def test_an_events_target_may_be_asked_for() -> None:
     assert run_sources(RunEvent.CANCEL, target=RunState.CANCELLING) == {RunState.RUNNING}
     assert run_sources(RunEvent.CANCEL, target=RunState.CANCELLED) == PENDING_RUN_STATES
-    assert run_target(RunState.CANCELLING, RunEvent.STOP) is RunState.CANCELLED
+    assert run_state_after(RunState.CANCELLING, RunEvent.STOP) is RunState.CANCELLED
 
 
 def test_every_stop_but_a_fence_has_its_outcome() -> None:
