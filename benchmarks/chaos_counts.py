@@ -44,6 +44,7 @@ class StoredRun:
     schedule_ns: int
     attempt: int
     succeeded: tuple[int, ...] = ()
+    dispatch_ns: int = 0  # the current attempt's dispatch (0: never dispatched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,3 +253,52 @@ def summary(values: Sequence[float]) -> dict[str, float]:
         "max": ordered[-1] if ordered else math.nan,
         "within_2s_pct": 100.0 * within / len(ordered) if ordered else math.nan,
     }
+
+
+def late_runs(
+    due: Mapping[str, int],
+    first: Mapping[str, int],
+    *,
+    dispatched: Mapping[str, int],
+    kinds: Mapping[str, str],
+    windows: Sequence[Window],
+    after_s: float,
+    keep: int,
+) -> dict[str, dict[str, object]]:
+    """For each label of `segment` but `outside`/`quiet`, the runs that started more than `LATE` seconds
+    late: how many of each kind, how many by the second of their due time from the window's start (`in:`)
+    or end (`after:`), and the `keep` latest as [run, kind, due s from that instant, late s, dispatched s
+    after due or None]."""
+    origin = {f"in:{w.name}": w.start_ns for w in windows} | {f"after:{w.name}": w.end_ns for w in windows}
+    found: dict[str, list[tuple[float, str, float, float | None]]] = defaultdict(list)
+    for run, due_ns in due.items():
+        late = (first[run] - due_ns) / 1e9 if run in first else NEVER
+        if late <= LATE:
+            continue
+        sent = (dispatched[run] - due_ns) / 1e9 if run in dispatched else None
+        for label in segment(due_ns, windows, after_s):
+            if label in origin:
+                found[label].append((late, run, (due_ns - origin[label]) / 1e9, sent))
+    profile: dict[str, dict[str, object]] = {}
+    for label, runs in sorted(found.items()):
+        runs.sort(reverse=True)
+        by_second: dict[int, int] = defaultdict(int)
+        by_kind: dict[str, int] = defaultdict(int)
+        for _, run, offset, _ in runs:
+            by_second[math.floor(offset)] += 1
+            by_kind[kinds.get(run, "?")] += 1
+        profile[label] = {
+            "by_kind": dict(sorted(by_kind.items())),
+            "by_due_second": dict(sorted(by_second.items())),
+            "latest": [
+                [
+                    run,
+                    kinds.get(run, "?"),
+                    round(offset, 3),
+                    round(late, 3),
+                    None if sent is None else round(sent, 3),
+                ]
+                for late, run, offset, sent in runs[:keep]
+            ],
+        }
+    return profile

@@ -63,8 +63,8 @@ def stored(url: str, queue: str) -> tuple[dict[str, StoredRun], set[str], Counte
     """The queue's runs by name, its jobs' names, and the error types its ended attempts recorded."""
     runs = _rows(
         url,
-        "SELECT job_id, run_id, state, extract(epoch from schedule_time), attempt, error_type "
-        "FROM job_runs WHERE queue = :queue",
+        "SELECT job_id, run_id, state, extract(epoch from schedule_time), attempt, error_type, "
+        "extract(epoch from dispatch_time) FROM job_runs WHERE queue = :queue",
         queue,
     )
     history = _rows(
@@ -82,14 +82,14 @@ def stored(url: str, queue: str) -> tuple[dict[str, StoredRun], set[str], Counte
         if error:
             errors[str(error)] += 1
     found = {}
-    for job, run, state, schedule, attempt, error in runs:
+    for job, run, state, schedule, attempt, error, dispatched in runs:
         name = f"jobs/{job}/runs/{run}"
         if state == "SUCCEEDED":
             succeeded[name].append(int(attempt))
         if error:
             errors[str(error)] += 1
         found[name] = StoredRun(
-            f"jobs/{job}", str(state), _ns(schedule), int(attempt), tuple(succeeded[name])
+            f"jobs/{job}", str(state), _ns(schedule), int(attempt), tuple(succeeded[name]), _ns(dispatched)
         )
     return found, jobs, errors
 
@@ -187,6 +187,19 @@ def measure(
         {c.job: c.period_s for c in cron}, {c.job: (c.schedule_ns, c.end_ns) for c in cron}, by_job
     )
     lateness = counts.lateness_by_segment(schedule, first, windows, args.after)
+    kinds = {c.run: c.kind for c in created if c.run} | {
+        name: "cron" for name, run in runs.items() if run.job in cron_jobs
+    }
+    dispatched = {name: run.dispatch_ns for name, run in runs.items() if run.dispatch_ns}
+    late = counts.late_runs(
+        schedule,
+        first,
+        dispatched=dispatched,
+        kinds=kinds,
+        windows=windows,
+        after_s=args.after,
+        keep=EXAMPLES,
+    )
     longs = {
         c.tag: {
             "run": c.run,
@@ -251,6 +264,7 @@ def measure(
         "states": dict(sorted(Counter(run.state for run in runs.values()).items())),
         "attempt_errors": dict(errors.most_common()),
         "lateness_s": {label: counts.summary(values) for label, values in sorted(lateness.items())},
+        "late_runs": late,
         "long_commands": longs,
         "health": health_by_window(samples, windows, args.after),
         "health_changes": transitions(samples, t0),
@@ -343,6 +357,14 @@ def report(result: dict[str, Any]) -> str:
         f"    p99 lateness outside the windows ≤ 2 s: {_goal(outside <= LATE)} ({ms(outside)} ms; "
         f"{ms(quiet)} ms leaving out the {result['after']:g} s after each window)"
     )
+    lines += [
+        "",
+        "  runs more than 2 s late, by kind and by the second of their due time from the window's edge:",
+    ]
+    for label, found in result.get("late_runs", {}).items():
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in found["by_kind"].items())
+        seconds = ", ".join(f"{int(second):+d} s: {n:,}" for second, n in found["by_due_second"].items())
+        lines.append(f"    {label}: {kinds}; {seconds}")
     lines += ["", "  what health said, by window (seconds of each answer):"]
     for window in result["windows"]:
         lines.append(f"    {window['name']}: {'; '.join(window['notes'])}")

@@ -13,6 +13,7 @@ from benchmarks.chaos_counts import (
     attempts_started_twice,
     early_starts,
     first_starts,
+    late_runs,
     lateness_by_segment,
     missing_cron_occurrences,
     never_started,
@@ -141,6 +142,28 @@ def test_lateness_counts_by_the_window_its_run_was_due_in() -> None:
         "quiet": [0.1],
         "in:postgres": [NEVER, 0.0],
     }
+
+
+def test_late_runs_are_profiled_by_kind_and_due_second_from_their_windows_edge() -> None:
+    windows = [Window("kafka", 10 * S, 20 * S), Window("postgres", 50 * S, 60 * S)]
+    due = {
+        "a": 12 * S,
+        "b": 21 * S + S // 2,
+        "c": 21 * S,
+        "on-time": 22 * S,
+        "never": 55 * S,
+        "quiet": 40 * S,
+    }
+    first = {"a": 15 * S, "b": 26 * S, "c": 23 * S + S // 2, "on-time": 23 * S, "quiet": 43 * S}
+    kinds = {"a": "run_at", "b": "cron", "c": "immediate", "on-time": "cron"}
+    found = late_runs(due, first, dispatched={"b": 25 * S}, kinds=kinds, windows=windows, after_s=5, keep=1)
+    assert set(found) == {"in:kafka", "after:kafka", "in:postgres"}  # the quiet run is in no window's profile
+    assert found["in:kafka"]["by_kind"] == {"run_at": 1}
+    assert found["in:kafka"]["by_due_second"] == {2: 1}
+    assert found["after:kafka"]["by_kind"] == {"cron": 1, "immediate": 1}
+    assert found["after:kafka"]["by_due_second"] == {1: 2}
+    assert found["after:kafka"]["latest"] == [["b", "cron", 1.5, 4.5, 3.5]]  # only the latest kept
+    assert found["in:postgres"]["latest"] == [["never", "?", 5.0, NEVER, None]]
 
 
 def test_a_run_never_started_is_infinitely_late_in_the_summary() -> None:
