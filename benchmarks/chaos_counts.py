@@ -267,8 +267,9 @@ def late_runs(
 ) -> dict[str, dict[str, object]]:
     """For each label of `segment` but `outside`/`quiet`, the runs that started more than `LATE` seconds
     late: how many of each kind, how many by the second of their due time from the window's start (`in:`)
-    or end (`after:`), and the `keep` latest as [run, kind, due s from that instant, late s, dispatched s
-    after due or None]."""
+    or end (`after:`), how many of each kind were handed to the queue more than `LATE` seconds after their
+    due time (late before the queue, not in it), and the `keep` latest as [run, kind, due s from that
+    instant, late s, dispatched s after due or None]."""
     origin = {f"in:{w.name}": w.start_ns for w in windows} | {f"after:{w.name}": w.end_ns for w in windows}
     found: dict[str, list[tuple[float, str, float, float | None]]] = defaultdict(list)
     for run, due_ns in due.items():
@@ -284,12 +285,16 @@ def late_runs(
         runs.sort(reverse=True)
         by_second: dict[int, int] = defaultdict(int)
         by_kind: dict[str, int] = defaultdict(int)
-        for _, run, offset, _ in runs:
+        dispatched_late: dict[str, int] = defaultdict(int)
+        for _, run, offset, sent in runs:
             by_second[math.floor(offset)] += 1
             by_kind[kinds.get(run, "?")] += 1
+            if sent is not None and sent > LATE:
+                dispatched_late[kinds.get(run, "?")] += 1
         profile[label] = {
             "by_kind": dict(sorted(by_kind.items())),
             "by_due_second": dict(sorted(by_second.items())),
+            "dispatched_late_by_kind": dict(sorted(dispatched_late.items())),
             "latest": [
                 [
                     run,

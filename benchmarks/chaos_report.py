@@ -364,7 +364,10 @@ def report(result: dict[str, Any]) -> str:
     for label, found in result.get("late_runs", {}).items():
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in found["by_kind"].items())
         seconds = ", ".join(f"{int(second):+d} s: {n:,}" for second, n in found["by_due_second"].items())
-        lines.append(f"    {label}: {kinds}; {seconds}")
+        sent_late = ", ".join(f"{kind} {n:,}" for kind, n in found["dispatched_late_by_kind"].items())
+        lines.append(
+            f"    {label}: {kinds}; {seconds}; handed to the queue > 2 s late: {sent_late or 'none'}"
+        )
     lines += ["", "  what health said, by window (seconds of each answer):"]
     for window in result["windows"]:
         lines.append(f"    {window['name']}: {'; '.join(window['notes'])}")

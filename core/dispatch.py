@@ -25,6 +25,11 @@ from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 
+# A run handed to the queue more than this after its due time has missed the start promise already: the
+# queue puts it behind the runs that can still keep it (`adapters/queue/codec.lane_of`), and the watcher
+# sends such a backlog a slice at a time behind the runs that come due meanwhile (`watcher/releaser.py`).
+LATE_DISPATCH = timedelta(seconds=2)
+
 
 def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
     job = job_pb2.Job.FromString(item.spec)

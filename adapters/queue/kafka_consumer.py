@@ -52,9 +52,15 @@ COMMITTED_WAIT = 10.0
 CLOSE_WAIT = 10.0
 COMMITTED_ASK = 2.0
 
-# A lane consumer whose group has looked for its coordinator this long, with nothing assigned, is opened
-# again (see `CoordinatorWatch`); librdkafka reports the group's state this often.
+# A lane consumer whose group has looked for its coordinator this long, with nothing assigned, while another
+# lane's group has found its own (Kafka answers), is opened again (see `CoordinatorWatch`); librdkafka reports
+# the group's state this often.
 LOST_COORDINATOR_MS = 20000
+# When every lane looks for its coordinator, Kafka itself is away most likely: a consumer opened again has
+# nothing to reach either, and when the broker returns it joins its group seconds later than the one it
+# replaced (a Kafka stopped 30 s: runs taken 2.6 s after its return instead of at once). They are opened again
+# only past this, in case all of them are stuck.
+ALL_LANES_LOST_MS = 120000
 STATISTICS_INTERVAL_MS = 5000
 _SEEKING_COORDINATOR = frozenset({"query-coord", "wait-coord", "wait-broker", "wait-broker-transport"})
 
@@ -117,6 +123,8 @@ class CoordinatorWatch:
 
     def __init__(self) -> None:
         self.lost = False
+        self.lost_ms = 0  # how long the group has looked for its coordinator, with nothing assigned
+        self.coordinated = False  # the group has its coordinator: Kafka answers this consumer
         # Set by the lane's reader on a fatal error: the consumer will never take anything again. A static
         # member whose session ran out while the broker was away rejoins under a new id and is then fenced by
         # that very rejoin (librdkafka's issue 3437); opened again, it takes its partitions back at once.
@@ -126,11 +134,10 @@ class CoordinatorWatch:
         parsed = json.loads(statistics)
         _measure_lag(parsed)
         group = parsed.get("cgrp") or {}
-        self.lost = (
-            group.get("state") in _SEEKING_COORDINATOR
-            and group.get("stateage", 0) >= LOST_COORDINATOR_MS
-            and not group.get("assignment_size")
-        )
+        seeking = group.get("state") in _SEEKING_COORDINATOR and not group.get("assignment_size")
+        self.lost_ms = int(group.get("stateage", 0)) if seeking else 0
+        self.lost = self.lost_ms >= LOST_COORDINATOR_MS
+        self.coordinated = group.get("state") == "up"
 
 
 # What the broker accepts as a `group.instance.id` (Kafka's JoinGroup checks it).
@@ -300,16 +307,17 @@ class KafkaRunConsumer:
     def _reopen_lost_lanes(self) -> None:
         if self._aside:
             return  # out of the groups on purpose
+        kafka_answers = any(watch.coordinated for watch in self._watches.values())
         for lane, watch in self._watches.items():
             if watch.failed is not None:
                 log.warning(
                     "the %s lane's Kafka consumer failed for good, opening it again: %s", lane, watch.failed
                 )
-            elif watch.lost:
+            elif watch.lost and (kafka_answers or watch.lost_ms >= ALL_LANES_LOST_MS):
                 log.warning(
                     "the %s lane's Kafka consumer has found no group coordinator for %d s: opening it again",
                     lane,
-                    LOST_COORDINATOR_MS // 1000,
+                    watch.lost_ms // 1000,
                 )
             else:
                 continue

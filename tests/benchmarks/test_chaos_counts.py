@@ -162,6 +162,7 @@ def test_late_runs_are_profiled_by_kind_and_due_second_from_their_windows_edge()
     assert found["in:kafka"]["by_due_second"] == {2: 1}
     assert found["after:kafka"]["by_kind"] == {"cron": 1, "immediate": 1}
     assert found["after:kafka"]["by_due_second"] == {1: 2}
+    assert found["after:kafka"]["dispatched_late_by_kind"] == {"cron": 1}  # b went out 3.5 s late
     assert found["after:kafka"]["latest"] == [["b", "cron", 1.5, 4.5, 3.5]]  # only the latest kept
     assert found["in:postgres"]["latest"] == [["never", "?", 5.0, NEVER, None]]
 

@@ -217,6 +217,10 @@ def test_a_group_that_found_its_coordinator_is_not_lost() -> None:
         assert watch.lost is lost, (state, age, assigned)
     watch(json.dumps({"name": "a producer has no group"}))
     assert not watch.lost
+    watch(json.dumps({"cgrp": {"state": "up", "stateage": 5, "assignment_size": 0}}))
+    assert watch.coordinated
+    watch(json.dumps({"cgrp": {"state": "query-coord", "stateage": 5, "assignment_size": 0}}))
+    assert not watch.coordinated
 
 
 def test_the_statistics_give_each_topics_consumer_lag_over_the_assigned_partitions() -> None:
@@ -265,6 +269,7 @@ def test_a_lane_whose_group_is_lost_is_opened_again_unless_it_stepped_aside() ->
     runs = kafka_consumer.KafkaRunConsumer(open_lane, {lane: [lane] for lane in LANES}, lambda _: None)  # type: ignore[arg-type]
     ((lost, lost_watch),) = opened["normal"]
     lost_watch.lost = True
+    opened["high"][0][1].coordinated = True  # another lane's group has its coordinator: Kafka answers
 
     runs.step_aside()
     assert runs.poll(1, 0.05) == []
@@ -278,6 +283,30 @@ def test_a_lane_whose_group_is_lost_is_opened_again_unless_it_stepped_aside() ->
     assert all(len(opened[lane]) == 1 and not opened[lane][0][0].closed for lane in ("high", "low"))
     assert runs.poll(1, 0.05) == []
     assert len(opened["normal"]) == 2  # the new one is not lost
+
+
+def test_lanes_all_lost_at_once_are_left_alone_until_long_after() -> None:
+    """Every lane without its coordinator: Kafka is away, and a consumer opened again would join its group
+    seconds later when the broker returns."""
+    opened: dict[str, list[tuple[_LaneStandIn, kafka_consumer.CoordinatorWatch]]] = {}
+
+    def open_lane(lane: str, topics: Sequence[str]) -> tuple[_LaneStandIn, kafka_consumer.CoordinatorWatch]:
+        opened.setdefault(lane, []).append((_LaneStandIn(), kafka_consumer.CoordinatorWatch()))
+        return opened[lane][-1]
+
+    runs = kafka_consumer.KafkaRunConsumer(open_lane, {lane: [lane] for lane in LANES}, lambda _: None)  # type: ignore[arg-type]
+    for lane in LANES:
+        watch = opened[lane][0][1]
+        watch(json.dumps({"cgrp": {"state": "query-coord", "stateage": 30000, "assignment_size": 0}}))
+        assert watch.lost
+    assert runs.poll(1, 0.05) == []
+    assert all(len(opened[lane]) == 1 for lane in LANES)
+    opened["low"][0][1](
+        json.dumps({"cgrp": {"state": "query-coord", "stateage": kafka_consumer.ALL_LANES_LOST_MS}})
+    )
+    assert runs.poll(1, 0.05) == []
+    assert [len(opened[lane]) for lane in LANES] == [1, 1, 2]  # lost for that long: opened again anyway
+    runs.close()
 
 
 def test_a_members_id_is_its_name_when_kafka_takes_it_else_a_digest_that_keeps_names_apart() -> None:
