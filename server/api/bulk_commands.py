@@ -112,7 +112,11 @@ class BulkCommands:
 
     def resume_jobs(self, request: pb.BulkResumeJobsRequest, access: Access) -> BulkOutcome:
         return self._jobs(
-            request, JobState.PAUSED, self._commands.resume_job, "jobs that can be resumed", access
+            request,
+            JobState.PAUSED,
+            lambda name, access: self._commands.resume_job(name, access).record,
+            "jobs that can be resumed",
+            access,
         )
 
     def _jobs(
