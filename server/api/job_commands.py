@@ -247,6 +247,11 @@ class JobCommands:
 
     # Reading and changing jobs --------------------------------------------------------------------------
 
+    def read_job(self, job_id: str) -> StoredJob:
+        """The job as stored, with its spec decoded: for a caller that makes several runs of it."""
+        record = self._store.get_job(job_id)
+        return StoredJob(record, decode_spec(record.spec))
+
     def get_job(self, name: str, access: Access) -> JobRecord:
         job = self._store.get_job(parse_job_name(name))
         access.check(job.namespace, name)
@@ -427,9 +432,10 @@ class JobCommands:
         access: Access,
         *,
         source: RunRecord | None = None,
-        job: JobRecord | None = None,
+        job: StoredJob | None = None,
     ) -> RunRecord:
-        """`source` and `job`: the run `request` names and its job, when the caller read them already."""
+        """`source` and `job`: the run `request` names and its job (`read_job`), when the caller read them
+        already."""
         job_id, run_id = parse_run_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
@@ -444,12 +450,12 @@ class JobCommands:
                 reason="RUN_NOT_REPLAYABLE",
                 metadata={"run": request.name, "state": source.state.value},
             )
-        job = job or self._store.get_job(job_id)
-        spec = decode_spec(job.spec)
+        stored = job or self.read_job(job_id)
+        spec = stored.spec if stored.spec is not None else decode_spec(stored.record.spec)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(
-            job,
+            stored.record,
             now,
             now,
             RunTrigger.REPLAY,

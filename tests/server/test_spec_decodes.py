@@ -5,6 +5,7 @@ Against SQLite and PostgreSQL, through a real gRPC server."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -14,8 +15,9 @@ import pytest
 from google.protobuf import field_mask_pb2
 
 from jobmesh.core import definitions
+from jobmesh.core.definitions import new_run
 from jobmesh.core.names import parse_job_name
-from jobmesh.core.records import RunState
+from jobmesh.core.records import DEFAULT_HEARTBEAT_TIMEOUT, RunState, RunTrigger
 from jobmesh.v1 import job_pb2, job_service_pb2
 from tests.server.conftest import Api
 from tests.server.test_backfill import backfill_request, day_before_yesterday
@@ -119,3 +121,16 @@ def test_pause_resume_run_now_and_backfill_decode_once_each(api: Api, decodes: l
         make()
         counts[call] = len(decodes)
     assert counts == dict.fromkeys(calls, 1)
+
+
+def test_a_bulk_replay_decodes_each_jobs_spec_once(api: Api, decodes: list[bytes]) -> None:
+    name = create(api, command_job(run_at=NEXT_YEAR)).job.name  # makes its run now, far ahead
+    record = api.store.get_job(parse_job_name(name))
+    now = datetime.now(UTC)
+    for _ in range(3):
+        run = new_run(record, now, now, RunTrigger.SCHEDULE, heartbeat_timeout=DEFAULT_HEARTBEAT_TIMEOUT)
+        api.store.create_run(dataclasses.replace(run, state=RunState.DEAD_LETTERED))
+    decodes.clear()
+    request = job_service_pb2.BulkReplayRunsRequest(parent=name, filter="state = DEAD_LETTERED")
+    assert api.jobs.BulkReplayRuns(request).changed_count == 3
+    assert len(decodes) == 1
