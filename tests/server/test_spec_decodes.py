@@ -68,6 +68,8 @@ def test_an_immediate_create_and_its_bypass_decode_no_spec(api: Api, decodes: li
     assert created.job.name != "jobs/ignored"
     assert created.job.etag == "1"
     assert (created.job.display_name, list(created.job.target.command.argv)) == ("echo", ["echo", "hello"])
+    stored = api.store.get_job(parse_job_name(created.job.name)).spec  # what the answer was rendered from
+    assert definitions.decode_spec(stored) == definitions.writable_part(created.job)
 
 
 def test_a_batch_create_decodes_no_spec_in_either_view(api: Api, decodes: list[bytes]) -> None:
