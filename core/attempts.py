@@ -15,6 +15,7 @@ from jobmesh.control.v1 import executor_control_pb2
 from jobmesh.core.errors import InvalidArgument
 from jobmesh.core.names import parse_run_name, run_name
 from jobmesh.core.records import RunRecord, RunState
+from jobmesh.v1 import job_pb2
 
 MAX_ATTEMPT = 2**31 - 1  # the wire's int32
 
@@ -65,10 +66,11 @@ class AttemptRef:
 
 @dataclass(frozen=True, slots=True)
 class Dispatchable:
-    """A run ready to hand to the queue, with its job's definition (the serialized `jobmesh.v1.Job`)."""
+    """A run ready to hand to the queue, with its job's definition: the message its job record's spec holds,
+    decoded once by whoever read or stored it (`core.definitions.decode_spec`) and shared, never modified."""
 
     run: RunRecord
-    spec: bytes
+    job: job_pb2.Job
 
 
 @dataclass(frozen=True, slots=True)

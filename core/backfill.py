@@ -27,6 +27,7 @@ MAX_PACE = timedelta(hours=1)
 
 def backfill_runs(
     job: JobRecord,
+    spec: job_pb2.Job,
     occurrences: Sequence[datetime],
     now: datetime,
     pace: timedelta,
@@ -35,8 +36,8 @@ def backfill_runs(
     request_digest: str = "",
 ) -> list[RunRecord]:
     """One run per occurrence, the first due now. The first carries the request id: a retried call finds it
-    and makes none again (the runs are stored in one transaction)."""
-    timeout = heartbeat_timeout_of(job_pb2.Job.FromString(job.spec))
+    and makes none again (the runs are stored in one transaction). `spec`: `job`'s, decoded."""
+    timeout = heartbeat_timeout_of(spec)
     runs = []
     for index, occurrence in enumerate(occurrences):
         first = index == 0

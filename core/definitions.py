@@ -52,13 +52,25 @@ def schedule_kind_of(job: job_pb2.Job) -> ScheduleKind:
     return _SCHEDULE_KINDS[job.schedule.WhichOneof("kind") or "immediate"]
 
 
-def spec_of(job: job_pb2.Job) -> bytes:
-    """The writable part of a job, serialized deterministically (output-only fields cleared)."""
+def writable_part(job: job_pb2.Job) -> job_pb2.Job:
+    """A copy of `job` without its output-only fields: the definition a job record stores (`spec_of`)."""
     spec = job_pb2.Job()
     spec.CopyFrom(job)
     for field in OUTPUT_ONLY_JOB_FIELDS:
         spec.ClearField(field)  # type: ignore[arg-type]
-    return spec.SerializeToString(deterministic=True)
+    return spec
+
+
+def spec_of(job: job_pb2.Job) -> bytes:
+    """A job record's `spec`: `job`, a writable part (`writable_part`), serialized deterministically."""
+    return job.SerializeToString(deterministic=True)
+
+
+def decode_spec(spec: bytes) -> job_pb2.Job:
+    """The definition a job record's `spec` holds, decoded: the one place a stored spec is decoded. A request
+    or a read decodes each spec once and passes the message on (`Dispatchable.job`); whoever holds one
+    shares it and never modifies it."""
+    return job_pb2.Job.FromString(spec)
 
 
 def request_hash(request: Message) -> str:
@@ -100,6 +112,7 @@ def build_job(
     request_id: str = "",
     request_digest: str = "",
 ) -> tuple[JobRecord, RunRecord | None]:
+    """`job`: the writable part of the definition (`writable_part`), stored as it is."""
     plan = plan_schedule(job, now, policy)
     record = JobRecord(
         job_id=job_id,
@@ -140,11 +153,9 @@ def new_run(
     replay_of: str | None = None,
     request_id: str = "",
     request_digest: str = "",
-    heartbeat_timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta,
 ) -> RunRecord:
-    """`heartbeat_timeout` saves decoding the job's spec when the caller has it (create, cron occurrences)."""
-    if heartbeat_timeout is None:
-        heartbeat_timeout = heartbeat_timeout_of(job_pb2.Job.FromString(job.spec))
+    """`heartbeat_timeout`: the job's (`heartbeat_timeout_of` its decoded spec, which the caller holds)."""
     return RunRecord(
         job_id=job.job_id,
         run_id=new_run_id(schedule_time),

@@ -21,7 +21,6 @@ from jobmesh.core.ports.pipeline_store import PipelineStore
 from jobmesh.core.ports.queue import QueueUnavailable, RunQueue
 from jobmesh.core.timestamps import set_timestamp, to_duration
 from jobmesh.core.wire_enums import PRIORITY_TO_WIRE
-from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,7 @@ LATE_DISPATCH = timedelta(seconds=2)
 
 
 def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
-    job = job_pb2.Job.FromString(item.spec)
+    job = item.job
     run = item.run
     message = dispatch_pb2.DispatchedRun(
         attempt=AttemptRef.of(run).to_proto(),

@@ -34,7 +34,6 @@ from jobmesh.core.ports.queue import RunQueue
 from jobmesh.core.records import RunRecord
 from jobmesh.core.retries import decide
 from jobmesh.core.states import TERMINAL_RUN_STATES, RunEvent, RunState, run_state_after
-from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +125,10 @@ class AttemptLifecycle:
         if reported is None:
             return None
         outcome = settle_cancelling(current.run, reported)
-        policy = job_pb2.Job.FromString(current.spec).retry_policy
         return decide(
             report.ref,
             outcome,
-            policy,
+            current.job.retry_policy,
             rng=self._rng,
             executor=report.executor,
             decided_at=self._clock(),
@@ -209,4 +207,4 @@ def _next_attempt(current: Dispatchable, end: AttemptEnd) -> Dispatchable:
     run = dataclasses.replace(
         current.run, attempt=end.ref.attempt + 1, state=RunState.SCHEDULED, due_time=end.retry_due_time
     )
-    return Dispatchable(run, current.spec)
+    return Dispatchable(run, current.job)

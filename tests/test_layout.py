@@ -333,3 +333,76 @@ def test_the_state_check_finds_a_second_set_and_a_second_map(
         "a/m.py:5: a stop reason map",
         "a/m.py:6: a wire map",
     ]
+
+
+SPEC_DECODER = "core/definitions.py"
+_PARSES = frozenset({"ParseFromString", "MergeFromString"})
+
+
+def spec_decodes(folders: tuple[str, ...]) -> list[str]:
+    """Where the folders' sources, but core/definitions.py (`decode_spec`), decode a `jobmesh.v1.Job`:
+    `Job.FromString(…)`, or `ParseFromString`/`MergeFromString` into a `Job()` (one made there, or a name
+    the file binds to one)."""
+    found = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where == SPEC_DECODER:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            jobs = {
+                target.id
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assign | ast.AnnAssign)
+                and node.value is not None
+                and _is_job(node.value)
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(target, ast.Name)
+            }
+            for node in ast.walk(tree):
+                if _decodes_a_job(node, jobs):
+                    found.append(f"{where}:{getattr(node, 'lineno', 0)}")
+    return found
+
+
+def _is_job(node: ast.AST) -> bool:
+    """`Job(…)` or `….Job(…)`: a new `jobmesh.v1.Job`."""
+    return isinstance(node, ast.Call) and _names_job(node.func)
+
+
+def _names_job(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "Job") or (
+        isinstance(node, ast.Attribute) and node.attr == "Job"
+    )
+
+
+def _decodes_a_job(node: ast.AST, jobs: set[str]) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    receiver, method = node.func.value, node.func.attr
+    if method == "FromString":
+        return _names_job(receiver)
+    return method in _PARSES and (
+        _is_job(receiver) or (isinstance(receiver, ast.Name) and receiver.id in jobs)
+    )
+
+
+def test_a_stored_spec_is_decoded_by_core_definitions_alone() -> None:
+    """A job's spec is decoded once per request or read, by `decode_spec`, and the message carried on."""
+    assert spec_decodes(MESH_FOLDERS) == []
+
+
+def test_the_decode_check_finds_each_way_of_decoding_a_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text(
+        "job = job_pb2.Job.FromString(spec)\n"
+        "other = Job()\n"
+        "other.ParseFromString(spec)\n"
+        "job_pb2.Job().MergeFromString(spec)\n"
+        "run = dispatch_pb2.DispatchedRun.FromString(value)\n"
+        "message.ParseFromString(value)\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert spec_decodes(("a",)) == ["a/m.py:1", "a/m.py:3", "a/m.py:4"]

@@ -8,13 +8,12 @@ from collections.abc import Callable, Collection
 from datetime import datetime
 
 from jobmesh.core.attempts import Dispatchable
-from jobmesh.core.definitions import heartbeat_timeout_of, new_run
+from jobmesh.core.definitions import decode_spec, heartbeat_timeout_of, new_run
 from jobmesh.core.hooks import NO_HOOKS, RunHooks
 from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.occurrences import plan_occurrences
 from jobmesh.core.ports.pipeline_store import SchedulerStore
 from jobmesh.core.records import JobRecord, RunTrigger
-from jobmesh.v1 import job_pb2
 
 log = logging.getLogger(__name__)
 CRON_JOBS_PER_PASS = 500
@@ -42,7 +41,7 @@ class Materializer:
     def _materialize_job(self, job: JobRecord, until: datetime) -> list[Dispatchable]:
         if job.next_run_time is None:
             return []
-        spec = job_pb2.Job.FromString(job.spec)
+        spec = decode_spec(job.spec)
         now = self._clock()
         plan = plan_occurrences(job.job_id, spec.schedule.cron, job.next_run_time, until, now)
         if plan.skipped_since is not None:
@@ -62,4 +61,4 @@ class Materializer:
             next_run_time=plan.next_run_time,
             completed=plan.next_run_time is None,
         )
-        return [Dispatchable(run, job.spec) for run in made]
+        return [Dispatchable(run, spec) for run in made]

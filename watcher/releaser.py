@@ -87,8 +87,7 @@ class Releaser:
             return 0
         self._remember([ref for ref, _ in due], now)
         items = [item for _, item in due]
-        crons = {id(item): _cron(item) for item in items if item.run.trigger is RunTrigger.SCHEDULE}
-        ready = self._apply_overlap(self._within_catchup(items, crons, now), crons)
+        ready = self._apply_overlap(self._within_catchup(items, now))
         if not self._dispatcher.dispatch(ready):
             retry_at = self._clock() + RETRY_DELAY
             for item in ready:
@@ -108,12 +107,12 @@ class Releaser:
             self._recent_batches.append((now, list(refs)))
             self._recent.update(refs)
 
-    def _within_catchup(self, items: list[Dispatchable], crons: _Crons, now: datetime) -> list[Dispatchable]:
+    def _within_catchup(self, items: list[Dispatchable], now: datetime) -> list[Dispatchable]:
         """Skips the cron occurrences later than their job's catch-up window (kept from going out while the
         queue was away, say), as the materializer skips those it makes too late."""
         kept = []
         for item in items:
-            cron = crons.get(id(item))
+            cron = _cron(item)
             window = catchup_window_of(cron) if cron is not None else None
             if window is None or item.run.due_time >= now - window:
                 kept.append(item)
@@ -129,11 +128,9 @@ class Releaser:
                 kept.append(item)  # degraded: start it rather than hold it (AP), as below
         return kept
 
-    def _apply_overlap(self, items: list[Dispatchable], crons: _Crons) -> list[Dispatchable]:
+    def _apply_overlap(self, items: list[Dispatchable]) -> list[Dispatchable]:
         policies = {
-            id(item): schedule.overlap_policy
-            for item in items
-            if (schedule := crons.get(id(item))) is not None
+            id(item): schedule.overlap_policy for item in items if (schedule := _cron(item)) is not None
         }
         bound = [item for item in items if policies.get(id(item), _ALLOW) != _ALLOW]
         if not bound:
@@ -187,10 +184,11 @@ class Releaser:
 
 
 _ALLOW = job_pb2.OVERLAP_POLICY_ALLOW_ALL
-# The cron schedule of each scheduled run of a batch, by the item's id: its spec is decoded once.
-_Crons = dict[int, job_pb2.Schedule.Cron | None]
 
 
 def _cron(item: Dispatchable) -> job_pb2.Schedule.Cron | None:
-    job = job_pb2.Job.FromString(item.spec)
-    return job.schedule.cron if job.schedule.HasField("cron") else None
+    """The cron schedule a run of the schedule's stands for; None for a run made by hand or by a backfill."""
+    schedule = item.job.schedule
+    if item.run.trigger is not RunTrigger.SCHEDULE or not schedule.HasField("cron"):
+        return None
+    return schedule.cron

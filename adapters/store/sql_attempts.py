@@ -26,10 +26,12 @@ from jobmesh.adapters.store.sql_batch import (
 from jobmesh.adapters.store.sql_flow import hold_back
 from jobmesh.adapters.store.sql_rows import StoredRow, cancelled_values, run_from_row
 from jobmesh.core.attempts import AttemptEnd, AttemptRef, Dispatchable
+from jobmesh.core.definitions import decode_spec
 from jobmesh.core.flow_control import NO_PACING, NO_QUEUE_LIMITS, Deferred, Pacing
 from jobmesh.core.ports.pipeline_store import Claim, ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import REFUSED_CLAIMS, RunTrigger
 from jobmesh.core.states import HELD_RUN_STATES, JobState, RunEvent, RunState, run_sources, run_transition
+from jobmesh.v1 import job_pb2
 
 _MILLISECOND = timedelta(milliseconds=1)
 # The batches' columns and expressions, built once: `update_by_key` keeps a statement built per shape.
@@ -260,8 +262,11 @@ def finish_attempts(
     found = {ref: rows.get((ref.job_id, ref.run_id)) for ref in wanted}
     held = {ref: row for ref, row in found.items() if row is not None and _held(row, ref, None)}
     applied: dict[AttemptRef, tuple[AttemptEnd, StoredRow, Dispatchable]] = {}
+    specs: dict[str, job_pb2.Job] = {}  # each job's decoded once, whatever its runs here
     for ref, row in held.items():
-        current = Dispatchable(run_from_row(row), bytes(row["spec"]))
+        if ref.job_id not in specs:
+            specs[ref.job_id] = decode_spec(bytes(row["spec"]))
+        current = Dispatchable(run_from_row(row), specs[ref.job_id])
         end = decide(current)
         if end is None:
             continue

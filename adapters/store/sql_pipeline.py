@@ -48,11 +48,13 @@ from jobmesh.adapters.store.sql_feed import changes_after
 from jobmesh.adapters.store.sql_prepared import execute_prepared
 from jobmesh.adapters.store.sql_rows import JOB_COLUMNS, StoredRow, job_from_row, run_from_row
 from jobmesh.core.attempts import AttemptRef, Dispatchable
+from jobmesh.core.definitions import decode_spec
 from jobmesh.core.names import run_name
 from jobmesh.core.ports.pipeline_store import DueChanges
 from jobmesh.core.ports.store import FeedCursor
 from jobmesh.core.records import JobRecord, RunRecord, RunTrigger, ScheduleKind
 from jobmesh.core.states import JobState, RunEvent, RunState, run_sources
+from jobmesh.v1 import job_pb2
 
 _JOB_ID_COLUMNS: Columns = (("job_id", Text()),)
 
@@ -71,14 +73,14 @@ def _with_specs(connection: Connection, rows: Iterable[StoredRow]) -> list[Dispa
     return [Dispatchable(run, specs[run.job_id]) for run in runs]
 
 
-def _specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, bytes]:
-    """The definitions (`Job` bytes) of these jobs, by primary key."""
-    specs: dict[str, bytes] = {}
+def _specs_of(connection: Connection, job_ids: Iterable[str]) -> dict[str, job_pb2.Job]:
+    """The definitions of these jobs, by primary key, each decoded once."""
+    specs: dict[str, job_pb2.Job] = {}
     for chunk in batch_chunks(connection, sorted(set(job_ids))):
         statement = _specs_statement(connection.dialect.name, batch_size(connection, len(chunk)))
         values = batch_values(connection, "wanted", _JOB_ID_COLUMNS, [(job_id,) for job_id in chunk])
         found = execute_prepared(connection, statement, values)
-        specs.update((job_id, bytes(spec)) for job_id, spec in found.tuples())
+        specs.update((job_id, decode_spec(bytes(spec))) for job_id, spec in found.tuples())
     return specs
 
 

@@ -34,7 +34,7 @@ from jobmesh.core.records import (
     RunRecord,
     RunState,
 )
-from jobmesh.server.api.job_commands import JobCommands
+from jobmesh.server.api.job_commands import JobCommands, StoredJob
 from jobmesh.server.api.job_queries import JobQueries
 from jobmesh.server.api.validation import Violations, check_request_id
 from jobmesh.server.auth.authorization import Access
@@ -91,11 +91,11 @@ class BulkCommands:
             return BulkOutcome(len(runs), 0)
         _check_cap(len(runs), "runs that can be replayed")
         self._admit_runs(Counter(run.namespace for run in runs))
-        jobs: dict[str, JobRecord] = {}
+        jobs: dict[str, StoredJob] = {}  # each read and decoded once
         outcomes: list[RunRecord | JobmeshError] = []
         for run in runs:
             try:
-                job = jobs.get(run.job_id) or self._store.get_job(run.job_id)
+                job = jobs.get(run.job_id) or self._commands.read_job(run.job_id)
                 jobs[run.job_id] = job
                 single = pb.ReplayRunRequest(
                     name=_run_name(run), request_id=_item_request_id(request.request_id, _run_name(run))
@@ -112,7 +112,11 @@ class BulkCommands:
 
     def resume_jobs(self, request: pb.BulkResumeJobsRequest, access: Access) -> BulkOutcome:
         return self._jobs(
-            request, JobState.PAUSED, self._commands.resume_job, "jobs that can be resumed", access
+            request,
+            JobState.PAUSED,
+            lambda name, access: self._commands.resume_job(name, access).record,
+            "jobs that can be resumed",
+            access,
         )
 
     def _jobs(

@@ -20,12 +20,15 @@ from jobmesh.core.definitions import (
     OUTPUT_ONLY_JOB_FIELDS,
     SchedulingPolicy,
     build_job,
+    decode_spec,
+    heartbeat_timeout_of,
     new_run,
     plan_schedule,
     priority_of,
     request_hash,
     schedule_kind_of,
     spec_of,
+    writable_part,
 )
 from jobmesh.core.dispatch import Handoff, due_within
 from jobmesh.core.errors import (
@@ -91,6 +94,17 @@ class Created:
     job: JobRecord | None = None
     first_run: RunRecord | None = None
     error: JobmeshError | None = None
+    # The job's definition as created: the message its record's spec was serialized from (not on a replay).
+    spec: job_pb2.Job | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredJob:
+    """A job as a change stored it, with its definition when the change held it decoded: the message its
+    record's spec holds, which the answer renders rather than decoding the spec again."""
+
+    record: JobRecord
+    spec: job_pb2.Job | None = None
 
 
 class JobCommands:
@@ -126,9 +140,9 @@ class JobCommands:
         self._dispatcher = dispatcher
         self._cancels = cancels
 
-    def _hand_off(self, runs: Sequence[tuple[RunRecord, bytes]]) -> None:
-        """Publishes the runs due within the threshold. The database has them already: a queue that is down
-        only leaves them to the watcher."""
+    def _hand_off(self, runs: Sequence[tuple[RunRecord, job_pb2.Job]]) -> None:
+        """Publishes the runs due within the threshold, each with its job's decoded definition. The database
+        has them already: a queue that is down only leaves them to the watcher."""
         if self._dispatcher is None:
             return
         items = [Dispatchable(run, spec) for run, spec in runs]
@@ -182,23 +196,23 @@ class JobCommands:
             )
         now = self._clock()
         results: list[Created | None] = []
-        pending: list[tuple[int, NewJob]] = []
+        pending: list[tuple[int, NewJob, job_pb2.Job]] = []
         for index, request in enumerate(requests):
             try:
-                pending.append((index, self._new_job(request, now, access)))
+                pending.append((index, *self._new_job(request, now, access)))
                 results.append(None)
             except JobmeshError as error:
                 results.append(Created(error=error))
-        outcomes = self._creates.submit([item for _, item in pending])
+        outcomes = self._creates.submit([item for _, item, _ in pending])
         created = 0
-        for (index, item), outcome in zip(pending, outcomes, strict=True):
-            results[index] = _created(item, outcome.status, outcome.job, outcome.first_run)
+        for (index, item, spec), outcome in zip(pending, outcomes, strict=True):
+            results[index] = _created(item, spec, outcome)
             created += outcome.status is CreateStatus.CREATED
         if created:
             JOBS_CREATED.inc(created)
         made = [
-            (outcome, item.job.spec)
-            for (_, item), outcome in zip(pending, outcomes, strict=True)
+            (outcome, spec)
+            for (_, _, spec), outcome in zip(pending, outcomes, strict=True)
             if outcome.status is CreateStatus.CREATED
         ]
         first_runs = [(outcome.first_run, spec) for outcome, spec in made if outcome.first_run is not None]
@@ -208,7 +222,10 @@ class JobCommands:
         self._hand_off(first_runs)
         return [result or Created() for result in results]
 
-    def _new_job(self, request: job_service_pb2.CreateJobRequest, now: datetime, access: Access) -> NewJob:
+    def _new_job(
+        self, request: job_service_pb2.CreateJobRequest, now: datetime, access: Access
+    ) -> tuple[NewJob, job_pb2.Job]:
+        """The job to insert, and its definition as its record's spec holds it (carried on, never decoded)."""
         found = Violations()
         check_job_id(found, request.job_id)
         check_request_id(found, request.request_id)
@@ -218,8 +235,7 @@ class JobCommands:
             check_job(found, request.job, now, "job", self._secret_queues)
         found.raise_if_any()
         job_id = request.job_id or new_job_id()
-        spec = job_pb2.Job()
-        spec.CopyFrom(request.job)
+        spec = writable_part(request.job)
         spec.namespace = spec.namespace or DEFAULT_NAMESPACE
         access.check_create(spec.namespace, job_name(job_id))
         digest = request_hash(request) if request.request_id else ""
@@ -227,16 +243,21 @@ class JobCommands:
             job_id, spec, now, self._policy, request_id=request.request_id, request_digest=digest
         )
         event = access.audited(AuditAction.CREATE, job_name(job_id), job.namespace, now, request.request_id)
-        return NewJob(job, first_run, event)
+        return NewJob(job, first_run, event), spec
 
     # Reading and changing jobs --------------------------------------------------------------------------
+
+    def read_job(self, job_id: str) -> StoredJob:
+        """The job as stored, with its spec decoded: for a caller that makes several runs of it."""
+        record = self._store.get_job(job_id)
+        return StoredJob(record, decode_spec(record.spec))
 
     def get_job(self, name: str, access: Access) -> JobRecord:
         job = self._store.get_job(parse_job_name(name))
         access.check(job.namespace, name)
         return job
 
-    def update_job(self, job: job_pb2.Job, mask: field_mask_pb2.FieldMask, access: Access) -> JobRecord:
+    def update_job(self, job: job_pb2.Job, mask: field_mask_pb2.FieldMask, access: Access) -> StoredJob:
         parse_job_name(job.name, "job.name")
         paths = _mask_paths(job, mask)
         current = self.get_job(job.name, access)
@@ -245,7 +266,7 @@ class JobCommands:
                 "job.namespace", "immutable: a job stays in the namespace it was made in"
             )
         _check_etag(current, job.etag)
-        merged = job_pb2.Job.FromString(current.spec)
+        merged = decode_spec(current.spec)
         for path in paths:
             merged.ClearField(path)  # type: ignore[arg-type]
             _copy_field(job, merged, path)
@@ -272,8 +293,8 @@ class JobCommands:
             updated, expected_version=current.version, audit=event, withdraw=withdraw
         )
         if first_run is not None:
-            self._create_first_run(stored, first_run, "UpdateJob")
-        return stored
+            self._create_first_run(first_run, merged, "UpdateJob")
+        return StoredJob(stored, merged)
 
     def _reschedule(
         self, job: JobRecord, spec: job_pb2.Job, now: datetime
@@ -282,16 +303,17 @@ class JobCommands:
         state = job.state if job.state is JobState.PAUSED else plan.state
         first_run = None
         if plan.first_run_time is not None and state is not JobState.PAUSED:
-            first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE)
+            timeout = heartbeat_timeout_of(spec)
+            first_run = new_run(job, plan.first_run_time, now, RunTrigger.SCHEDULE, heartbeat_timeout=timeout)
         return dataclasses.replace(job, next_run_time=plan.next_run_time, state=state), first_run
 
-    def _create_first_run(self, job: JobRecord, first_run: RunRecord, rpc: str) -> None:
-        """The new schedule's first run, handed out at once when it is due soon."""
+    def _create_first_run(self, first_run: RunRecord, spec: job_pb2.Job, rpc: str) -> None:
+        """The new schedule's first run, handed out at once when it is due soon. `spec`: its job's."""
         start_ns = time.time_ns()
         outcome = self._store.create_run(first_run)
         if outcome.run is not None:
             self._hooks.create(f"jobmesh.v1.JobService/{rpc}", start_ns, [outcome.run])
-            self._hand_off([(outcome.run, job.spec)])
+            self._hand_off([(outcome.run, spec)])
 
     def delete_job(self, name: str, etag: str, access: Access) -> tuple[JobRecord, int]:
         job_id = parse_job_name(name)
@@ -328,20 +350,21 @@ class JobCommands:
             withdraw=self._withdrawal(current.job_id, JOB_PAUSED),
         )
 
-    def resume_job(self, name: str, access: Access) -> JobRecord:
+    def resume_job(self, name: str, access: Access) -> StoredJob:
         """Plans from now: the next run is the schedule's next fire time, made (and handed out) at once when
         it is due within the threshold, as on create; occurrences missed while paused are not made up."""
         current = self.get_job(name, access)
         if current.state is not JobState.PAUSED:
-            return current
+            return StoredJob(current)
         now = self._clock()
         active = dataclasses.replace(current, state=JobState.ACTIVE, update_time=now)
-        resumed, first_run = self._reschedule(active, job_pb2.Job.FromString(current.spec), now)
+        spec = decode_spec(current.spec)
+        resumed, first_run = self._reschedule(active, spec, now)
         event = access.audited(AuditAction.RESUME, name, current.namespace, now)
         stored = self._store.update_job(resumed, expected_version=current.version, audit=event)
         if first_run is not None:
-            self._create_first_run(stored, first_run, "ResumeJob")
-        return stored
+            self._create_first_run(first_run, spec, "ResumeJob")
+        return StoredJob(stored, spec)
 
     # Runs -------------------------------------------------------------------------------------------------
 
@@ -351,10 +374,19 @@ class JobCommands:
         check_request_id(found, request.request_id)
         found.raise_if_any()
         job = self.get_job(request.name, access)
+        spec = decode_spec(job.spec)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
-        run = new_run(job, now, now, RunTrigger.RUN_NOW, request_id=request.request_id, request_digest=digest)
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.RUN_NOW, "RunJobNow")
+        run = new_run(
+            job,
+            now,
+            now,
+            RunTrigger.RUN_NOW,
+            request_id=request.request_id,
+            request_digest=digest,
+            heartbeat_timeout=heartbeat_timeout_of(spec),
+        )
+        return self._insert_run(run, request.request_id, spec, access, AuditAction.RUN_NOW, "RunJobNow")
 
     def cancel_run(self, name: str, reason: str, access: Access) -> RunRecord:
         job_id, run_id = parse_run_name(name)
@@ -400,9 +432,10 @@ class JobCommands:
         access: Access,
         *,
         source: RunRecord | None = None,
-        job: JobRecord | None = None,
+        job: StoredJob | None = None,
     ) -> RunRecord:
-        """`source` and `job`: the run `request` names and its job, when the caller read them already."""
+        """`source` and `job`: the run `request` names and its job (`read_job`), when the caller read them
+        already."""
         job_id, run_id = parse_run_name(request.name)
         found = Violations()
         check_request_id(found, request.request_id)
@@ -417,19 +450,21 @@ class JobCommands:
                 reason="RUN_NOT_REPLAYABLE",
                 metadata={"run": request.name, "state": source.state.value},
             )
-        job = job or self._store.get_job(job_id)
+        stored = job or self.read_job(job_id)
+        spec = stored.spec if stored.spec is not None else decode_spec(stored.record.spec)
         now = self._clock()
         digest = request_hash(request) if request.request_id else ""
         run = new_run(
-            job,
+            stored.record,
             now,
             now,
             RunTrigger.REPLAY,
             replay_of=run_name(job_id, run_id),
             request_id=request.request_id,
             request_digest=digest,
+            heartbeat_timeout=heartbeat_timeout_of(spec),
         )
-        return self._insert_run(run, request.request_id, job.spec, access, AuditAction.REPLAY, "ReplayRun")
+        return self._insert_run(run, request.request_id, spec, access, AuditAction.REPLAY, "ReplayRun")
 
     def backfill_job(self, request: job_service_pb2.BackfillJobRequest, access: Access) -> Backfill:
         """The job's cron occurrences in [start_time, end_time) as paced BACKFILL runs (core/backfill.py),
@@ -438,7 +473,7 @@ class JobCommands:
         now = self._clock()
         bounds = check_backfill(request, now)
         job = self.get_job(request.name, access)
-        spec = job_pb2.Job.FromString(job.spec)
+        spec = decode_spec(job.spec)
         check_backfillable(request.name, job.state, spec)
         times = cron_occurrences_between(spec.schedule.cron, bounds.start, bounds.end, MAX_BACKFILL_RUNS)
         if len(times) > MAX_BACKFILL_RUNS:
@@ -449,7 +484,7 @@ class JobCommands:
             return Backfill(0)
         digest = request_hash(request) if request.request_id else ""
         runs = backfill_runs(
-            job, times, now, bounds.pace, request_id=request.request_id, request_digest=digest
+            job, spec, times, now, bounds.pace, request_id=request.request_id, request_digest=digest
         )
         event = access.audited(AuditAction.BACKFILL, request.name, job.namespace, now, request.request_id)
         outcome = self._store.create_runs(runs, audit=event)
@@ -457,7 +492,7 @@ class JobCommands:
             raise RequestIdReused(request.request_id)
         if outcome.status is CreateStatus.CREATED:
             self._hooks.create("jobmesh.v1.JobService/BackfillJob", start_ns, runs)
-            self._hand_off([(runs[0], job.spec)])  # the watcher releases the others at their pace
+            self._hand_off([(runs[0], spec)])  # the watcher releases the others at their pace
             return Backfill(len(runs), times[0], times[-1], runs[-1].due_time)
         # A retry: the first call's runs, whose due times counted from its own time.
         first = outcome.run
@@ -465,7 +500,13 @@ class JobCommands:
         return Backfill(len(runs), times[0], times[-1], first.create_time + bounds.pace * (len(runs) - 1))
 
     def _insert_run(  # noqa: PLR0917 - the one path of RunJobNow and ReplayRun
-        self, run: RunRecord, request_id: str, spec: bytes, access: Access, action: AuditAction, rpc: str
+        self,
+        run: RunRecord,
+        request_id: str,
+        spec: job_pb2.Job,
+        access: Access,
+        action: AuditAction,
+        rpc: str,
     ) -> RunRecord:
         start_ns = time.time_ns()
         name = run_name(run.job_id, run.run_id)
@@ -481,15 +522,16 @@ class JobCommands:
         return outcome.run
 
 
-def _created(
-    item: NewJob, status: CreateStatus, job: JobRecord | None, first_run: RunRecord | None
-) -> Created:
-    if status is CreateStatus.REQUEST_ID_REUSED:
+def _created(item: NewJob, spec: job_pb2.Job, outcome: CreateJobOutcome) -> Created:
+    """`spec`: the definition `item`'s record was made from, the stored one when this call created it (a
+    replay answers the earlier call's job, as stored)."""
+    if outcome.status is CreateStatus.REQUEST_ID_REUSED:
         return Created(error=RequestIdReused(item.job.request_id or ""))
-    if status is CreateStatus.ID_TAKEN:
+    if outcome.status is CreateStatus.ID_TAKEN:
         name = job_name(item.job.job_id)
         return Created(error=AlreadyExists(f"{name} already exists", metadata={"resource": name}))
-    return Created(job=job, first_run=first_run)
+    made = spec if outcome.status is CreateStatus.CREATED else None
+    return Created(job=outcome.job, first_run=outcome.first_run, spec=made)
 
 
 def _cancel_reason(reason: str) -> str:

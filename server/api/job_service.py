@@ -29,7 +29,8 @@ Results = Callable[[list[Created]], list[pb.BatchCreateJobsResult]]
 
 
 def _results(
-    job_view: Callable[[JobRecord], job_pb2.Job], run_view: Callable[[RunRecord], run_pb2.Run]
+    job_view: Callable[[JobRecord, job_pb2.Job | None], job_pb2.Job],
+    run_view: Callable[[RunRecord], run_pb2.Run],
 ) -> Results:
     def results(created: list[Created]) -> list[pb.BatchCreateJobsResult]:
         answers = []
@@ -39,7 +40,7 @@ def _results(
                 continue
             answer = pb.BatchCreateJobsResult(status=ok_status())
             if item.job is not None:
-                answer.job.CopyFrom(job_view(item.job))
+                answer.job.CopyFrom(job_view(item.job, item.spec))
             if item.first_run is not None:
                 answer.run.CopyFrom(run_view(item.first_run))
             answers.append(answer)
@@ -75,7 +76,7 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
             raise created.error
         response = pb.CreateJobResponse()
         if created.job is not None:
-            response.job.CopyFrom(job_to_proto(created.job))
+            response.job.CopyFrom(job_to_proto(created.job, created.spec))
         if created.first_run is not None:
             response.run.CopyFrom(run_to_proto(created.first_run))
         return response
@@ -115,7 +116,7 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         job = await self._workers.write(
             self._commands.update_job, request.job, request.update_mask, access_to(_RPC + "UpdateJob")
         )
-        return pb.UpdateJobResponse(job=job_to_proto(job))
+        return pb.UpdateJobResponse(job=job_to_proto(job.record, job.spec))
 
     @unary
     async def DeleteJob(self, request: pb.DeleteJobRequest, context: Context) -> pb.DeleteJobResponse:
@@ -134,7 +135,7 @@ class JobService(job_service_pb2_grpc.JobServiceServicer):
         job = await self._workers.write(
             self._commands.resume_job, request.name, access_to(_RPC + "ResumeJob")
         )
-        return pb.ResumeJobResponse(job=job_to_proto(job))
+        return pb.ResumeJobResponse(job=job_to_proto(job.record, job.spec))
 
     @unary
     async def RunJobNow(self, request: pb.RunJobNowRequest, context: Context) -> pb.RunJobNowResponse:

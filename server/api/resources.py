@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from jobmesh.core.audit import AuditEvent
+from jobmesh.core.definitions import decode_spec
 from jobmesh.core.lateness import run_lateness
 from jobmesh.core.names import job_name, run_name
 from jobmesh.core.occurrences import next_fire_time
@@ -23,8 +24,14 @@ from jobmesh.core.wire_enums import AUDIT_ACTION_TO_WIRE, LOG_STREAM_TO_WIRE, RU
 from jobmesh.v1 import audit_pb2, job_pb2, run_pb2, search_service_pb2
 
 
-def job_to_proto(record: JobRecord) -> job_pb2.Job:
-    job = job_pb2.Job.FromString(record.spec)
+def job_to_proto(record: JobRecord, spec: job_pb2.Job | None = None) -> job_pb2.Job:
+    """`spec`: the record's definition when the caller holds it decoded (copied, not modified); else the
+    record's spec is decoded."""
+    if spec is None:
+        job = decode_spec(record.spec)
+    else:
+        job = job_pb2.Job()
+        job.CopyFrom(spec)
     job.name = job_name(record.job_id)
     job.state = JOB_STATE_TO_WIRE[record.state]
     _set_next_run_time(job, record.state, job.schedule, utcnow())
@@ -35,10 +42,10 @@ def job_to_proto(record: JobRecord) -> job_pb2.Job:
     return job
 
 
-def job_basic_proto(record: JobRecord) -> job_pb2.Job:
-    """The job's name and next run time only (`BatchCreateJobs`' basic view)."""
+def job_basic_proto(record: JobRecord, spec: job_pb2.Job | None = None) -> job_pb2.Job:
+    """The job's name and next run time only (`BatchCreateJobs`' basic view). `spec`: as `job_to_proto`'s."""
     job = job_pb2.Job(name=job_name(record.job_id))
-    schedule = job_pb2.Job.FromString(record.spec).schedule
+    schedule = (spec if spec is not None else decode_spec(record.spec)).schedule
     _set_next_run_time(job, record.state, schedule, utcnow())
     return job
 

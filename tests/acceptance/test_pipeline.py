@@ -17,6 +17,7 @@ from jobmesh.adapters.queue.factory import open_queue
 from jobmesh.adapters.store.factory import open_store
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import Dispatchable
+from jobmesh.core.definitions import decode_spec
 from jobmesh.core.dispatch import message_of
 from jobmesh.v1 import job_pb2, job_service_pb2, run_pb2
 from jobmesh.v1.search_service_pb2_grpc import SearchServiceStub
@@ -357,7 +358,8 @@ def test_a_duplicate_message_starts_the_attempt_once(mesh: Mesh, tmp_path: Path,
     queue = open_queue(mesh.env["JOBMESH_KAFKA_BOOTSTRAP"])
     try:
         run = store.get_run(created.job.name.removeprefix("jobs/"), created.run.name.rsplit("/", 1)[1])
-        message = message_of(Dispatchable(run, store.get_job(run.job_id).spec), datetime.now(UTC))
+        spec = decode_spec(store.get_job(run.job_id).spec)
+        message = message_of(Dispatchable(run, spec), datetime.now(UTC))
         queue.publish([message, message])  # twice, on top of the watcher's own
     finally:
         queue.close()

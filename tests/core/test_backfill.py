@@ -47,9 +47,9 @@ def test_one_more_than_the_limit_tells_a_range_too_large() -> None:
 def test_runs_keep_their_occurrence_and_are_due_at_the_pace() -> None:
     now = START + timedelta(days=30)
     times = [START + timedelta(minutes=5 * i) for i in range(4)]
-    spec = job_pb2.Job(heartbeat_timeout=duration_pb2.Duration(seconds=40)).SerializeToString()
-    record = job("nightly", spec=spec)
-    runs = backfill_runs(record, times, now, timedelta(seconds=2), request_id="r", request_digest="d")
+    spec = job_pb2.Job(heartbeat_timeout=duration_pb2.Duration(seconds=40))
+    record = job("nightly", spec=spec.SerializeToString())
+    runs = backfill_runs(record, spec, times, now, timedelta(seconds=2), request_id="r", request_digest="d")
     assert [r.schedule_time for r in runs] == times
     assert [r.due_time for r in runs] == [now + timedelta(seconds=2 * i) for i in range(4)]
     assert {(r.trigger, r.state) for r in runs} == {(RunTrigger.BACKFILL, RunState.SCHEDULED)}

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from jobmesh.core.attempts import Dispatchable
 from jobmesh.core.dispatch import due_within
 from jobmesh.core.records import Priority, RunRecord, RunState, RunTrigger
+from jobmesh.v1 import job_pb2
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 THRESHOLD = timedelta(minutes=1)
@@ -15,7 +16,7 @@ RUN = RunRecord("j", "r", NOW, NOW, RunState.SCHEDULED, RunTrigger.RUN_NOW, Prio
 
 
 def due_at(offset: timedelta) -> Dispatchable:
-    return Dispatchable(dataclasses.replace(RUN, run_id=str(offset), due_time=NOW + offset), b"")
+    return Dispatchable(dataclasses.replace(RUN, run_id=str(offset), due_time=NOW + offset), job_pb2.Job())
 
 
 def test_runs_due_up_to_the_threshold_go_at_once_and_later_ones_are_left_to_the_watcher() -> None:

@@ -17,7 +17,7 @@ from jobmesh.core.ports.queue import Delivery
 from jobmesh.core.records import JobRecord, Priority, RunRecord, RunState, RunTrigger
 from jobmesh.core.run_log import RunStepLog
 from jobmesh.core.run_traces import trace_id_hex
-from jobmesh.v1 import run_pb2
+from jobmesh.v1 import job_pb2, run_pb2
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 RUN = RunRecord("j", "r", NOW, NOW, RunState.RUNNING, RunTrigger.RUN_NOW, Priority.NORMAL, "q", NOW, NOW)
@@ -84,7 +84,7 @@ def test_a_chain_calls_each_hook_in_order_at_every_hop() -> None:
 
 def _ended(run_state: RunState) -> list[tuple[Dispatchable, AttemptEnd]]:
     end = AttemptEnd(AttemptRef("j", "r", 2), RunState.FAILED, run_state, NOW, error_type="Exit")
-    return [(Dispatchable(RUN, b""), end)]
+    return [(Dispatchable(RUN, job_pb2.Job()), end)]
 
 
 def test_a_dead_letter_is_logged_with_its_run_and_trace(caplog: pytest.LogCaptureFixture) -> None:

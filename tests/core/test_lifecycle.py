@@ -113,7 +113,7 @@ def test_a_failure_with_attempts_left_is_retried_after_the_backoff(
         RunState.SCHEDULED,
         run.due_time,
     )
-    assert retried.spec == current.spec
+    assert retried.job == current.job
     [first] = run.previous_attempts
     assert (first.attempt, first.state, first.error_type) == (1, RunState.FAILED, "ExitCode")
     assert settled.dead_lettered == ()

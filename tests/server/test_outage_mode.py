@@ -20,7 +20,7 @@ from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.definitions import SchedulingPolicy, build_job
+from jobmesh.core.definitions import SchedulingPolicy, build_job, heartbeat_timeout_of
 from jobmesh.core.definitions import new_run as new_run_record
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.lifecycle import AttemptLifecycle
@@ -631,7 +631,13 @@ def cron_runs(store: DownStore, job_id: str, count: int) -> list[AttemptRef]:
     record, _ = build_job(job_id, spec, NOW - timedelta(minutes=5), SchedulingPolicy())
     store.create_jobs([NewJob(record, None)])
     runs = [
-        new_run_record(record, NOW + timedelta(minutes=minute), NOW, RunTrigger.SCHEDULE)
+        new_run_record(
+            record,
+            NOW + timedelta(minutes=minute),
+            NOW,
+            RunTrigger.SCHEDULE,
+            heartbeat_timeout=heartbeat_timeout_of(spec),
+        )
         for minute in range(count)
     ]
     for run in runs:

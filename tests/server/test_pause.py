@@ -15,7 +15,7 @@ from jobmesh.core.filters import Comparison, ListQuery
 from jobmesh.core.names import parse_job_name
 from jobmesh.core.occurrences import first_cron_occurrence
 from jobmesh.core.ports.pipeline_store import ClaimStatus
-from jobmesh.core.records import RunRecord, RunState, RunTrigger
+from jobmesh.core.records import DEFAULT_HEARTBEAT_TIMEOUT, RunRecord, RunState, RunTrigger
 from jobmesh.v1 import job_pb2, job_service_pb2
 from tests.server.conftest import Api
 from tests.server.test_job_service import command_job, create
@@ -30,7 +30,13 @@ def _job_with_runs(api: Api) -> tuple[str, dict[str, RunRecord]]:
     now = datetime.now(UTC)
 
     def add(seconds: int, state: RunState = RunState.SCHEDULED) -> RunRecord:
-        run = new_run(job, now + timedelta(seconds=seconds), now, RunTrigger.SCHEDULE)
+        run = new_run(
+            job,
+            now + timedelta(seconds=seconds),
+            now,
+            RunTrigger.SCHEDULE,
+            heartbeat_timeout=DEFAULT_HEARTBEAT_TIMEOUT,
+        )
         run = dataclasses.replace(run, state=state)
         api.store.create_run(run)
         return run
@@ -64,7 +70,13 @@ def test_a_claim_that_raced_the_pause_is_refused(api: Api) -> None:
     assert claims[0].status is ClaimStatus.CANCELLED
     # A run the watcher made from the job as it read it just before the pause.
     job = api.store.get_job(parse_job_name(name))
-    late = new_run(job, datetime.now(UTC), datetime.now(UTC), RunTrigger.SCHEDULE)
+    late = new_run(
+        job,
+        datetime.now(UTC),
+        datetime.now(UTC),
+        RunTrigger.SCHEDULE,
+        heartbeat_timeout=DEFAULT_HEARTBEAT_TIMEOUT,
+    )
     api.store.create_run(late)
     assert api.store.claim([AttemptRef.of(late)], "ex2", datetime.now(UTC))[0].status is ClaimStatus.CANCELLED
     assert _state(api, late) == (RunState.CANCELLED, "Cancelled", "job paused")

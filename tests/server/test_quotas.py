@@ -20,7 +20,7 @@ import pytest
 from jobmesh.control.v1 import executor_control_pb2 as pb
 from jobmesh.core.definitions import new_run as new_run_of
 from jobmesh.core.ports.pipeline_store import SchedulerStore
-from jobmesh.core.records import RunState, RunTrigger
+from jobmesh.core.records import DEFAULT_HEARTBEAT_TIMEOUT, RunState, RunTrigger
 from jobmesh.core.timestamps import to_timestamp
 from jobmesh.v1 import (
     job_pb2,
@@ -134,7 +134,8 @@ def test_a_bulk_replay_past_the_runs_per_minute_is_refused_whole(
     now = datetime.now(UTC)
     for _ in range(RUNS_A_MINUTE + 1):
         dead = dataclasses.replace(
-            new_run_of(record, now, now, RunTrigger.SCHEDULE), state=RunState.DEAD_LETTERED
+            new_run_of(record, now, now, RunTrigger.SCHEDULE, heartbeat_timeout=DEFAULT_HEARTBEAT_TIMEOUT),
+            state=RunState.DEAD_LETTERED,
         )
         store.create_run(dead)
     jobs = job_service_pb2_grpc.JobServiceStub(channel)

@@ -15,7 +15,7 @@ from jobmesh.adapters.store.factory import open_store
 from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.cancels import CancelRouter
-from jobmesh.core.definitions import SchedulingPolicy, build_job, new_run
+from jobmesh.core.definitions import SchedulingPolicy, build_job, heartbeat_timeout_of, new_run
 from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunState, RunTrigger
@@ -53,8 +53,11 @@ def _job(
     )
     record, _ = build_job(f"job-{policy}", spec, NOW, SchedulingPolicy(immediate_threshold=timedelta(0)))
     store.create_jobs([NewJob(record)])
-    running = new_run(record, due_at - timedelta(seconds=5), NOW, RunTrigger.SCHEDULE)
-    due = new_run(record, due_at, NOW, RunTrigger.SCHEDULE)
+    timeout = heartbeat_timeout_of(spec)
+    running = new_run(
+        record, due_at - timedelta(seconds=5), NOW, RunTrigger.SCHEDULE, heartbeat_timeout=timeout
+    )
+    due = new_run(record, due_at, NOW, RunTrigger.SCHEDULE, heartbeat_timeout=timeout)
     store.materialize(
         record.job_id,
         expected_next_run_time=record.next_run_time or NOW,
@@ -65,12 +68,10 @@ def _job(
     first = AttemptRef(record.job_id, running.run_id, 1)
     if earlier is RunState.QUEUED:
         store.mark_queued([first], NOW)
-        return Dispatchable(store.get_run(record.job_id, running.run_id), record.spec), Dispatchable(
-            due, record.spec
-        )
+        return Dispatchable(store.get_run(record.job_id, running.run_id), spec), Dispatchable(due, spec)
     [claim] = store.claim([first], "executor-1", NOW)
     assert claim.run is not None
-    return Dispatchable(claim.run, record.spec), Dispatchable(due, record.spec)
+    return Dispatchable(claim.run, spec), Dispatchable(due, spec)
 
 
 def _release(store: SqlStore, item: Dispatchable) -> tuple[MemoryRunQueue, Timer]:

@@ -24,7 +24,7 @@ def _item(run_id: str, due: datetime) -> Dispatchable:
         create_time=T0,
         update_time=T0,
     )
-    return Dispatchable(run, b"")
+    return Dispatchable(run, job_pb2.Job())
 
 
 def test_timer_releases_in_order_each_once() -> None:

@@ -21,6 +21,7 @@ from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.store import NewJob
 from jobmesh.core.records import RunTrigger
 from jobmesh.core.shards import ALL_SHARDS, shard_of
+from jobmesh.v1 import job_pb2
 from jobmesh.watcher.config import WatcherConfig
 from jobmesh.watcher.releaser import Releaser
 from jobmesh.watcher.service import Watcher
@@ -105,7 +106,7 @@ async def _until(condition: object, what: str, timeout: float = 15.0) -> None:
 
 
 def _item(job_id: str, due: datetime) -> Dispatchable:
-    return Dispatchable(run(job_id, new_run_id(due), schedule_time=due, due_time=due), b"")
+    return Dispatchable(run(job_id, new_run_id(due), schedule_time=due, due_time=due), job_pb2.Job())
 
 
 def test_the_timer_drops_a_lost_shards_runs_and_the_releaser_sends_only_held_shards(store: SqlStore) -> None:
@@ -132,6 +133,8 @@ def test_the_timer_drops_a_lost_shards_runs_and_the_releaser_sends_only_held_sha
     assert len(timer) == 1
     held.discard(shard_of(lost_job))
     assert releaser.hold([late]) == 0  # not this watcher's
-    timer.add(AttemptRef.of(late.run), replace(late, spec=b""), now)  # held before the shard was lost
+    timer.add(
+        AttemptRef.of(late.run), replace(late, job=job_pb2.Job()), now
+    )  # held before the shard was lost
     assert releaser.release_due() == 1
     assert queue.sent == [kept.run.run_id]

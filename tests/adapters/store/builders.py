@@ -17,6 +17,7 @@ from jobmesh.core.records import (
     RunTrigger,
     ScheduleKind,
 )
+from jobmesh.v1 import job_pb2
 
 # Noon today (UTC): runs land in real daily partitions on PostgreSQL, times stay deterministic within a test.
 BASE = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -26,10 +27,15 @@ def at(seconds: float) -> datetime:
     return BASE + timedelta(seconds=seconds)
 
 
+def spec(job_id: str) -> job_pb2.Job:
+    """The definition `job` stores for `job_id` (one of its own, to tell whose a read brought)."""
+    return job_pb2.Job(display_name=f"spec-{job_id}")
+
+
 def job(job_id: str, **overrides: Any) -> JobRecord:
     record = JobRecord(
         job_id=job_id,
-        spec=b"\x0a\x00spec-" + job_id.encode(),
+        spec=spec(job_id).SerializeToString(),
         display_name=f"display {job_id}",
         labels={"team": "core"},
         schedule_kind=ScheduleKind.RUN_AT,

@@ -14,7 +14,7 @@ from jobmesh.core.lateness import run_lateness
 from jobmesh.core.ports.pipeline_store import ClaimStatus, Heartbeat, ProgressReport
 from jobmesh.core.records import AttemptRecord, RunState
 from jobmesh.core.states import TransitionRefused
-from tests.adapters.store.builders import at, run
+from tests.adapters.store.builders import at, run, spec
 from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, end, finish, ref
 
 
@@ -334,7 +334,7 @@ def test_an_end_is_decided_on_the_run_as_it_is_under_the_lock(store: SqlStore) -
 
     def decide(current: Dispatchable) -> AttemptEnd | None:
         seen[AttemptRef.of(current.run)] = current.run.state
-        assert current.spec == b"\x0a\x00spec-alpha"
+        assert current.job == spec("alpha")
         return end(ref(cancelled), RunState.CANCELLED) if current.run.run_id == cancelled.run_id else None
 
     written = store.finish_attempts([ref(cancelled), ref(left), ref(cancelled)], decide)
@@ -351,5 +351,5 @@ def test_attempts_finds_current_attempts_with_their_specs(store: SqlStore) -> No
     found = store.attempts([ref(first), ref(second), ref(second, 1), AttemptRef("alpha", "missing", 1)])
     assert set(found) == {ref(first), ref(second)}
     assert found[ref(second)].run == second
-    assert found[ref(first)].spec == b"\x0a\x00spec-alpha"
+    assert found[ref(first)].job == spec("alpha")
     assert store.attempts([]) == {}

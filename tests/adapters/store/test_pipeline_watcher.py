@@ -15,7 +15,7 @@ from jobmesh.core.ids import new_run_id
 from jobmesh.core.ports.pipeline_store import Heartbeat
 from jobmesh.core.records import JobState, RunRecord, RunState, RunTrigger, ScheduleKind
 from tests.adapters.store.backend import Backend
-from tests.adapters.store.builders import at, run
+from tests.adapters.store.builders import at, run, spec
 from tests.adapters.store.pipeline_support import TIMEOUT, add_job, add_run, ref
 
 CRON = {"schedule_kind": ScheduleKind.CRON, "next_run_time": at(60)}
@@ -33,7 +33,7 @@ def test_due_runs_are_the_scheduled_ones_due_by_then_earliest_first(store: SqlSt
     add_run(store, 100)  # not due yet
     due = store.due_runs(at(60), limit=10)
     assert [item.run for item in due] == [first, later]
-    assert {item.spec for item in due} == {b"\x0a\x00spec-alpha"}
+    assert [item.job for item in due] == [spec("alpha")] * 2
     assert [item.run for item in store.due_runs(at(60), limit=1)] == [first]
 
 
@@ -229,7 +229,7 @@ def test_lost_attempts_are_those_past_their_deadline(store: SqlStore) -> None:
         (quiet.run_id, RunState.RUNNING),
         (stopping.run_id, RunState.CANCELLING),
     ]
-    assert lost[0].spec == b"\x0a\x00spec-alpha"
+    assert lost[0].job == spec("alpha")
     assert lost[0].run.heartbeat_deadline == at(10) + timedelta(seconds=42)
     assert len(store.lost_attempts(at(60), limit=1)) == 1
 

@@ -12,7 +12,7 @@ from jobmesh.adapters.store.sql import SqlStore
 from jobmesh.core.records import ScheduleKind
 from jobmesh.core.shards import SHARDS, shard_of
 from tests.adapters.store.backend import Backend
-from tests.adapters.store.builders import at
+from tests.adapters.store.builders import at, spec
 from tests.adapters.store.pipeline_support import add_job, add_run, ref
 
 TTL = timedelta(seconds=10)
@@ -95,7 +95,7 @@ def test_a_scan_after_a_cursor_reads_only_the_runs_changed_since(store: SqlStore
     store.mark_queued([ref(before[0])], at(5))  # no longer SCHEDULED
     changed = store.due_runs_changed(cursor, at(60), shards=[shard_of(mine)], limit=100)
     assert [item.run for item in changed.runs] == [created]
-    assert changed.runs[0].spec == b"\x0a\x00spec-" + mine.encode()
+    assert changed.runs[0].job == spec(mine)
     assert changed.read == 2, "only the changed runs of the shard left SCHEDULED are read, not the 20 before"
     assert changed.complete
     again = store.due_runs_changed(changed.cursor, at(60), shards=[shard_of(mine)], limit=100)
