@@ -45,6 +45,7 @@ class StoredRun:
     attempt: int
     succeeded: tuple[int, ...] = ()
     dispatch_ns: int = 0  # the current attempt's dispatch (0: never dispatched)
+    claim_ns: int = 0  # the current attempt's start as the server recorded it, at its claim (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +261,7 @@ def late_runs(
     first: Mapping[str, int],
     *,
     dispatched: Mapping[str, int],
+    claimed: Mapping[str, int],
     kinds: Mapping[str, str],
     windows: Sequence[Window],
     after_s: float,
@@ -268,7 +270,8 @@ def late_runs(
     """For each label of `segment` but `outside`/`quiet`, the runs that started more than `LATE` seconds
     late: how many of each kind, how many by the second of their due time from the window's start (`in:`)
     or end (`after:`), how many of each kind were handed to the queue more than `LATE` seconds after their
-    due time (late before the queue, not in it), and the `keep` latest as [run, kind, due s from that
+    due time (late before the queue, not in it), how many were claimed that late (late before the executor's
+    start), and the `keep` latest as [run, kind, due s from that
     instant, late s, dispatched s after due or None]."""
     origin = {f"in:{w.name}": w.start_ns for w in windows} | {f"after:{w.name}": w.end_ns for w in windows}
     found: dict[str, list[tuple[float, str, float, float | None]]] = defaultdict(list)
@@ -286,15 +289,20 @@ def late_runs(
         by_second: dict[int, int] = defaultdict(int)
         by_kind: dict[str, int] = defaultdict(int)
         dispatched_late: dict[str, int] = defaultdict(int)
+        claimed_late: dict[str, int] = defaultdict(int)
         for _, run, offset, sent in runs:
+            kind = kinds.get(run, "?")
             by_second[math.floor(offset)] += 1
-            by_kind[kinds.get(run, "?")] += 1
+            by_kind[kind] += 1
             if sent is not None and sent > LATE:
-                dispatched_late[kinds.get(run, "?")] += 1
+                dispatched_late[kind] += 1
+            if run in claimed and (claimed[run] - due[run]) / 1e9 > LATE:
+                claimed_late[kind] += 1
         profile[label] = {
             "by_kind": dict(sorted(by_kind.items())),
             "by_due_second": dict(sorted(by_second.items())),
             "dispatched_late_by_kind": dict(sorted(dispatched_late.items())),
+            "claimed_late_by_kind": dict(sorted(claimed_late.items())),
             "latest": [
                 [
                     run,

@@ -64,7 +64,8 @@ def stored(url: str, queue: str) -> tuple[dict[str, StoredRun], set[str], Counte
     runs = _rows(
         url,
         "SELECT job_id, run_id, state, extract(epoch from schedule_time), attempt, error_type, "
-        "extract(epoch from dispatch_time) FROM job_runs WHERE queue = :queue",
+        "extract(epoch from dispatch_time), extract(epoch from start_time) "
+        "FROM job_runs WHERE queue = :queue",
         queue,
     )
     history = _rows(
@@ -82,14 +83,20 @@ def stored(url: str, queue: str) -> tuple[dict[str, StoredRun], set[str], Counte
         if error:
             errors[str(error)] += 1
     found = {}
-    for job, run, state, schedule, attempt, error, dispatched in runs:
+    for job, run, state, schedule, attempt, error, dispatched, claimed in runs:
         name = f"jobs/{job}/runs/{run}"
         if state == "SUCCEEDED":
             succeeded[name].append(int(attempt))
         if error:
             errors[str(error)] += 1
         found[name] = StoredRun(
-            f"jobs/{job}", str(state), _ns(schedule), int(attempt), tuple(succeeded[name]), _ns(dispatched)
+            f"jobs/{job}",
+            str(state),
+            _ns(schedule),
+            int(attempt),
+            tuple(succeeded[name]),
+            _ns(dispatched),
+            _ns(claimed),
         )
     return found, jobs, errors
 
@@ -191,10 +198,12 @@ def measure(
         name: "cron" for name, run in runs.items() if run.job in cron_jobs
     }
     dispatched = {name: run.dispatch_ns for name, run in runs.items() if run.dispatch_ns}
+    claimed = {name: run.claim_ns for name, run in runs.items() if run.claim_ns}
     late = counts.late_runs(
         schedule,
         first,
         dispatched=dispatched,
+        claimed=claimed,
         kinds=kinds,
         windows=windows,
         after_s=args.after,

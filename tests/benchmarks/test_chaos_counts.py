@@ -156,13 +156,23 @@ def test_late_runs_are_profiled_by_kind_and_due_second_from_their_windows_edge()
     }
     first = {"a": 15 * S, "b": 26 * S, "c": 23 * S + S // 2, "on-time": 23 * S, "quiet": 43 * S}
     kinds = {"a": "run_at", "b": "cron", "c": "immediate", "on-time": "cron"}
-    found = late_runs(due, first, dispatched={"b": 25 * S}, kinds=kinds, windows=windows, after_s=5, keep=1)
+    found = late_runs(
+        due,
+        first,
+        dispatched={"b": 25 * S},
+        claimed={"b": 25 * S, "c": 23 * S + S // 10},
+        kinds=kinds,
+        windows=windows,
+        after_s=5,
+        keep=1,
+    )
     assert set(found) == {"in:kafka", "after:kafka", "in:postgres"}  # the quiet run is in no window's profile
     assert found["in:kafka"]["by_kind"] == {"run_at": 1}
     assert found["in:kafka"]["by_due_second"] == {2: 1}
     assert found["after:kafka"]["by_kind"] == {"cron": 1, "immediate": 1}
     assert found["after:kafka"]["by_due_second"] == {1: 2}
     assert found["after:kafka"]["dispatched_late_by_kind"] == {"cron": 1}  # b went out 3.5 s late
+    assert found["after:kafka"]["claimed_late_by_kind"] == {"cron": 1, "immediate": 1}
     assert found["after:kafka"]["latest"] == [["b", "cron", 1.5, 4.5, 3.5]]  # only the latest kept
     assert found["in:postgres"]["latest"] == [["never", "?", 5.0, NEVER, None]]
 
