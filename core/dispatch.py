@@ -24,11 +24,6 @@ from jobmesh.core.wire_enums import PRIORITY_TO_WIRE
 
 log = logging.getLogger(__name__)
 
-# A run handed to the queue more than this after its due time has missed the start promise already: the
-# queue puts it behind the runs that can still keep it (`adapters/queue/codec.lane_of`), and the watcher
-# sends such a backlog a slice at a time behind the runs that come due meanwhile (`watcher/releaser.py`).
-LATE_DISPATCH = timedelta(seconds=2)
-
 
 def message_of(item: Dispatchable, now: datetime) -> dispatch_pb2.DispatchedRun:
     job = item.job

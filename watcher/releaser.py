@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from jobmesh.core.attempts import AttemptRef, Dispatchable
 from jobmesh.core.cancels import CancelRouter
-from jobmesh.core.dispatch import LATE_DISPATCH, Dispatcher
+from jobmesh.core.dispatch import Dispatcher
 from jobmesh.core.errors import StoreUnavailable
 from jobmesh.core.metrics import CRON_SKIPPED
 from jobmesh.core.occurrences import catchup_window_of
@@ -31,9 +31,6 @@ RETRY_DELAY = timedelta(seconds=1)
 HOLD_DELAY = timedelta(milliseconds=500)
 # A scan that read a run just before its release marked it QUEUED must not hold it again.
 RECENT = timedelta(minutes=1)
-# How many late runs (a backlog) go out with each release, behind the runs still on time: small enough that
-# publishing and marking them delays the next release by a fraction of a second.
-BACKLOG_SLICE = 1000
 
 
 class Releaser:
@@ -79,10 +76,9 @@ class Releaser:
         now = self._clock()
         held = self._held()
         # A shard lost since its runs were held: the watcher that took it loaded them.
-        popped = self._timer.pop_due(
-            now, self._batch, late_before=now - LATE_DISPATCH, late_limit=min(BACKLOG_SLICE, self._batch)
-        )
-        due = [(ref, item) for ref, item in popped if shard_of(ref.job_id) in held]
+        due = [
+            (ref, item) for ref, item in self._timer.pop_due(now, self._batch) if shard_of(ref.job_id) in held
+        ]
         if not due:
             return 0
         self._remember([ref for ref, _ in due], now)

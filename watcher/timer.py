@@ -46,26 +46,15 @@ class Timer:
         with self._lock:
             return self._heap[0].release_at if self._heap else None
 
-    def pop_due(
-        self, now: datetime, limit: int, *, late_before: datetime | None = None, late_limit: int = 0
-    ) -> list[tuple[AttemptRef, Dispatchable]]:
-        """Takes up to `limit` runs whose release instant has come, earliest first. With `late_before`: up to
-        `limit` of those due at `late_before` or later (they can still start on time), then up to `late_limit`
-        of the others (late already: a backlog a queue outage left), each part earliest first. The late ones
-        beyond that stay held: a backlog goes out a slice at a time behind the runs that come due meanwhile,
-        not in front of them."""
-        on_time: list[_TimerEntry] = []
-        late: list[_TimerEntry] = []
+    def pop_due(self, now: datetime, limit: int) -> list[tuple[AttemptRef, Dispatchable]]:
+        """Takes up to `limit` runs whose release instant has come, earliest first."""
+        due: list[tuple[AttemptRef, Dispatchable]] = []
         with self._lock:
-            while self._heap and self._heap[0].release_at <= now and len(on_time) < limit:
+            while self._heap and self._heap[0].release_at <= now and len(due) < limit:
                 entry = heapq.heappop(self._heap)
-                is_late = late_before is not None and entry.item.run.due_time < late_before
-                (late if is_late else on_time).append(entry)
-            for entry in late[late_limit:]:
-                heapq.heappush(self._heap, entry)
-            taken = on_time + late[:late_limit]
-            self._held.difference_update(entry.ref for entry in taken)
-        return [(entry.ref, entry.item) for entry in taken]
+                self._held.discard(entry.ref)
+                due.append((entry.ref, entry.item))
+        return due
 
     def drop(self, unwanted: Callable[[Dispatchable], bool]) -> int:
         """Lets go of the runs `unwanted` picks (a shard's, when the shard is lost); returns how many."""

@@ -7,13 +7,11 @@ whose retries are spent are copied to `jobmesh.runs.dead-letter`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 
 from google.protobuf.message import DecodeError
 
 from jobmesh.control.v1 import dispatch_pb2
 from jobmesh.core.attempts import AttemptRef
-from jobmesh.core.dispatch import LATE_DISPATCH
 from jobmesh.v1 import job_pb2
 
 LANES = ("high", "normal", "low")
@@ -27,10 +25,10 @@ LEGACY_CONTENT_TYPES = frozenset({"application/x-protobuf; messageType=jobmesh.v
 LOW_FIRST_EVERY = 4
 
 
-# A run handed to the queue late (`LATE_DISPATCH`: a backlog, the queue or the server was away) goes one
-# lane below its priority's, and yields to the runs that can still keep the promise. A run sent again a
-# second after a failed publish still can, and keeps its lane.
-LATE_AFTER_NS = LATE_DISPATCH // timedelta(microseconds=1) * 1000
+# A run handed to the queue this long after it was due (a backlog: the queue or the server was away) goes one
+# lane below its priority's: it has missed the 2 s start promise already, and yields to the runs that can
+# still keep it. A run sent again a second after a failed publish still can, and keeps its lane.
+LATE_AFTER_NS = 2_000_000_000
 
 
 def lane_of(run: dispatch_pb2.DispatchedRun) -> str:

@@ -39,34 +39,6 @@ def test_timer_releases_in_order_each_once() -> None:
     assert len(timer) == 0
 
 
-def test_a_backlog_goes_out_a_slice_at_a_time_behind_the_runs_still_on_time() -> None:
-    timer = Timer()
-    backlog = [_item(f"late{n}", T0 - timedelta(seconds=10 - n)) for n in range(5)]
-    for item in backlog:  # sent again after a failed publish: their release instant is the retry's
-        timer.add(AttemptRef.of(item.run), item, T0 - timedelta(seconds=1))
-    on_time = [_item("now", T0), _item("soon", T0 + timedelta(milliseconds=500))]
-    for item in on_time:
-        timer.add(AttemptRef.of(item.run), item, item.run.due_time - timedelta(milliseconds=200))
-    now = T0 + timedelta(seconds=1)
-    first = timer.pop_due(now, 10, late_before=now - timedelta(seconds=2), late_limit=2)
-    assert [ref.run_id for ref, _ in first] == ["now", "soon", "late0", "late1"]
-    assert not timer.add(AttemptRef.of(backlog[2].run), backlog[2], now)  # the rest is still held
-    later = timer.pop_due(now, 10, late_before=now - timedelta(seconds=2), late_limit=2)
-    assert [ref.run_id for ref, _ in later] == ["late2", "late3"]
-    assert [ref.run_id for ref, _ in timer.pop_due(now, 10)] == ["late4"]  # without a bound, all of them
-    assert len(timer) == 0
-
-
-def test_the_on_time_limit_bounds_what_is_taken_and_the_rest_stays_in_order() -> None:
-    timer = Timer()
-    items = [_item(f"r{n}", T0 + timedelta(milliseconds=n)) for n in range(4)]
-    for item in items:
-        timer.add(AttemptRef.of(item.run), item, item.run.due_time)
-    now = T0 + timedelta(seconds=1)
-    assert [r.run_id for r, _ in timer.pop_due(now, 3, late_before=T0, late_limit=5)] == ["r0", "r1", "r2"]
-    assert [r.run_id for r, _ in timer.pop_due(now, 3, late_before=T0, late_limit=5)] == ["r3"]
-
-
 def _cron(expression: str, **fields: object) -> job_pb2.Schedule.Cron:
     return job_pb2.Schedule.Cron(expression=expression, **fields)  # type: ignore[arg-type]
 
