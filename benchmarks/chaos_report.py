@@ -374,8 +374,10 @@ def report(result: dict[str, Any]) -> str:
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in found["by_kind"].items())
         seconds = ", ".join(f"{int(second):+d} s: {n:,}" for second, n in found["by_due_second"].items())
         sent_late = ", ".join(f"{kind} {n:,}" for kind, n in found["dispatched_late_by_kind"].items())
+        claimed_late = ", ".join(f"{kind} {n:,}" for kind, n in found["claimed_late_by_kind"].items())
         lines.append(
-            f"    {label}: {kinds}; {seconds}; handed to the queue > 2 s late: {sent_late or 'none'}"
+            f"    {label}: {kinds}; {seconds}; handed to the queue > 2 s late: {sent_late or 'none'}; "
+            f"claimed > 2 s late: {claimed_late or 'none'}"
         )
     lines += ["", "  what health said, by window (seconds of each answer):"]
     for window in result["windows"]:
