@@ -250,8 +250,6 @@ class KafkaRunConsumer:
         return batch
 
     def commit(self, deliveries: Sequence[Delivery]) -> None:
-        if self._closed:
-            raise RuntimeError("the consumer is closed")
         highest: dict[str, dict[TopicPartitionKey, int]] = {}
         for delivery in deliveries:
             token = delivery.token
@@ -289,25 +287,20 @@ class KafkaRunConsumer:
         if self._closed:
             return
         self._closed = True
-        # In parallel: a lane consumer leaving in the middle of a group join waits for the join, which waits
+        # In parallel: a lane consumer closing in the middle of a group join waits for the join, which waits
         # for the group's other members, the other lanes, to answer; they answer only while being served.
-        # Each closer holds the last reference to its consumer, destroyed in that thread (`_close_lane`).
-        lanes, self._consumers = self._consumers, {}
         closers = [
             threading.Thread(target=_close_lane, args=(lane, consumer), name=f"close-{lane}", daemon=True)
-            for lane, consumer in lanes.items()
+            for lane, consumer in self._consumers.items()
         ]
-        lanes.clear()
         for closer in closers:
             closer.start()
         deadline = time.monotonic() + CLOSE_WAIT
-        for closer in closers:
+        for lane, closer in zip(self._consumers, closers, strict=True):
             closer.join(max(deadline - time.monotonic(), 0.0))
             if closer.is_alive():
                 log.warning(
-                    "the %s lane's Kafka consumer did not close within %.0f s: left behind",
-                    closer.name.removeprefix("close-"),
-                    CLOSE_WAIT,
+                    "the %s lane's Kafka consumer did not close within %.0f s: left behind", lane, CLOSE_WAIT
                 )
         self._on_close(self)
 
@@ -456,20 +449,16 @@ def _leave(consumers: Sequence[Consumer]) -> None:
 
 
 def _close_lane(lane: str, consumer: Consumer, *, leave: bool = True) -> None:
-    """Leaves the lane's group (`leave`: False for a consumer that failed for good, which can no longer send
-    anything), then lets the consumer go without librdkafka's consumer close: the handle is destroyed when its
-    last reference goes, the caller's (confluent-kafka's dealloc, which releases the GIL meanwhile).
-
-    A close() revokes what is still assigned through confluent-kafka's rebalance callback, which asks
-    librdkafka for the group's rebalance protocol while it holds the GIL. Once, the broker stopped during a
-    close, that question was never answered, and the whole process froze. After the leave a close adds
-    nothing: offsets are committed explicitly, the group is left, and a member that could not leave (the
-    broker away) is let go after its session, as a member that died."""
+    """`leave`: False for a consumer that failed for good, which can no longer send anything."""
     try:
         if leave:
             _leave([consumer])
     except (KafkaException, RuntimeError) as exc:
         log.warning("leaving the %s lane's group: %s", lane, exc)
+    try:
+        consumer.close()
+    except (KafkaException, RuntimeError) as exc:
+        log.warning("closing the %s lane consumer: %s", lane, exc)
 
 
 def _headers(message: Message) -> dict[str, str]:
