@@ -306,7 +306,7 @@ def _welcomed(stream: RawStream) -> RawStream | None:
 
 
 def test_what_a_name_held_and_its_new_stream_does_not_hold_ends_not_held(
-    channel: grpc.Channel, secured: Secured
+    channel: grpc.Channel, secured: Secured, store: SchedulerStore
 ) -> None:
     """A grant whose answer was lost with the stream, or an attempt of a process that died and came back
     under the same name: nobody runs it, so it must not stay RUNNING while the name's session is renewed."""
@@ -334,6 +334,8 @@ def test_what_a_name_held_and_its_new_stream_does_not_hold_ends_not_held(
     again.send(results=pb.ResultBatch(results=[succeeded(kept)]))
     assert list(again.next("acks").acks.recorded) == [kept]
     again.close()
+    # As the `streams` fixture does: the next test may use the name only once the server let go of it.
+    eventually(lambda: not _held(cast(SqlStore, store), {"exec-1"}), 30, "the server to release exec-1")
 
 
 def test_a_run_of_a_queue_the_credential_does_not_serve_is_not_granted(
