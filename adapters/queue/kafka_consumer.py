@@ -122,7 +122,6 @@ class CoordinatorWatch:
     coordinator with no broker to ask, and its lane takes nothing until it is opened again."""
 
     def __init__(self) -> None:
-        self.lost = False
         self.lost_ms = 0  # how long the group has looked for its coordinator, with nothing assigned
         self.coordinated = False  # the group has its coordinator: Kafka answers this consumer
         # Set by the lane's reader on a fatal error: the consumer will never take anything again. A static
@@ -136,8 +135,12 @@ class CoordinatorWatch:
         group = parsed.get("cgrp") or {}
         seeking = group.get("state") in _SEEKING_COORDINATOR and not group.get("assignment_size")
         self.lost_ms = int(group.get("stateage", 0)) if seeking else 0
-        self.lost = self.lost_ms >= LOST_COORDINATOR_MS
         self.coordinated = group.get("state") == "up"
+
+    @property
+    def lost(self) -> bool:
+        """The group has looked for its coordinator, with nothing assigned, for `LOST_COORDINATOR_MS`."""
+        return self.lost_ms >= LOST_COORDINATOR_MS
 
 
 # What the broker accepts as a `group.instance.id` (Kafka's JoinGroup checks it).

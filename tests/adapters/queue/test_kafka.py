@@ -268,7 +268,7 @@ def test_a_lane_whose_group_is_lost_is_opened_again_unless_it_stepped_aside() ->
 
     runs = kafka_consumer.KafkaRunConsumer(open_lane, {lane: [lane] for lane in LANES}, lambda _: None)  # type: ignore[arg-type]
     ((lost, lost_watch),) = opened["normal"]
-    lost_watch.lost = True
+    lost_watch.lost_ms = kafka_consumer.LOST_COORDINATOR_MS
     opened["high"][0][1].coordinated = True  # another lane's group has its coordinator: Kafka answers
 
     runs.step_aside()
